@@ -1,0 +1,119 @@
+"""ApiVersions for a forwarder: the KIP-590 intersection rule and the answers.
+
+Pure: no IO. Ranges are plain (api key -> VersionRange) mappings.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from envelope.apis import API_VERSIONS
+from envelope.build import build_entity
+from envelope.codec import decode_response_body, encode_response, known_versions, response_schema
+
+UNSUPPORTED_VERSION = 35
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class VersionRange:
+    min: int
+    max: int
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or self.min > self.max:
+            raise ValueError(f"invalid version range {self.min}..{self.max}")
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.min <= version <= self.max
+
+    def intersect(self, other: "VersionRange") -> "VersionRange | None":
+        low, high = max(self.min, other.min), min(self.max, other.max)
+        return VersionRange(low, high) if low <= high else None
+
+
+Ranges = Mapping[int, VersionRange]
+
+
+def intersect(own: Ranges, controller: Ranges | None, forwardable: Iterable[int]) -> dict[int, VersionRange]:
+    """What a forwarder advertises.
+
+    Not forwardable -> its own range. Forwardable -> the overlap with the
+    controller's range, or left out when the controller lacks the API or the
+    ranges do not overlap. Before the controller's ranges are known
+    (`controller is None`) a broker falls back to its own ranges.
+    """
+    forward = frozenset(forwardable)
+    result: dict[int, VersionRange] = {}
+    for api_key, mine in own.items():
+        if api_key not in forward or controller is None:
+            result[api_key] = mine
+            continue
+        theirs = controller.get(api_key)
+        overlap = mine.intersect(theirs) if theirs is not None else None
+        if overlap is not None:
+            result[api_key] = overlap
+    return dict(sorted(result.items()))
+
+
+def must_reconnect_clients(before: Ranges | None, after: Ranges) -> bool:
+    """KIP-590: when the advertised set changes, clients must ask again."""
+    return before is not None and dict(before) != dict(after)
+
+
+def kio_range(api_key: int, cap: VersionRange | None = None) -> VersionRange:
+    """The versions we can decode for an API (optionally capped)."""
+    known = known_versions(api_key)
+    if known is None:
+        raise ValueError(f"api key {api_key} is unknown to kio")
+    mine = VersionRange(*known)
+    if cap is None:
+        return mine
+    overlap = mine.intersect(cap)
+    if overlap is None:
+        raise ValueError(f"api key {api_key}: {mine} does not overlap {cap}")
+    return overlap
+
+
+def build_response(
+    request_version: int,
+    correlation_id: int,
+    ranges: Ranges,
+    *,
+    throttle_time_ms: int = 0,
+) -> bytes:
+    """A whole ApiVersions response (header v0 always) for a request version.
+
+    A version we do not support gets UNSUPPORTED_VERSION encoded as v0 with
+    only ApiVersions' own range, so the client can retry with a lower one.
+    """
+    own = ranges[API_VERSIONS]
+    if request_version not in own:
+        body = build_entity(
+            response_schema(API_VERSIONS, 0),
+            {
+                "error_code": UNSUPPORTED_VERSION,
+                "api_keys": [{"api_key": API_VERSIONS, "min_version": own.min, "max_version": own.max}],
+            },
+        )
+        return encode_response(body, correlation_id=correlation_id)
+    body = build_entity(
+        response_schema(API_VERSIONS, request_version),
+        {
+            "error_code": 0,
+            "api_keys": [
+                {"api_key": key, "min_version": r.min, "max_version": r.max}
+                for key, r in sorted(ranges.items())
+            ],
+            "throttle_time": throttle_time_ms,
+        },
+    )
+    return encode_response(body, correlation_id=correlation_id)
+
+
+def parse_response(frame: bytes, request_version: int) -> tuple[int, dict[int, VersionRange]]:
+    """(error code, ranges) from a whole ApiVersions response frame."""
+    _, body = decode_response_body(API_VERSIONS, request_version, frame)
+    ranges = {
+        int(item.api_key): VersionRange(int(item.min_version), int(item.max_version))
+        for item in body.api_keys
+    }
+    return int(body.error_code), ranges

@@ -1,0 +1,1 @@
+"""The embedded reference controller: the default upstream of the proxy."""

@@ -1,0 +1,72 @@
+"""The embedded controller's configuration, named like a KRaft controller's."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxy.config_errors import ConfigError
+from proxy.listener_config import ListenerConfig, parse_listeners
+from proxy.properties import Properties, load_properties
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    node_id: int
+    listeners: list[ListenerConfig]
+    super_users: frozenset[str]
+    allow_everyone_if_no_acl_found: bool
+    default_partitions: int
+    default_replication_factor: int
+    broker_count: int
+    max_frame_size: int
+    sasl_max_receive_size: int
+    idle_timeout: float
+    failed_auth_delay: float
+
+    def effective(self) -> dict[str, object]:
+        return {
+            "node.id": self.node_id,
+            "process.roles": "controller",
+            "listeners": [listener.effective() for listener in self.listeners],
+            "super.users": sorted(self.super_users),
+            "allow.everyone.if.no.acl.found": self.allow_everyone_if_no_acl_found,
+            "num.partitions": self.default_partitions,
+            "default.replication.factor": self.default_replication_factor,
+            "embedded.broker.count": self.broker_count,
+        }
+
+
+def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
+    props = Properties(raw)
+    node_text = props.require("node.id")
+    try:
+        node_id = int(node_text)
+    except ValueError:
+        raise ConfigError("node.id", node_text, "expected an integer") from None
+    roles = props.list("process.roles", "controller")
+    if "controller" not in roles or any(role not in ("controller", "broker") for role in roles):
+        raise ConfigError("process.roles", props.get("process.roles"), "the embedded controller needs process.roles=controller")
+    names = {n.upper() for n in props.list("controller.listener.names")}
+    if not names:
+        raise ConfigError("controller.listener.names", props.get("controller.listener.names"), "is required")
+    listeners = parse_listeners(props, only=names)
+    missing = names - {item.name for item in listeners}
+    if missing:
+        raise ConfigError("controller.listener.names", props.get("controller.listener.names"), f"{', '.join(sorted(missing))} not among listeners")
+    return ControllerConfig(
+        node_id=node_id,
+        listeners=listeners,
+        # Kafka separates super.users with ';' because principals may contain ','.
+        super_users=frozenset(props.list("super.users", separator=";")),
+        allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
+        default_partitions=props.int("num.partitions", 1, minimum=1),
+        default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
+        broker_count=props.int("embedded.broker.count", 1, minimum=1),
+        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
+        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
+        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
+        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
+    )
+
+
+def load_controller_config(path: str | Path) -> ControllerConfig:
+    return parse_controller_config(load_properties(path))

@@ -1,0 +1,161 @@
+"""The embedded controller's listener: Kafka's Envelope semantics over the shared stack."""
+
+import ipaddress
+import logging
+from dataclasses import dataclass, field
+
+import trio
+
+import apiversions
+from apiversions import VersionRange
+from authz import AclAuthorizer, Action, Decision, Operation, RequestContext, ResourceType
+from authz.model import CLUSTER_NAME
+from controller.config import ControllerConfig
+from controller.handlers import Handlers
+from controller.image import MetadataImage
+from envelope.apis import API_VERSIONS, ENVELOPE, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name, is_forwardable
+from envelope.build import build_entity
+from envelope.codec import decode_body, encode_response, response_schema
+from envelope.errors import ProtocolError
+from envelope.header import RequestHeaderInfo, peek_request_header
+from envelope.principal import ANONYMOUS, Principal
+from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
+from proxy.connection import KafkaConnection
+from proxy.listener_config import ListenerConfig
+from proxy.sasl_server import SaslServer
+from proxy.server import serve_listener
+
+log = logging.getLogger(__name__)
+
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+
+
+@dataclass
+class ControllerConnection:
+    conn: KafkaConnection
+    listener: ListenerConfig
+    principal: Principal = ANONYMOUS
+    mechanism: str | None = None
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.address = ipaddress.ip_address(self.conn.peer.host)
+
+
+class EmbeddedController:
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        self.image = MetadataImage()
+        self.authorizer = AclAuthorizer(config.super_users, allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)
+        self.handlers = Handlers(
+            self.image,
+            self.authorizer,
+            default_partitions=config.default_partitions,
+            default_replication_factor=config.default_replication_factor,
+            broker_count=config.broker_count,
+        )
+        self.ranges: dict[int, VersionRange] = {
+            API_VERSIONS: VersionRange(0, 4),
+            SASL_HANDSHAKE: VersionRange(0, 1),
+            SASL_AUTHENTICATE: VersionRange(0, 2),
+            ENVELOPE: VersionRange(0, 0),
+            **{key: apiversions.kio_range(key) for key in self.handlers.by_key},
+        }
+
+    async def run(self, *, task_status: trio.TaskStatus[list[ListenerConfig]] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            bound = []
+            for listener in self.config.listeners:
+                bound.append(
+                    await nursery.start(
+                        lambda task_status, listener=listener: serve_listener(
+                            listener,
+                            self.handle_connection,
+                            max_frame_size=self.config.max_frame_size,
+                            idle_timeout=self.config.idle_timeout,
+                            task_status=task_status,
+                        )
+                    )
+                )
+            task_status.started(bound)
+
+    async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
+        session = ControllerConnection(conn, listener)
+        if listener.uses_sasl:
+            conn.reader.max_frame_size = self.config.sasl_max_receive_size
+
+            async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
+                await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
+
+            authenticated = await SaslServer(conn, listener, answer_api_versions, failure_delay=self.config.failed_auth_delay).run()
+            if authenticated is None:
+                return
+            session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+            conn.reader.max_frame_size = self.config.max_frame_size
+        while (frame := await conn.receive_frame()) is not None:
+            header = peek_request_header(frame)
+            if header.api_key == API_VERSIONS:
+                await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
+            elif header.api_key == ENVELOPE:
+                await conn.send(self.handle_envelope(session, header, frame))
+            elif header.api_key in self.handlers.by_key and header.api_version in self.ranges[header.api_key]:
+                ctx = self._context(session.principal, session.address, session, header.client_id, None)
+                await conn.send(self.execute(header, frame, header.header_size, ctx))
+            else:
+                log.info("controller: closing connection %s: api %s v%s not served", conn.connection_id, header.api_key, header.api_version)
+                return
+
+    def _context(self, principal: Principal, address: ipaddress.IPv4Address | ipaddress.IPv6Address, session: ControllerConnection, client_id: str | None, forwarder: Principal | None) -> RequestContext:
+        return RequestContext(
+            principal=principal,
+            client_address=address,
+            listener=session.listener.name,
+            security_protocol=session.listener.security_protocol,
+            sasl_mechanism=session.mechanism if forwarder is None else None,
+            client_id=client_id,
+            forwarding_principal=forwarder,
+        )
+
+    def handle_envelope(self, session: ControllerConnection, header: RequestHeaderInfo, frame: bytes) -> bytes:
+        """The whole EnvelopeResponse for one EnvelopeRequest, in Kafka's order of checks."""
+        cid = header.correlation_id
+        forwarder = self._context(session.principal, session.address, session, header.client_id, None)
+        if self.authorizer.authorize(forwarder, [Action(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)])[0] is not Decision.ALLOWED:
+            log.warning("controller: envelope from %s refused: no CLUSTER_ACTION", session.principal)
+            return wrap_response(cid, CLUSTER_AUTHORIZATION_FAILED, None)
+        try:
+            _, parts = unwrap_request(frame)
+        except EnvelopeError as exc:
+            return wrap_response(cid, exc.error_code, None)
+        except ProtocolError:
+            return wrap_response(cid, INVALID_REQUEST, None)
+        try:
+            embedded = peek_request_header(parts.request_data)
+        except ProtocolError:
+            return wrap_response(cid, UNSUPPORTED_VERSION, None)
+        if not is_forwardable(embedded.api_key):
+            return wrap_response(cid, INVALID_REQUEST, None)
+        served = self.ranges.get(embedded.api_key)
+        if served is None or embedded.api_version not in served:
+            return wrap_response(cid, UNSUPPORTED_VERSION, None)
+        ctx = self._context(parts.principal, parts.client_address, session, embedded.client_id, session.principal)
+        try:
+            response = self.execute(embedded, parts.request_data, embedded.header_size, ctx)
+        except ProtocolError:
+            return wrap_response(cid, UNSUPPORTED_VERSION, None)
+        return wrap_response(cid, 0, response)
+
+    def execute(self, header: RequestHeaderInfo, frame: bytes, offset: int, ctx: RequestContext) -> bytes:
+        body = decode_body(header.api_key, header.api_version, frame, offset)
+        log.info(
+            "controller: %s as %s from %s%s",
+            api_name(header.api_key),
+            ctx.principal,
+            ctx.client_address,
+            f" (forwarded by {ctx.forwarding_principal})" if ctx.forwarding_principal else "",
+        )
+        values = self.handlers.by_key[header.api_key](body, ctx)
+        entity = build_entity(response_schema(header.api_key, header.api_version), values)
+        return encode_response(entity, correlation_id=header.correlation_id)

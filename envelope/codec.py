@@ -1,0 +1,136 @@
+"""Message bodies and headers through kio, keyed by (api key, version)."""
+
+import io
+from functools import cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.primitive import i16, i32
+
+from envelope.errors import ProtocolError, UnsupportedApiError
+
+
+@cache
+def request_schema(api_key: int, api_version: int) -> type[Any]:
+    try:
+        return load_request_schema(api_key, api_version)
+    except KioIndexError:
+        raise UnsupportedApiError(api_key, api_version) from None
+
+
+@cache
+def response_schema(api_key: int, api_version: int) -> type[Any]:
+    try:
+        return load_response_schema(api_key, api_version)
+    except KioIndexError:
+        raise UnsupportedApiError(api_key, api_version) from None
+
+
+@cache
+def known_versions(api_key: int) -> tuple[int, int] | None:
+    """The (min, max) versions kio has schemas for, or None for an unknown key."""
+    versions = []
+    for version in range(0, 64):
+        try:
+            request_schema(api_key, version)
+        except UnsupportedApiError:
+            continue
+        versions.append(version)
+    if not versions:
+        return None
+    return min(versions), max(versions)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """Header version a request uses; versions newer than kio knows are flexible."""
+    known = known_versions(api_key)
+    if known is None:
+        return 1
+    version = min(max(api_version, known[0]), known[1])
+    return int(request_schema(api_key, version).__header_schema__.__version__)
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    known = known_versions(api_key)
+    if known is None:
+        return 0
+    version = min(max(api_version, known[0]), known[1])
+    return int(response_schema(api_key, version).__header_schema__.__version__)
+
+
+def _parse(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
+    try:
+        value, size = entity_reader(schema)(data, offset)
+    except (SerialError, ValueError, UnicodeDecodeError, OverflowError, IndexError) as exc:
+        raise ProtocolError(f"cannot decode {schema.__name__}: {exc}") from exc
+    return value, size
+
+
+def decode_body(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
+    """Decode a request body that starts at `offset` of a request frame."""
+    value, size = _parse(request_schema(api_key, api_version), frame, offset)
+    if offset + size != len(frame):
+        raise ProtocolError(f"{len(frame) - offset - size} trailing bytes after request body")
+    return value
+
+
+def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
+    """Decode a whole response frame: (correlation id, body)."""
+    header_schema: type[Any] = (
+        ResponseHeaderV1 if response_header_version(api_key, api_version) == 1 else ResponseHeaderV0
+    )
+    header, header_size = _parse(header_schema, frame, 0)
+    body, _ = _parse(response_schema(api_key, api_version), frame, header_size)
+    return int(header.correlation_id), body
+
+
+def _write(schema: type[Any], entity: Any, out: io.BytesIO) -> None:
+    entity_writer(schema)(out, entity)
+
+
+def encode_request(
+    body: Any, *, correlation_id: int, client_id: str | None, api_version: int | None = None
+) -> bytes:
+    """Header + body of a request we originate (the proxy's own login, tests)."""
+    api_key = int(body.__api_key__)
+    version = int(body.__version__) if api_version is None else api_version
+    out = io.BytesIO()
+    if request_header_version(api_key, version) == 2:
+        _write(
+            RequestHeaderV2,
+            RequestHeaderV2(
+                request_api_key=i16(api_key),
+                request_api_version=i16(version),
+                correlation_id=i32(correlation_id),
+                client_id=client_id,
+            ),
+            out,
+        )
+    else:
+        _write(
+            RequestHeaderV1,
+            RequestHeaderV1(
+                request_api_key=i16(api_key),
+                request_api_version=i16(version),
+                correlation_id=i32(correlation_id),
+                client_id=client_id,
+            ),
+            out,
+        )
+    _write(type(body), body, out)
+    return out.getvalue()
+
+
+def encode_response(body: Any, *, correlation_id: int) -> bytes:
+    """Header + body of a response; the header version follows the body's schema."""
+    out = io.BytesIO()
+    header_schema = type(body).__header_schema__
+    _write(header_schema, header_schema(correlation_id=i32(correlation_id)), out)
+    _write(type(body), body, out)
+    return out.getvalue()

@@ -1,0 +1,65 @@
+"""Principal serde exactly as Kafka's DefaultKafkaPrincipalBuilder writes it."""
+
+import io
+import struct
+from dataclasses import dataclass
+
+from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+from envelope.errors import ProtocolError
+
+_VERSION = struct.Struct(">h")
+PRINCIPAL_DATA_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    type: str
+    name: str
+    token_authenticated: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Principal":
+        """`User:alice` -> Principal("User", "alice"); the type is required."""
+        kind, sep, name = text.partition(":")
+        if not sep or not kind:
+            raise ValueError(f"principal {text!r} is not of the form Type:name")
+        return cls(kind, name)
+
+
+ANONYMOUS = Principal("User", "ANONYMOUS")
+
+
+def serialize_principal(principal: Principal) -> bytes:
+    out = io.BytesIO()
+    out.write(_VERSION.pack(PRINCIPAL_DATA_VERSION))
+    entity_writer(DefaultPrincipalData)(
+        out,
+        DefaultPrincipalData(
+            type_=principal.type,
+            name=principal.name,
+            token_authenticated=principal.token_authenticated,
+        ),
+    )
+    return out.getvalue()
+
+
+def deserialize_principal(data: bytes) -> Principal:
+    """Raises ProtocolError for an unknown version, garbage or trailing bytes (Kafka: 97)."""
+    if len(data) < _VERSION.size:
+        raise ProtocolError("principal data shorter than its version")
+    (version,) = _VERSION.unpack_from(data)
+    if version != PRINCIPAL_DATA_VERSION:
+        raise ProtocolError(f"unknown principal data version {version}")
+    try:
+        value, size = entity_reader(DefaultPrincipalData)(data, _VERSION.size)
+    except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:
+        raise ProtocolError(f"malformed principal data: {exc}") from exc
+    if _VERSION.size + size != len(data):
+        raise ProtocolError("trailing bytes after principal data")
+    return Principal(value.type_, value.name, value.token_authenticated)

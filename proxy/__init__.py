@@ -1,0 +1,1 @@
+"""The trio service: listeners, SASL, sessions, upstream, audit, CLI."""

@@ -1,0 +1,50 @@
+"""Wiring of the proxy: upstream connection, listeners, audit sink."""
+
+import logging
+from dataclasses import dataclass
+
+import trio
+
+from proxy.audit import AuditLog
+from proxy.config import ProxyConfig
+from proxy.listener_config import ListenerConfig
+from proxy.server import serve_listener
+from proxy.session import ProxyService
+from proxy.upstream import Upstream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunningProxy:
+    service: ProxyService
+    listeners: list[ListenerConfig]
+
+    def listener(self, name: str) -> ListenerConfig:
+        return next(item for item in self.listeners if item.name == name.upper())
+
+
+async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[RunningProxy] = trio.TASK_STATUS_IGNORED) -> None:
+    audit = AuditLog(config.audit_log_dir, config.node_id)
+    upstream = Upstream(config.upstream)
+    service = ProxyService(config, upstream, audit)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(upstream.run)
+            bound = []
+            for listener in config.listeners:
+                bound.append(
+                    await nursery.start(
+                        lambda task_status, listener=listener: serve_listener(
+                            listener,
+                            service.handle_connection,
+                            max_frame_size=config.max_frame_size,
+                            idle_timeout=config.idle_timeout,
+                            task_status=task_status,
+                        )
+                    )
+                )
+            task_status.started(RunningProxy(service, bound))
+    finally:
+        audit.close()
+        log.info("proxy stopped; audit files published in %s", config.audit_log_dir)

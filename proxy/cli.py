@@ -1,0 +1,114 @@
+"""`envelope-proxy`: run, controller, demo, audit, check-config."""
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from proxy.config_errors import ConfigError
+from proxy.properties import Properties, load_properties
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+
+
+def _is_controller(raw: dict[str, str]) -> bool:
+    return "controller" in Properties(raw).list("process.roles")
+
+
+def _check_config(path: str) -> int:
+    from controller.config import parse_controller_config
+    from proxy.config import parse_proxy_config
+
+    raw = load_properties(path)
+    if _is_controller(raw):
+        effective = {"role": "controller", **parse_controller_config(raw).effective()}
+    else:
+        effective = {"role": "proxy", **parse_proxy_config(raw).effective()}
+    print(json.dumps(effective, indent=2))
+    return 0
+
+
+def _run_proxy(path: str) -> int:
+    from proxy.app import run_proxy
+    from proxy.config import load_proxy_config
+
+    config = load_proxy_config(path)
+
+    async def main() -> None:
+        await run_proxy(config)
+
+    try:
+        trio.run(main)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _run_controller(path: str) -> int:
+    from controller.config import load_controller_config
+    from controller.server import EmbeddedController
+
+    config = load_controller_config(path)
+
+    async def main() -> None:
+        await EmbeddedController(config).run()
+
+    try:
+        trio.run(main)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="envelope-proxy", description="Kafka admin proxy that forwards requests inside Envelopes (KIP-590).")
+    parser.add_argument("--log-level", default="INFO")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("run", "run the proxy"), ("controller", "run the embedded reference controller"), ("check-config", "validate a configuration file and print the effective settings")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--config", required=True, help="a Kafka-style .properties file")
+    demo = commands.add_parser("demo", help="controller + proxy + a real Kafka client + the Spark audit report")
+    demo.add_argument("--workdir", default=None, help="where configs, audit files and the report go (default: a temporary folder)")
+    demo.add_argument("--skip-spark", action="store_true", help="stop after the admin work")
+    audit = commands.add_parser("audit", help="the Spark audit job over audit files")
+    audit.add_argument("--input", required=True)
+    audit.add_argument("--output", required=True)
+    audit.add_argument("--master", default="local[*]")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.log_level)
+    try:
+        if args.command == "check-config":
+            return _check_config(args.config)
+        if args.command == "run":
+            return _run_proxy(args.config)
+        if args.command == "controller":
+            return _run_controller(args.config)
+        if args.command == "demo":
+            from proxy.demo import run_demo
+
+            return run_demo(Path(args.workdir) if args.workdir else None, spark=not args.skip_spark)
+        if args.command == "audit":
+            from spark_audit.job import main as audit_main
+
+            return audit_main(["--input", args.input, "--output", args.output, "--master", args.master])
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

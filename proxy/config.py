@@ -1,0 +1,128 @@
+"""The proxy's configuration, read from a Kafka-style .properties file."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proxy.config_errors import ConfigError
+from proxy.jaas import PLAIN_LOGIN_MODULE, parse_jaas
+from proxy.listener_config import ListenerConfig, parse_listeners, parse_protocol_map
+from proxy.properties import Properties, load_properties
+from proxy.upstream import UpstreamSettings
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    node_id: int
+    listeners: list[ListenerConfig]
+    upstream: UpstreamSettings
+    controller_listener: str
+    audit_log_dir: Path
+    cluster_id: str | None
+    max_frame_size: int
+    sasl_max_receive_size: int
+    idle_timeout: float
+    failed_auth_delay: float
+
+    @property
+    def forwarding_principal(self) -> str:
+        return f"User:{self.upstream.username}" if self.upstream.username else "User:ANONYMOUS"
+
+    def effective(self) -> dict[str, Any]:
+        return {
+            "node.id": self.node_id,
+            "listeners": [listener.effective() for listener in self.listeners],
+            "controller": {
+                "address": self.upstream.address,
+                "listener": self.controller_listener,
+                "security.protocol": self.upstream.security_protocol,
+                "sasl.mechanism": self.upstream.sasl_mechanism,
+                "username": self.upstream.username,
+                "password": "[hidden]" if self.upstream.password else None,
+                "request.timeout.ms": int(self.upstream.request_timeout * 1000),
+            },
+            "audit.log.dir": str(self.audit_log_dir),
+            "cluster.id": self.cluster_id,
+            "socket.request.max.bytes": self.max_frame_size,
+            "sasl.server.max.receive.size": self.sasl_max_receive_size,
+            "connections.max.idle.ms": int(self.idle_timeout * 1000),
+            "connection.failed.authentication.delay.ms": int(self.failed_auth_delay * 1000),
+        }
+
+
+def parse_host_port(key: str, text: str) -> tuple[str, int]:
+    """`host:port`, `[v6]:port`, or KRaft's `id@host:port` from a bootstrap list."""
+    first = text.split(",")[0].strip()
+    first = first.split("@", 1)[1] if "@" in first else first
+    host, sep, port = first.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(key, text, "expected host:port")
+    return host.strip("[]"), int(port)
+
+
+def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
+    names = props.list("controller.listener.names")
+    if not names:
+        raise ConfigError("controller.listener.names", props.get("controller.listener.names"), "is required: the name of the controller's listener the proxy connects to")
+    name = names[0].upper()
+    protocol_map = parse_protocol_map(props)
+    protocol = protocol_map.get(name)
+    if protocol is None:
+        raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map"), f"no security protocol defined for controller listener {name}")
+    if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map"), f"controller listener {name} uses {protocol}; this version connects with PLAINTEXT or SASL_PLAINTEXT")
+    host, port = parse_host_port("controller.quorum.bootstrap.servers", props.require("controller.quorum.bootstrap.servers"))
+    mechanism = username = password = None
+    if protocol == "SASL_PLAINTEXT":
+        mechanism = (props.get("sasl.mechanism.controller.protocol") or "GSSAPI").upper()
+        if mechanism != "PLAIN":
+            raise ConfigError("sasl.mechanism.controller.protocol", mechanism, "only PLAIN is supported for the proxy's own login (Kafka's default is GSSAPI, so set it explicitly)")
+        jaas_key = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+        jaas = parse_jaas(jaas_key, props.require(jaas_key))
+        if jaas.module != PLAIN_LOGIN_MODULE:
+            raise ConfigError(jaas_key, "[hidden]", f"expected {PLAIN_LOGIN_MODULE}")
+        username = jaas.options.get("username")
+        password = jaas.options.get("password")
+        if not username or password is None:
+            raise ConfigError(jaas_key, "[hidden]", "the proxy's login needs username and password options")
+    settings = UpstreamSettings(
+        host=host,
+        port=port,
+        security_protocol=protocol,
+        sasl_mechanism=mechanism,
+        username=username,
+        password=password,
+        request_timeout=props.int("request.timeout.ms", 30000, minimum=1) / 1000,
+    )
+    return name, settings
+
+
+def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
+    props = Properties(raw)
+    node_text = props.require("node.id")
+    try:
+        node_id = int(node_text)
+    except ValueError:
+        raise ConfigError("node.id", node_text, "expected an integer") from None
+    if node_id < 0:
+        raise ConfigError("node.id", node_text, "must not be negative")
+    controller_listener, upstream = _upstream(props)
+    listeners = [item for item in parse_listeners(props) if item.name != controller_listener]
+    if not listeners:
+        raise ConfigError("listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener")
+    return ProxyConfig(
+        node_id=node_id,
+        listeners=listeners,
+        upstream=upstream,
+        controller_listener=controller_listener,
+        audit_log_dir=Path(props.get("audit.log.dir") or "audit"),
+        cluster_id=props.get("cluster.id"),
+        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
+        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
+        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
+        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
+    )
+
+
+def load_proxy_config(path: str | Path) -> ProxyConfig:
+    return parse_proxy_config(load_properties(path))

@@ -1,0 +1,58 @@
+"""One accepted Kafka connection: framed reads under a deadline, serialized writes."""
+
+import itertools
+from dataclasses import dataclass
+
+import trio
+
+from envelope.frames import FrameReader, encode_frame
+
+_RECEIVE_CHUNK = 65536
+_connection_ids = itertools.count(1)
+
+
+def next_connection_id(listener: str) -> str:
+    return f"{listener}-{next(_connection_ids)}"
+
+
+@dataclass
+class Peer:
+    host: str
+    port: int
+
+
+class KafkaConnection:
+    def __init__(self, stream: trio.SocketStream, *, listener: str, max_frame_size: int, idle_timeout: float) -> None:
+        self.stream = stream
+        self.listener = listener
+        self.connection_id = next_connection_id(listener)
+        self.reader = FrameReader(max_frame_size)
+        self.idle_timeout = idle_timeout
+        self._send_lock = trio.Lock()
+        host, port, *_ = stream.socket.getpeername()
+        if host.startswith("::ffff:"):
+            host = host[len("::ffff:"):]
+        self.peer = Peer(host, port)
+
+    async def receive_frame(self) -> bytes | None:
+        """The next frame, or None when the peer closed or stayed idle too long.
+
+        Raises FrameSizeError for a size prefix out of bounds.
+        """
+        while (frame := self.reader.next_frame()) is None:
+            with trio.move_on_after(self.idle_timeout) as scope:
+                data = await self.stream.receive_some(_RECEIVE_CHUNK)
+            if scope.cancelled_caught or not data:
+                return None
+            self.reader.feed(data)
+        return frame
+
+    async def send(self, payload: bytes, *, timeout: float = 30.0) -> None:
+        async with self._send_lock:
+            with trio.fail_after(timeout):
+                await self.stream.send_all(encode_frame(payload))
+
+    async def aclose(self) -> None:
+        with trio.move_on_after(1) as scope:
+            scope.shield = True
+            await self.stream.aclose()

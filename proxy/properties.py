@@ -1,0 +1,58 @@
+"""Kafka-style .properties files and typed access with precise errors."""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import javaproperties
+
+from proxy.config_errors import ConfigError
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    with open(path, encoding="utf-8") as handle:
+        return dict(javaproperties.load(handle))
+
+
+class Properties:
+    """Typed getters over raw properties; every failure names key and value."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.raw = {k.strip(): v.strip() for k, v in raw.items()}
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    def require(self, key: str) -> str:
+        value = self.raw.get(key)
+        if value is None or value == "":
+            raise ConfigError(key, value, "is required")
+        return value
+
+    def int(self, key: str, default: int, *, minimum: int | None = None) -> int:
+        text = self.raw.get(key)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(key, text, "expected an integer") from None
+        if minimum is not None and value < minimum:
+            raise ConfigError(key, text, f"must be at least {minimum}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        text = self.raw.get(key)
+        if text is None:
+            return default
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(key, text, "expected true or false")
+        return text.lower() == "true"
+
+    def list(self, key: str, default: str = "", *, separator: str = ",") -> list[str]:
+        text = self.raw.get(key, default)
+        return [item.strip() for item in text.split(separator) if item.strip()]
+
+    def listener_value(self, listener: str, key: str) -> str | None:
+        """`listener.name.<lower-case listener>.<key>` wins over `<key>` (KIP-103)."""
+        override = self.raw.get(f"listener.name.{listener.lower()}.{key}")
+        return override if override is not None else self.raw.get(key)

@@ -1,0 +1,277 @@
+"""A client's session on the proxy: local answers, forwarding, refusals, audit.
+
+Requests of one connection are handled one at a time, like a Kafka broker
+(which mutes a channel while its request is in flight), so responses keep
+the order of requests.
+"""
+
+import ipaddress
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+import apiversions
+from apiversions import VersionRange
+from authz.actions import ResourceAccess, resources_of, subject_of
+from envelope.apis import API_VERSIONS, DESCRIBE_CLUSTER, ENVELOPE, FORWARDABLE, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name
+from envelope.codec import decode_body, decode_response_body, encode_response
+from envelope.errors import ProtocolError, UnsupportedApiError
+from envelope.header import RequestHeaderInfo, peek_request_header
+from envelope.principal import ANONYMOUS, Principal
+from envelope.responses import SERVED_ADMIN_APIS, error_name, error_response, response_errors
+from envelope.wrap import unwrap, wrap
+from proxy.audit import AuditLog, make_record
+from proxy.config import ProxyConfig
+from proxy.connection import KafkaConnection
+from proxy.listener_config import ListenerConfig
+from proxy.local_answers import describe_cluster_response, metadata_response
+from proxy.sasl_server import SaslServer
+from proxy.upstream import Upstream, UpstreamUnavailable
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMED_OUT = 7
+UNSUPPORTED_VERSION = 35
+CLUSTER_AUTHORIZATION_FAILED = 31
+NOT_CONTROLLER = 41
+UNKNOWN_SERVER_ERROR = -1
+NOT_CONTROLLER_RETRIES = 3
+
+
+def own_ranges() -> dict[int, VersionRange]:
+    """What the proxy itself can serve (before intersecting with the controller)."""
+    ranges = {
+        API_VERSIONS: VersionRange(0, 4),
+        METADATA: apiversions.kio_range(METADATA),
+        DESCRIBE_CLUSTER: apiversions.kio_range(DESCRIBE_CLUSTER),
+        SASL_HANDSHAKE: VersionRange(0, 1),
+        SASL_AUTHENTICATE: VersionRange(0, 2),
+    }
+    for api_key in SERVED_ADMIN_APIS:
+        ranges[api_key] = apiversions.kio_range(api_key)
+    return dict(sorted(ranges.items()))
+
+
+@dataclass
+class Session:
+    conn: KafkaConnection
+    listener: ListenerConfig
+    principal: Principal = ANONYMOUS
+    mechanism: str | None = None
+    software_name: str | None = None
+    software_version: str | None = None
+    client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client_address = ipaddress.ip_address(self.conn.peer.host)
+
+
+class CloseConnection(Exception):
+    """Kafka's answer to this request is to close the connection."""
+
+
+class ProxyService:
+    def __init__(self, config: ProxyConfig, upstream: Upstream, audit: AuditLog) -> None:
+        self.config = config
+        self.upstream = upstream
+        self.audit = audit
+        self.own = own_ranges()
+
+    def advertised(self) -> dict[int, VersionRange]:
+        return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
+
+    async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
+        session = Session(conn, listener)
+        log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+        if listener.uses_sasl:
+            conn.reader.max_frame_size = self.config.sasl_max_receive_size
+
+            async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
+                await self._api_versions(session, header, frame)
+
+            authenticated = await SaslServer(conn, listener, answer_api_versions, failure_delay=self.config.failed_auth_delay).run()
+            if authenticated is None:
+                return
+            session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+            conn.reader.max_frame_size = self.config.max_frame_size
+            log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+        while (frame := await conn.receive_frame()) is not None:
+            try:
+                await self.handle_request(session, frame)
+            except CloseConnection as exc:
+                log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
+                return
+
+    async def handle_request(self, session: Session, frame: bytes) -> None:
+        header = peek_request_header(frame)
+        key = header.api_key
+        if key == API_VERSIONS:
+            await self._api_versions(session, header, frame)
+            return
+        if key == ENVELOPE:
+            self._refuse(session, header, "Envelope is not accepted from clients")
+            raise CloseConnection("client sent an Envelope")
+        advertised = self.advertised().get(key)
+        if advertised is None or key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            self._refuse(session, header, f"API {api_name(key)} is not served by this proxy")
+            raise CloseConnection(f"unsupported api key {key}")
+        if header.api_version not in advertised:
+            self._refuse(session, header, f"version {header.api_version} of {api_name(key)} is not in {advertised.min}..{advertised.max}")
+            raise CloseConnection(f"unsupported version {header.api_version} of api key {key}")
+        started = time.perf_counter()
+        if key in (METADATA, DESCRIBE_CLUSTER):
+            common = {"node_id": self.config.node_id, "listener": session.listener, "cluster_id": self.config.cluster_id}
+            if key == METADATA:
+                body = decode_body(key, header.api_version, frame, header.header_size)
+                answer = metadata_response(header, body, **common)
+            else:
+                answer = describe_cluster_response(header, **common)
+            await session.conn.send(answer)
+            self._audit_local(session, header, started)
+            return
+        await self._forward(session, header, frame)
+
+    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
+        if header.api_version >= 3:
+            try:
+                body = decode_body(API_VERSIONS, header.api_version, frame, header.header_size)
+                session.software_name = str(body.client_software_name)
+                session.software_version = str(body.client_software_version)
+            except (ProtocolError, UnsupportedApiError):
+                pass  # a version we do not know gets the v0 fallback below
+        started = time.perf_counter()
+        await session.conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.advertised()))
+        self._audit_local(session, header, started)
+
+    # -- forwarding -----------------------------------------------------------------
+
+    async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
+        key, version = header.api_key, header.api_version
+        try:
+            body = decode_body(key, version, frame, header.header_size)
+        except ProtocolError:
+            self._refuse(session, header, "request body cannot be decoded")
+            raise
+        resources = resources_of(key, body)
+        data = self._data(session, header, "intent", resources, forwarded=True)
+        request_id = data["requestId"]
+        # The intent is on its way to disk before the controller sees the request.
+        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        started = time.perf_counter()
+        envelope_error: int | None = None
+        for attempt in range(NOT_CONTROLLER_RETRIES + 1):
+            try:
+                response = await self.upstream.request(
+                    lambda cid: wrap(frame, session.principal, session.client_address, correlation_id=cid, client_id="envelope-proxy")
+                )
+                envelope_error, embedded = unwrap(response)
+            except UpstreamUnavailable as exc:
+                log.warning("request %s of %s: %s", api_name(key), session.principal, exc)
+                await self._answer_error(session, header, body, REQUEST_TIMED_OUT, str(exc), resources, request_id, started, None)
+                return
+            if envelope_error != NOT_CONTROLLER or attempt == NOT_CONTROLLER_RETRIES:
+                break
+            await trio.sleep(0.05 * (attempt + 1))
+        if envelope_error == 0 and embedded is not None:
+            await session.conn.send(embedded)
+            self._audit_outcome(session, header, resources, request_id, started, envelope_error, embedded)
+            return
+        if envelope_error == UNSUPPORTED_VERSION:
+            self._audit_error(session, header, resources, request_id, started, envelope_error, UNSUPPORTED_VERSION, "controller refused the embedded version")
+            raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION")
+        if envelope_error == CLUSTER_AUTHORIZATION_FAILED:
+            message = f"the proxy's principal {self.config.forwarding_principal} lacks CLUSTER_ACTION on the controller"
+            log.error("%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster", message, self.config.forwarding_principal)
+            await self._answer_error(session, header, body, CLUSTER_AUTHORIZATION_FAILED, message, resources, request_id, started, envelope_error)
+            return
+        code = NOT_CONTROLLER if envelope_error == NOT_CONTROLLER else UNKNOWN_SERVER_ERROR
+        await self._answer_error(session, header, body, code, f"envelope error {envelope_error}", resources, request_id, started, envelope_error)
+
+    async def _answer_error(self, session: Session, header: RequestHeaderInfo, body: Any, code: int, message: str, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int | None) -> None:
+        answer = error_response(header.api_key, header.api_version, body, code, message)
+        await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
+        self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
+
+    # -- audit ---------------------------------------------------------------------
+
+    def _data(self, session: Session, header: RequestHeaderInfo, stage: str, resources: list[ResourceAccess], *, forwarded: bool, request_id: str | None = None) -> dict[str, Any]:
+        return {
+            "requestId": request_id or str(uuid.uuid4()),
+            "stage": stage,
+            "methodName": f"kafka.{api_name(header.api_key)}",
+            "apiKey": header.api_key,
+            "apiVersion": header.api_version,
+            "authenticationInfo": {
+                "principal": str(session.principal),
+                "mechanism": session.mechanism,
+                "listener": session.listener.name,
+                "securityProtocol": session.listener.security_protocol,
+            },
+            "forwardingPrincipal": self.config.forwarding_principal if forwarded else None,
+            "requestMetadata": {
+                "clientAddress": str(session.client_address),
+                "clientPort": session.conn.peer.port,
+                "clientId": header.client_id,
+                "clientSoftwareName": session.software_name,
+                "clientSoftwareVersion": session.software_version,
+                "correlationId": header.correlation_id,
+                "connectionId": session.conn.connection_id,
+            },
+            "resources": [r.as_audit() for r in resources],
+            "authorizationInfo": None,
+            "result": None,
+            "timings": None,
+            "upstream": {"address": self.upstream.settings.address, "nodeId": None} if forwarded else None,
+        }
+
+    def _timings(self, started: float, upstream_ms: float = 0.0) -> dict[str, float]:
+        total = (time.perf_counter() - started) * 1000
+        return {"queueMs": 0.0, "upstreamMs": round(upstream_ms, 3), "totalMs": round(total, 3)}
+
+    def _audit_local(self, session: Session, header: RequestHeaderInfo, started: float) -> None:
+        data = self._data(session, header, "local", [], forwarded=False)
+        data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
+        data["timings"] = self._timings(started)
+        self.audit.write(make_record(self.config.node_id, None, data))
+
+    def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
+        log.warning("connection %s from %s (%s): refused %s: %s", session.conn.connection_id, session.conn.peer.host, session.principal, api_name(header.api_key), reason)
+        data = self._data(session, header, "refused", [], forwarded=False)
+        data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
+        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 42, "errors": []}
+        data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
+        self.audit.write(make_record(self.config.node_id, None, data))
+
+    def _audit_outcome(self, session: Session, header: RequestHeaderInfo, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int, embedded: bytes) -> None:
+        data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
+        try:
+            _, response = decode_response_body(header.api_key, header.api_version, embedded)
+            top, results = response_errors(header.api_key, response)
+        except ProtocolError as exc:
+            log.warning("cannot decode the controller's %s answer for the audit: %s", api_name(header.api_key), exc)
+            top, results = UNKNOWN_SERVER_ERROR, []
+        failed = [r for r in results if r.error_code != 0]
+        data["result"] = {
+            "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
+            "envelopeErrorCode": envelope_error,
+            "errorCode": top,
+            "errors": [{"resource": r.resource, "errorCode": r.error_code, "errorName": r.error_name, "message": r.message} for r in failed],
+        }
+        elapsed = (time.perf_counter() - started) * 1000
+        data["timings"] = self._timings(started, elapsed)
+        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+
+    def _audit_error(self, session: Session, header: RequestHeaderInfo, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int | None, code: int, message: str) -> None:
+        data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
+        data["result"] = {
+            "status": "ERROR",
+            "envelopeErrorCode": envelope_error,
+            "errorCode": code,
+            "errors": [{"resource": r.name, "errorCode": code, "errorName": error_name(code), "message": message} for r in resources],
+        }
+        data["timings"] = self._timings(started)
+        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
