@@ -99,10 +99,7 @@ def build_response(
         response_schema(API_VERSIONS, request_version),
         {
             "error_code": 0,
-            "api_keys": [
-                {"api_key": key, "min_version": r.min, "max_version": r.max}
-                for key, r in sorted(ranges.items())
-            ],
+            "api_keys": [{"api_key": key, "min_version": r.min, "max_version": r.max} for key, r in sorted(ranges.items())],
             "throttle_time": throttle_time_ms,
         },
     )
@@ -112,8 +109,5 @@ def build_response(
 def parse_response(frame: bytes, request_version: int) -> tuple[int, dict[int, VersionRange]]:
     """(error code, ranges) from a whole ApiVersions response frame."""
     _, body = decode_response_body(API_VERSIONS, request_version, frame)
-    ranges = {
-        int(item.api_key): VersionRange(int(item.min_version), int(item.max_version))
-        for item in body.api_keys
-    }
+    ranges = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
     return int(body.error_code), ranges

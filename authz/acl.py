@@ -21,9 +21,7 @@ log = logging.getLogger(__name__)
 
 # An ALLOW for any of these operations also allows the key (Kafka's implied operations).
 _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
-    Operation.DESCRIBE: frozenset(
-        {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}
-    ),
+    Operation.DESCRIBE: frozenset({Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}),
     Operation.DESCRIBE_CONFIGS: frozenset({Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}),
 }
 
@@ -64,9 +62,7 @@ class AclAuthorizer:
                 return Decision.DENIED
         allowed_ops = _IMPLIED_BY.get(action.operation, frozenset({action.operation}))
         for acl in applicable:
-            if acl.permission is PermissionType.ALLOW and (
-                acl.operation is Operation.ALL or acl.operation in allowed_ops
-            ):
+            if acl.permission is PermissionType.ALLOW and (acl.operation is Operation.ALL or acl.operation in allowed_ops):
                 log.debug("%s %s allowed by %s", principal, action, acl)
                 return Decision.ALLOWED
         return Decision.DENIED

@@ -68,10 +68,7 @@ def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
         case 37:
             return _topics([str(t.name) for t in body.topics], Operation.ALTER)
         case 33 | 44:
-            return [
-                _config_resource(int(r.resource_type), str(r.resource_name), Operation.ALTER_CONFIGS)
-                for r in body.resources
-            ]
+            return [_config_resource(int(r.resource_type), str(r.resource_name), Operation.ALTER_CONFIGS) for r in body.resources]
         case 30:
             return [_acl_target(c, "resource_pattern_type") for c in body.creations]
         case 31:

@@ -51,7 +51,9 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     listeners = parse_listeners(props, only=names)
     missing = names - {item.name for item in listeners}
     if missing:
-        raise ConfigError("controller.listener.names", props.get("controller.listener.names"), f"{', '.join(sorted(missing))} not among listeners")
+        raise ConfigError(
+            "controller.listener.names", props.get("controller.listener.names"), f"{', '.join(sorted(missing))} not among listeners"
+        )
     return ControllerConfig(
         node_id=node_id,
         listeners=listeners,

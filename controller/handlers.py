@@ -11,7 +11,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from authz import AclBinding, AclBindingFilter, Action, Authorizer, Decision, Operation, PatternType, PermissionType, RequestContext, ResourceType
+from authz import (
+    AclBinding,
+    AclBindingFilter,
+    Action,
+    Authorizer,
+    Decision,
+    Operation,
+    PatternType,
+    PermissionType,
+    RequestContext,
+    ResourceType,
+)
 from authz.actions import CONFIG_BROKER, CONFIG_TOPIC
 from authz.model import CLUSTER_NAME
 from controller.image import Change, MetadataImage, Topic
@@ -37,7 +48,7 @@ def topic_name_problem(name: str) -> str | None:
     if not name:
         return "Topic name is illegal, it can't be empty"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return 'Topic name cannot be "." or ".."'
     if len(name) > MAX_TOPIC_NAME:
         return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {name}"
     if not _LEGAL_TOPIC.match(name):
@@ -46,7 +57,9 @@ def topic_name_problem(name: str) -> str | None:
 
 
 class Handlers:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, default_partitions: int, default_replication_factor: int, broker_count: int) -> None:
+    def __init__(
+        self, image: MetadataImage, authorizer: Authorizer, *, default_partitions: int, default_replication_factor: int, broker_count: int
+    ) -> None:
         self.image = image
         self.authorizer = authorizer
         self.default_partitions = default_partitions
@@ -67,7 +80,14 @@ class Handlers:
 
     def _record(self, api: str, ctx: RequestContext, resource: str, code: int) -> None:
         self.image.changes.append(
-            Change(api, str(ctx.principal), str(ctx.client_address), str(ctx.forwarding_principal) if ctx.forwarding_principal else None, resource, code)
+            Change(
+                api,
+                str(ctx.principal),
+                str(ctx.client_address),
+                str(ctx.forwarding_principal) if ctx.forwarding_principal else None,
+                resource,
+                code,
+            )
         )
 
     # -- topics --------------------------------------------------------------------
@@ -79,19 +99,32 @@ class Handlers:
         for topic in body.topics:
             name = str(topic.name)
             code, message, created = self._create_topic(topic, ctx, counts[name] > 1, cluster_create, bool(body.validate_only))
-            result: dict[str, Any] = {"name": name, "error_code": code, "error_message": message, "topic_id": uuid.UUID(int=0), "num_partitions": -1, "replication_factor": -1, "configs": []}
+            result: dict[str, Any] = {
+                "name": name,
+                "error_code": code,
+                "error_message": message,
+                "topic_id": uuid.UUID(int=0),
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+            }
             if created is not None:
                 result.update(
                     topic_id=created.topic_id if not body.validate_only else uuid.UUID(int=0),
                     num_partitions=created.partitions,
                     replication_factor=created.replication_factor,
-                    configs=[{"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False} for k, v in sorted(created.configs.items())],
+                    configs=[
+                        {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+                        for k, v in sorted(created.configs.items())
+                    ],
                 )
             self._record("CreateTopics", ctx, f"topic:{name}", code)
             results.append(result)
         return {"throttle_time": 0, "topics": results}
 
-    def _create_topic(self, topic: Any, ctx: RequestContext, duplicate: bool, cluster_create: bool, validate_only: bool) -> tuple[int, str | None, Topic | None]:
+    def _create_topic(
+        self, topic: Any, ctx: RequestContext, duplicate: bool, cluster_create: bool, validate_only: bool
+    ) -> tuple[int, str | None, Topic | None]:
         name = str(topic.name)
         if duplicate:
             return INVALID_REQUEST, "Duplicate topic name.", None
@@ -106,7 +139,11 @@ class Handlers:
         partitions, replication = int(topic.num_partitions), int(topic.replication_factor)
         if assignments:
             if partitions != -1 or replication != -1:
-                return INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.", None
+                return (
+                    INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+                    None,
+                )
             partitions, replication = len(assignments), len(assignments[0].broker_ids)
         if partitions == -1:
             partitions = self.default_partitions
@@ -117,7 +154,11 @@ class Handlers:
         if replication <= 0:
             return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, or -1 to use the default value.", None
         if replication > self.broker_count:
-            return INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {replication} time(s): The target replication factor of {replication} cannot be reached because only {self.broker_count} broker(s) are registered.", None
+            return (
+                INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication} time(s): The target replication factor of {replication} cannot be reached because only {self.broker_count} broker(s) are registered.",
+                None,
+            )
         configs: dict[str, str] = {}
         for config in topic.configs:
             problem = config_problem(str(config.name), config.value)
@@ -141,7 +182,9 @@ class Handlers:
             if name is None and topic_id is not None:
                 found = next((t for t in self.image.topics.values() if t.topic_id == topic_id), None)
                 if found is None:
-                    results.append({"name": None, "topic_id": topic_id, "error_code": UNKNOWN_TOPIC_ID, "error_message": "Topic id not found."})
+                    results.append(
+                        {"name": None, "topic_id": topic_id, "error_code": UNKNOWN_TOPIC_ID, "error_message": "Topic id not found."}
+                    )
                     continue
                 name = found.name
             assert name is not None
@@ -180,7 +223,10 @@ class Handlers:
             elif topic is None:
                 code, message = UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
             elif count < topic.partitions:
-                code, message = INVALID_PARTITIONS, f"The topic {name} currently has {topic.partitions} partition(s); {count} would not be an increase."
+                code, message = (
+                    INVALID_PARTITIONS,
+                    f"The topic {name} currently has {topic.partitions} partition(s); {count} would not be an increase.",
+                )
             elif count == topic.partitions:
                 code, message = INVALID_PARTITIONS, f"Topic already has {topic.partitions} partition(s)."
             elif not body.validate_only:
@@ -206,7 +252,9 @@ class Handlers:
             return NONE, None, self.image.broker_configs.setdefault(name, {})
         return INVALID_REQUEST, f"Unexpected resource type {kind}.", None
 
-    def _alter_configs(self, api: str, body: Any, ctx: RequestContext, apply: Callable[[Any, dict[str, str], bool], tuple[int, str | None, dict[str, str]]]) -> dict[str, Any]:
+    def _alter_configs(
+        self, api: str, body: Any, ctx: RequestContext, apply: Callable[[Any, dict[str, str], bool], tuple[int, str | None, dict[str, str]]]
+    ) -> dict[str, Any]:
         results = []
         for resource in body.resources:
             code, message, current = self._config_target(resource, ctx)
@@ -216,7 +264,14 @@ class Handlers:
                     current.clear()
                     current.update(updated)
             self._record(api, ctx, f"config:{resource.resource_type}:{resource.resource_name}", code)
-            results.append({"error_code": code, "error_message": message, "resource_type": resource.resource_type, "resource_name": resource.resource_name})
+            results.append(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "resource_type": resource.resource_type,
+                    "resource_name": resource.resource_name,
+                }
+            )
         return {"throttle_time": 0, "responses": results}
 
     def alter_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -264,7 +319,10 @@ class Handlers:
     def create_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not self._allowed(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             self._record("CreateAcls", ctx, "cluster:acls", CLUSTER_AUTHORIZATION_FAILED)
-            return {"throttle_time": 0, "results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."} for _ in body.creations]}
+            return {
+                "throttle_time": 0,
+                "results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."} for _ in body.creations],
+            }
         results = []
         for creation in body.creations:
             try:
@@ -289,7 +347,13 @@ class Handlers:
     def delete_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not self._allowed(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             self._record("DeleteAcls", ctx, "cluster:acls", CLUSTER_AUTHORIZATION_FAILED)
-            return {"throttle_time": 0, "filter_results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed.", "matching_acls": []} for _ in body.filters]}
+            return {
+                "throttle_time": 0,
+                "filter_results": [
+                    {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed.", "matching_acls": []}
+                    for _ in body.filters
+                ],
+            }
         results = []
         for item in body.filters:
             try:
@@ -307,12 +371,24 @@ class Handlers:
                 continue
             (deleted,) = self.authorizer.delete_acls([binding_filter])
             self._record("DeleteAcls", ctx, "acl-filter", NONE)
-            results.append({
-                "error_code": NONE,
-                "error_message": None,
-                "matching_acls": [
-                    {"error_code": NONE, "error_message": None, "resource_type": b.resource_type, "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission}
-                    for b in deleted
-                ],
-            })
+            results.append(
+                {
+                    "error_code": NONE,
+                    "error_message": None,
+                    "matching_acls": [
+                        {
+                            "error_code": NONE,
+                            "error_message": None,
+                            "resource_type": b.resource_type,
+                            "resource_name": b.resource_name,
+                            "pattern_type": b.pattern_type,
+                            "principal": b.principal,
+                            "host": b.host,
+                            "operation": b.operation,
+                            "permission_type": b.permission,
+                        }
+                        for b in deleted
+                    ],
+                }
+            )
         return {"throttle_time": 0, "filter_results": results}

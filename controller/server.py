@@ -107,7 +107,14 @@ class EmbeddedController:
                 log.info("controller: closing connection %s: api %s v%s not served", conn.connection_id, header.api_key, header.api_version)
                 return
 
-    def _context(self, principal: Principal, address: ipaddress.IPv4Address | ipaddress.IPv6Address, session: ControllerConnection, client_id: str | None, forwarder: Principal | None) -> RequestContext:
+    def _context(
+        self,
+        principal: Principal,
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+        session: ControllerConnection,
+        client_id: str | None,
+        forwarder: Principal | None,
+    ) -> RequestContext:
         return RequestContext(
             principal=principal,
             client_address=address,
@@ -122,7 +129,10 @@ class EmbeddedController:
         """The whole EnvelopeResponse for one EnvelopeRequest, in Kafka's order of checks."""
         cid = header.correlation_id
         forwarder = self._context(session.principal, session.address, session, header.client_id, None)
-        if self.authorizer.authorize(forwarder, [Action(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)])[0] is not Decision.ALLOWED:
+        if (
+            self.authorizer.authorize(forwarder, [Action(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)])[0]
+            is not Decision.ALLOWED
+        ):
             log.warning("controller: envelope from %s refused: no CLUSTER_ACTION", session.principal)
             return wrap_response(cid, CLUSTER_AUTHORIZATION_FAILED, None)
         try:

@@ -3,9 +3,7 @@
 from kio.schema.index import api_key_map
 
 # KIP-590 / Kafka's ApiKeys.forwardable: the only APIs an Envelope may carry.
-FORWARDABLE: frozenset[int] = frozenset(
-    {19, 20, 30, 31, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 51, 55, 57, 64, 67, 80, 81}
-)
+FORWARDABLE: frozenset[int] = frozenset({19, 20, 30, 31, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 51, 55, 57, 64, 67, 80, 81})
 
 ENVELOPE = 58
 API_VERSIONS = 18

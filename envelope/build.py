@@ -10,15 +10,18 @@ import datetime
 import types
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+_HINTS: dict[type[Any], dict[str, Any]] = {}
 
-@cache
+
 def _hints(schema: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(schema)
+    hints = _HINTS.get(schema)
+    if hints is None:
+        hints = _HINTS[schema] = typing.get_type_hints(schema)
+    return hints
 
 
 def _entity_type(hint: Any) -> type[Any] | None:

@@ -82,9 +82,7 @@ def decode_body(api_key: int, api_version: int, frame: bytes, offset: int) -> An
 
 def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
     """Decode a whole response frame: (correlation id, body)."""
-    header_schema: type[Any] = (
-        ResponseHeaderV1 if response_header_version(api_key, api_version) == 1 else ResponseHeaderV0
-    )
+    header_schema: type[Any] = ResponseHeaderV1 if response_header_version(api_key, api_version) == 1 else ResponseHeaderV0
     header, header_size = _parse(header_schema, frame, 0)
     body, _ = _parse(response_schema(api_key, api_version), frame, header_size)
     return int(header.correlation_id), body
@@ -94,9 +92,7 @@ def _write(schema: type[Any], entity: Any, out: io.BytesIO) -> None:
     entity_writer(schema)(out, entity)
 
 
-def encode_request(
-    body: Any, *, correlation_id: int, client_id: str | None, api_version: int | None = None
-) -> bytes:
+def encode_request(body: Any, *, correlation_id: int, client_id: str | None, api_version: int | None = None) -> bytes:
     """Header + body of a request we originate (the proxy's own login, tests)."""
     api_key = int(body.__api_key__)
     version = int(body.__version__) if api_version is None else api_version

@@ -2,6 +2,7 @@
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -36,7 +37,7 @@ def peek_request_header(frame: bytes) -> RequestHeaderInfo:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
     api_key, api_version, correlation_id = _FIXED.unpack_from(frame)
     header_version = request_header_version(api_key, api_version)
-    schema = RequestHeaderV2 if header_version == 2 else RequestHeaderV1
+    schema: type[Any] = RequestHeaderV2 if header_version == 2 else RequestHeaderV1
     try:
         header, size = entity_reader(schema)(frame, 0)
     except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:

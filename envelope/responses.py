@@ -49,12 +49,7 @@ def _error_answer(api_key: int, body: Any, code: int, message: str | None) -> di
         case 37:
             return {"results": [{"name": t.name, **error} for t in body.topics]}
         case 33 | 44:
-            return {
-                "responses": [
-                    {**error, "resource_type": r.resource_type, "resource_name": r.resource_name}
-                    for r in body.resources
-                ]
-            }
+            return {"responses": [{**error, "resource_type": r.resource_type, "resource_name": r.resource_name} for r in body.resources]}
         case 30:
             return {"results": [error for _ in body.creations]}
         case 31:
@@ -69,10 +64,7 @@ def error_response(api_key: int, api_version: int, request_body: Any, code: int,
 
 
 def _items(body: Any, field: str, name: Callable[[Any], str]) -> list[ResourceError]:
-    return [
-        ResourceError(name(item), int(item.error_code), getattr(item, "error_message", None))
-        for item in getattr(body, field)
-    ]
+    return [ResourceError(name(item), int(item.error_code), getattr(item, "error_message", None)) for item in getattr(body, field)]
 
 
 _RESPONSE_ITEMS: dict[int, tuple[str, Callable[[Any], str]]] = {

@@ -14,7 +14,9 @@ from proxy.properties import Properties, load_properties
 
 
 def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
+    )
 
 
 def _is_controller(raw: dict[str, str]) -> bool:
@@ -67,10 +69,16 @@ def _run_controller(path: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="envelope-proxy", description="Kafka admin proxy that forwards requests inside Envelopes (KIP-590).")
+    parser = argparse.ArgumentParser(
+        prog="envelope-proxy", description="Kafka admin proxy that forwards requests inside Envelopes (KIP-590)."
+    )
     parser.add_argument("--log-level", default="INFO")
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("run", "run the proxy"), ("controller", "run the embedded reference controller"), ("check-config", "validate a configuration file and print the effective settings")):
+    for name, text in (
+        ("run", "run the proxy"),
+        ("controller", "run the embedded reference controller"),
+        ("check-config", "validate a configuration file and print the effective settings"),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--config", required=True, help="a Kafka-style .properties file")
     demo = commands.add_parser("demo", help="controller + proxy + a real Kafka client + the Spark audit report")

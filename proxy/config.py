@@ -63,20 +63,36 @@ def parse_host_port(key: str, text: str) -> tuple[str, int]:
 def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
     names = props.list("controller.listener.names")
     if not names:
-        raise ConfigError("controller.listener.names", props.get("controller.listener.names"), "is required: the name of the controller's listener the proxy connects to")
+        raise ConfigError(
+            "controller.listener.names",
+            props.get("controller.listener.names"),
+            "is required: the name of the controller's listener the proxy connects to",
+        )
     name = names[0].upper()
     protocol_map = parse_protocol_map(props)
     protocol = protocol_map.get(name)
     if protocol is None:
-        raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map"), f"no security protocol defined for controller listener {name}")
+        raise ConfigError(
+            "listener.security.protocol.map",
+            props.get("listener.security.protocol.map"),
+            f"no security protocol defined for controller listener {name}",
+        )
     if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-        raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map"), f"controller listener {name} uses {protocol}; this version connects with PLAINTEXT or SASL_PLAINTEXT")
+        raise ConfigError(
+            "listener.security.protocol.map",
+            props.get("listener.security.protocol.map"),
+            f"controller listener {name} uses {protocol}; this version connects with PLAINTEXT or SASL_PLAINTEXT",
+        )
     host, port = parse_host_port("controller.quorum.bootstrap.servers", props.require("controller.quorum.bootstrap.servers"))
     mechanism = username = password = None
     if protocol == "SASL_PLAINTEXT":
         mechanism = (props.get("sasl.mechanism.controller.protocol") or "GSSAPI").upper()
         if mechanism != "PLAIN":
-            raise ConfigError("sasl.mechanism.controller.protocol", mechanism, "only PLAIN is supported for the proxy's own login (Kafka's default is GSSAPI, so set it explicitly)")
+            raise ConfigError(
+                "sasl.mechanism.controller.protocol",
+                mechanism,
+                "only PLAIN is supported for the proxy's own login (Kafka's default is GSSAPI, so set it explicitly)",
+            )
         jaas_key = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
         jaas = parse_jaas(jaas_key, props.require(jaas_key))
         if jaas.module != PLAIN_LOGIN_MODULE:
@@ -109,7 +125,9 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     controller_listener, upstream = _upstream(props)
     listeners = [item for item in parse_listeners(props) if item.name != controller_listener]
     if not listeners:
-        raise ConfigError("listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener")
+        raise ConfigError(
+            "listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener"
+        )
     return ProxyConfig(
         node_id=node_id,
         listeners=listeners,

@@ -31,7 +31,7 @@ class KafkaConnection:
         self._send_lock = trio.Lock()
         host, port, *_ = stream.socket.getpeername()
         if host.startswith("::ffff:"):
-            host = host[len("::ffff:"):]
+            host = host[len("::ffff:") :]
         self.peer = Peer(host, port)
 
     async def receive_frame(self) -> bytes | None:

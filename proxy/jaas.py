@@ -23,7 +23,7 @@ class JaasEntry:
     @property
     def users(self) -> dict[str, str]:
         """`user_<name>="<password>"` entries of a server-side PLAIN config."""
-        return {k[len("user_"):]: v for k, v in self.options.items() if k.startswith("user_")}
+        return {k[len("user_") :]: v for k, v in self.options.items() if k.startswith("user_")}
 
 
 def parse_jaas(key: str, text: str) -> JaasEntry:
@@ -38,7 +38,7 @@ def parse_jaas(key: str, text: str) -> JaasEntry:
             break
         option = _OPTION.match(rest, position)
         if option is None:
-            raise ConfigError(key, "[hidden]", f"cannot parse JAAS options near {rest[position:position + 20]!r}")
+            raise ConfigError(key, "[hidden]", f"cannot parse JAAS options near {rest[position : position + 20]!r}")
         value = option.group(2) if option.group(2) is not None else option.group(3)
         options[option.group(1)] = re.sub(r"\\(.)", r"\1", value)
         position = option.end()

@@ -78,7 +78,7 @@ def _check_duplicates(key: str, text: str, endpoints: list[Endpoint]) -> None:
     for port, sharing in by_port.items():
         if len(sharing) == 1:
             continue
-        families = []
+        families: list[int] = []
         for endpoint in sharing:
             try:
                 families.append(ipaddress.ip_address(endpoint.host).version)
@@ -86,7 +86,11 @@ def _check_duplicates(key: str, text: str, endpoints: list[Endpoint]) -> None:
                 families.append(0)
         # Kafka allows exactly one IPv4 and one IPv6 literal on the same port.
         if sorted(families) != [4, 6]:
-            raise ConfigError(key, text, f"each listener must have a different port unless exactly one IPv4 and one IPv6 address share it, port {port} is used by {', '.join(e.name for e in sharing)}")
+            raise ConfigError(
+                key,
+                text,
+                f"each listener must have a different port unless exactly one IPv4 and one IPv6 address share it, port {port} is used by {', '.join(e.name for e in sharing)}",
+            )
 
 
 @dataclass(frozen=True)
@@ -127,9 +131,17 @@ def parse_listeners(props: Properties, *, only: set[str] | None = None) -> list[
     _check_duplicates("listeners", text, listeners)
     for endpoint in listeners:
         if endpoint.name not in protocol_map:
-            raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP), f"no security protocol defined for listener {endpoint.name}")
+            raise ConfigError(
+                "listener.security.protocol.map",
+                props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP),
+                f"no security protocol defined for listener {endpoint.name}",
+            )
     if props.get("security.inter.broker.protocol") and props.get("inter.broker.listener.name"):
-        raise ConfigError("inter.broker.listener.name", props.get("inter.broker.listener.name"), "only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
+        raise ConfigError(
+            "inter.broker.listener.name",
+            props.get("inter.broker.listener.name"),
+            "only one of inter.broker.listener.name and security.inter.broker.protocol should be set",
+        )
     advertised_text = props.get("advertised.listeners") or text
     advertised = {e.name: e for e in parse_endpoints("advertised.listeners", advertised_text)}
     names = {e.name for e in listeners}
@@ -137,7 +149,11 @@ def parse_listeners(props: Properties, *, only: set[str] | None = None) -> list[
         if name not in names:
             raise ConfigError("advertised.listeners", advertised_text, f"advertised listener {name} is not among listeners")
         if endpoint.host == "0.0.0.0" or endpoint.host == "::":
-            raise ConfigError("advertised.listeners", advertised_text, f"advertised listener {name} must not advertise the wildcard address {endpoint.host}")
+            raise ConfigError(
+                "advertised.listeners",
+                advertised_text,
+                f"advertised listener {name} must not advertise the wildcard address {endpoint.host}",
+            )
     result = []
     for endpoint in listeners:
         if only is not None and endpoint.name not in only:
@@ -148,7 +164,11 @@ def parse_listeners(props: Properties, *, only: set[str] | None = None) -> list[
 
 def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: Endpoint | None) -> ListenerConfig:
     if protocol not in SUPPORTED_PROTOCOLS:
-        raise ConfigError("listener.security.protocol.map", props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP), f"listener {endpoint.name} uses {protocol}, this version supports {', '.join(sorted(SUPPORTED_PROTOCOLS))}")
+        raise ConfigError(
+            "listener.security.protocol.map",
+            props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP),
+            f"listener {endpoint.name} uses {protocol}, this version supports {', '.join(sorted(SUPPORTED_PROTOCOLS))}",
+        )
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
     if protocol.startswith("SASL_"):
@@ -157,7 +177,11 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         mechanisms = tuple(m.strip().upper() for m in text.split(",") if m.strip())
         for mechanism in mechanisms:
             if mechanism not in SUPPORTED_MECHANISMS:
-                raise ConfigError(key if props.get(key) else "sasl.enabled.mechanisms", text, f"mechanism {mechanism} is not supported (supported: {', '.join(sorted(SUPPORTED_MECHANISMS))}); Kafka's default is GSSAPI, so set it explicitly")
+                raise ConfigError(
+                    key if props.get(key) else "sasl.enabled.mechanisms",
+                    text,
+                    f"mechanism {mechanism} is not supported (supported: {', '.join(sorted(SUPPORTED_MECHANISMS))}); Kafka's default is GSSAPI, so set it explicitly",
+                )
         jaas_key = f"listener.name.{endpoint.name.lower()}.plain.sasl.jaas.config"
         jaas_text = props.get(jaas_key)
         if jaas_text is None:

@@ -27,7 +27,14 @@ def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, lis
         # Topic reads go through the upstream only once the edge authorizer exists;
         # until then a named topic is reported as unknown rather than guessed.
         "topics": [
-            {"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": uuid.UUID(int=0), "is_internal": False, "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+            {
+                "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                "name": name,
+                "topic_id": uuid.UUID(int=0),
+                "is_internal": False,
+                "partitions": [],
+                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            }
             for name in requested
         ],
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -45,7 +52,9 @@ def describe_cluster_response(header: RequestHeaderInfo, *, node_id: int, listen
         "endpoint_type": 1,  # brokers
         "cluster_id": cluster_id or "",
         "controller_id": node_id,
-        "brokers": [{"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}],
+        "brokers": [
+            {"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}
+        ],
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
     entity = build_entity(response_schema(header.api_key, header.api_version), values)

@@ -59,7 +59,9 @@ def verify_plain(token: bytes, users: dict[str, str]) -> str:
 class SaslServer:
     """Runs the pre-authentication exchange on one connection."""
 
-    def __init__(self, conn: KafkaConnection, listener: ListenerConfig, answer_api_versions: ApiVersionsAnswer, *, failure_delay: float) -> None:
+    def __init__(
+        self, conn: KafkaConnection, listener: ListenerConfig, answer_api_versions: ApiVersionsAnswer, *, failure_delay: float
+    ) -> None:
         self.conn = conn
         self.listener = listener
         self.answer_api_versions = answer_api_versions
@@ -83,16 +85,25 @@ class SaslServer:
                 body = decode_body(header.api_key, header.api_version, frame, header.header_size)
                 requested = str(body.mechanism).upper()
                 ok = requested in self.listener.sasl_mechanisms
-                await self._respond(header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)})
+                await self._respond(
+                    header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)}
+                )
                 if not ok:
-                    log.info("connection %s from %s: unsupported SASL mechanism %s", self.conn.connection_id, self.conn.peer.host, requested)
+                    log.info(
+                        "connection %s from %s: unsupported SASL mechanism %s", self.conn.connection_id, self.conn.peer.host, requested
+                    )
                     return None
                 mechanism, handshake_version = requested, header.api_version
             elif header.api_key == SASL_AUTHENTICATE and mechanism is not None:
                 body = decode_body(header.api_key, header.api_version, frame, header.header_size)
                 return await self._finish(header, bytes(body.auth_bytes), mechanism)
             else:
-                log.info("connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing", self.conn.connection_id, self.conn.peer.host, header.api_key)
+                log.info(
+                    "connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing",
+                    self.conn.connection_id,
+                    self.conn.peer.host,
+                    header.api_key,
+                )
                 return None
 
     async def _respond(self, header: RequestHeaderInfo, values: dict[str, object]) -> None:
@@ -106,7 +117,9 @@ class SaslServer:
         try:
             principal = self._check(token)
         except AuthenticationFailed as exc:
-            await self._respond(header, {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0})
+            await self._respond(
+                header, {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0}
+            )
             log.info("connection %s from %s: %s", self.conn.connection_id, self.conn.peer.host, exc)
             await trio.sleep(self.failure_delay)
             return None

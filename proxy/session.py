@@ -124,12 +124,12 @@ class ProxyService:
             raise CloseConnection(f"unsupported version {header.api_version} of api key {key}")
         started = time.perf_counter()
         if key in (METADATA, DESCRIBE_CLUSTER):
-            common = {"node_id": self.config.node_id, "listener": session.listener, "cluster_id": self.config.cluster_id}
+            node_id, cluster_id = self.config.node_id, self.config.cluster_id
             if key == METADATA:
                 body = decode_body(key, header.api_version, frame, header.header_size)
-                answer = metadata_response(header, body, **common)
+                answer = metadata_response(header, body, node_id=node_id, listener=session.listener, cluster_id=cluster_id)
             else:
-                answer = describe_cluster_response(header, **common)
+                answer = describe_cluster_response(header, node_id=node_id, listener=session.listener, cluster_id=cluster_id)
             await session.conn.send(answer)
             self._audit_local(session, header, started)
             return
@@ -181,24 +181,61 @@ class ProxyService:
             self._audit_outcome(session, header, resources, request_id, started, envelope_error, embedded)
             return
         if envelope_error == UNSUPPORTED_VERSION:
-            self._audit_error(session, header, resources, request_id, started, envelope_error, UNSUPPORTED_VERSION, "controller refused the embedded version")
+            self._audit_error(
+                session,
+                header,
+                resources,
+                request_id,
+                started,
+                envelope_error,
+                UNSUPPORTED_VERSION,
+                "controller refused the embedded version",
+            )
             raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION")
         if envelope_error == CLUSTER_AUTHORIZATION_FAILED:
             message = f"the proxy's principal {self.config.forwarding_principal} lacks CLUSTER_ACTION on the controller"
-            log.error("%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster", message, self.config.forwarding_principal)
-            await self._answer_error(session, header, body, CLUSTER_AUTHORIZATION_FAILED, message, resources, request_id, started, envelope_error)
+            log.error(
+                "%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster",
+                message,
+                self.config.forwarding_principal,
+            )
+            await self._answer_error(
+                session, header, body, CLUSTER_AUTHORIZATION_FAILED, message, resources, request_id, started, envelope_error
+            )
             return
         code = NOT_CONTROLLER if envelope_error == NOT_CONTROLLER else UNKNOWN_SERVER_ERROR
-        await self._answer_error(session, header, body, code, f"envelope error {envelope_error}", resources, request_id, started, envelope_error)
+        await self._answer_error(
+            session, header, body, code, f"envelope error {envelope_error}", resources, request_id, started, envelope_error
+        )
 
-    async def _answer_error(self, session: Session, header: RequestHeaderInfo, body: Any, code: int, message: str, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int | None) -> None:
+    async def _answer_error(
+        self,
+        session: Session,
+        header: RequestHeaderInfo,
+        body: Any,
+        code: int,
+        message: str,
+        resources: list[ResourceAccess],
+        request_id: str,
+        started: float,
+        envelope_error: int | None,
+    ) -> None:
         answer = error_response(header.api_key, header.api_version, body, code, message)
         await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
         self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
 
     # -- audit ---------------------------------------------------------------------
 
-    def _data(self, session: Session, header: RequestHeaderInfo, stage: str, resources: list[ResourceAccess], *, forwarded: bool, request_id: str | None = None) -> dict[str, Any]:
+    def _data(
+        self,
+        session: Session,
+        header: RequestHeaderInfo,
+        stage: str,
+        resources: list[ResourceAccess],
+        *,
+        forwarded: bool,
+        request_id: str | None = None,
+    ) -> dict[str, Any]:
         return {
             "requestId": request_id or str(uuid.uuid4()),
             "stage": stage,
@@ -239,14 +276,30 @@ class ProxyService:
         self.audit.write(make_record(self.config.node_id, None, data))
 
     def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
-        log.warning("connection %s from %s (%s): refused %s: %s", session.conn.connection_id, session.conn.peer.host, session.principal, api_name(header.api_key), reason)
+        log.warning(
+            "connection %s from %s (%s): refused %s: %s",
+            session.conn.connection_id,
+            session.conn.peer.host,
+            session.principal,
+            api_name(header.api_key),
+            reason,
+        )
         data = self._data(session, header, "refused", [], forwarded=False)
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
         data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 42, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
         self.audit.write(make_record(self.config.node_id, None, data))
 
-    def _audit_outcome(self, session: Session, header: RequestHeaderInfo, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int, embedded: bytes) -> None:
+    def _audit_outcome(
+        self,
+        session: Session,
+        header: RequestHeaderInfo,
+        resources: list[ResourceAccess],
+        request_id: str,
+        started: float,
+        envelope_error: int,
+        embedded: bytes,
+    ) -> None:
         data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
         try:
             _, response = decode_response_body(header.api_key, header.api_version, embedded)
@@ -259,13 +312,25 @@ class ProxyService:
             "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
             "envelopeErrorCode": envelope_error,
             "errorCode": top,
-            "errors": [{"resource": r.resource, "errorCode": r.error_code, "errorName": r.error_name, "message": r.message} for r in failed],
+            "errors": [
+                {"resource": r.resource, "errorCode": r.error_code, "errorName": r.error_name, "message": r.message} for r in failed
+            ],
         }
         elapsed = (time.perf_counter() - started) * 1000
         data["timings"] = self._timings(started, elapsed)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
 
-    def _audit_error(self, session: Session, header: RequestHeaderInfo, resources: list[ResourceAccess], request_id: str, started: float, envelope_error: int | None, code: int, message: str) -> None:
+    def _audit_error(
+        self,
+        session: Session,
+        header: RequestHeaderInfo,
+        resources: list[ResourceAccess],
+        request_id: str,
+        started: float,
+        envelope_error: int | None,
+        code: int,
+        message: str,
+    ) -> None:
         data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
         data["result"] = {
             "status": "ERROR",

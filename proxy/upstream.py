@@ -55,7 +55,7 @@ class UpstreamSettings:
 
 
 class _Pending:
-    __slots__ = ("done", "response", "error")
+    __slots__ = ("done", "error", "response")
 
     def __init__(self) -> None:
         self.done = trio.Event()
@@ -152,7 +152,9 @@ class Upstream:
         return response
 
     async def _handshake(self, stream: trio.SocketStream, reader: FrameReader) -> dict[int, VersionRange]:
-        request = build_entity(request_schema(API_VERSIONS, 3), {"client_software_name": SOFTWARE_NAME, "client_software_version": SOFTWARE_VERSION})
+        request = build_entity(
+            request_schema(API_VERSIONS, 3), {"client_software_name": SOFTWARE_NAME, "client_software_version": SOFTWARE_VERSION}
+        )
         response = await self._exchange(stream, reader, request, 3)
         error = int(response.error_code)  # type: ignore[attr-defined]
         if error != 0:

@@ -1,0 +1,92 @@
+"""The embedded controller and a proxy in front of it, on loopback ephemeral ports.
+
+Used by `envelope-proxy demo` and by the tests: one call gives a running
+pair with known users, so a real Kafka client can be pointed at it.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from controller.config import parse_controller_config
+from controller.server import EmbeddedController
+from proxy.app import RunningProxy, run_proxy
+from proxy.config import ProxyConfig, parse_proxy_config
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+DEFAULT_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "mallory": "mallory-secret"}
+PROXY_USER, PROXY_PASSWORD = "proxy", "proxy-secret"
+
+
+def _jaas(**options: str) -> str:
+    rendered = " ".join(f'{key}="{value}"' for key, value in options.items())
+    return f"{PLAIN_MODULE} required {rendered};"
+
+
+def controller_properties(host: str = "127.0.0.1", port: int = 0, super_users: str = "User:proxy;User:admin") -> dict[str, str]:
+    return {
+        "node.id": "1",
+        "process.roles": "controller",
+        "listeners": f"CONTROLLER://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": _jaas(**{f"user_{PROXY_USER}": PROXY_PASSWORD}),
+        "super.users": super_users,
+    }
+
+
+def proxy_properties(controller_port: int, audit_dir: Path, users: dict[str, str] | None = None, host: str = "127.0.0.1") -> dict[str, str]:
+    users = users or DEFAULT_USERS
+    return {
+        "node.id": "100",
+        "listeners": f"CLIENT://{host}:0,PLAIN://{host}:0",
+        "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.client.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in users.items()}),
+        "controller.quorum.bootstrap.servers": f"{host}:{controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": _jaas(username=PROXY_USER, password=PROXY_PASSWORD),
+        "audit.log.dir": str(audit_dir),
+        "request.timeout.ms": "10000",
+    }
+
+
+@dataclass
+class EmbeddedStack:
+    controller: EmbeddedController
+    proxy: RunningProxy
+    proxy_config: ProxyConfig
+    controller_port: int
+
+    @property
+    def sasl_address(self) -> str:
+        listener = self.proxy.listener("CLIENT")
+        return f"{listener.advertised_host}:{listener.port}"
+
+    @property
+    def plaintext_address(self) -> str:
+        listener = self.proxy.listener("PLAIN")
+        return f"{listener.advertised_host}:{listener.port}"
+
+
+async def start_stack(nursery: trio.Nursery, audit_dir: Path, *, users: dict[str, str] | None = None) -> EmbeddedStack:
+    controller = EmbeddedController(parse_controller_config(controller_properties()))
+    bound = await nursery.start(controller.run)
+    controller_port = bound[0].port
+    config = parse_proxy_config(proxy_properties(controller_port, audit_dir, users))
+    running = await nursery.start(run_proxy, config)
+    return EmbeddedStack(controller, running, config, controller_port)
+
+
+def client_config(address: str, user: str, password: str | None = None) -> dict[str, str]:
+    """confluent-kafka settings for a SASL_PLAINTEXT/PLAIN user of the stack."""
+    return {
+        "bootstrap.servers": address,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": password if password is not None else DEFAULT_USERS[user],
+    }
