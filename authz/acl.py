@@ -1,5 +1,6 @@
 """An ACL authorizer with Kafka's StandardAuthorizer semantics."""
 
+import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -96,5 +97,15 @@ def _applies_to_resource(acl: AclBinding, action: Action) -> bool:
     return acl.pattern_type is PatternType.PREFIXED and action.resource_name.startswith(acl.resource_name)
 
 
+def _same_host(acl_host: str, client_host: str) -> bool:
+    """Kafka writes IPv6 hosts in Java's long form (0:0:0:0:0:0:0:1); compare addresses, not text."""
+    if acl_host in (WILDCARD_HOST, client_host):
+        return True
+    try:
+        return ipaddress.ip_address(acl_host) == ipaddress.ip_address(client_host)
+    except ValueError:
+        return False
+
+
 def _applies_to(acl: AclBinding, principal: str, host: str) -> bool:
-    return acl.principal in (principal, WILDCARD_PRINCIPAL) and acl.host in (host, WILDCARD_HOST)
+    return acl.principal in (principal, WILDCARD_PRINCIPAL) and _same_host(acl.host, host)

@@ -13,7 +13,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i16, i32
 
-from envelope.errors import ProtocolError, UnsupportedApiError
+from envelope.errors import ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
 
 
 @cache
@@ -67,6 +67,10 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def _parse(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
     try:
         value, size = entity_reader(schema)(data, offset)
+    except KeyError as exc:
+        # kio refuses tagged fields it has no schema for; callers that only
+        # look (the forwarder) may go on without the decoded body.
+        raise UnknownTaggedFieldError(f"cannot decode {schema.__name__}: {exc}") from exc
     except (SerialError, ValueError, UnicodeDecodeError, OverflowError, IndexError) as exc:
         raise ProtocolError(f"cannot decode {schema.__name__}: {exc}") from exc
     return value, size

@@ -2,12 +2,11 @@
 
 import struct
 from dataclasses import dataclass
-from typing import Any
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader
 from kio.serial.errors import SerialError
+from kio.serial.readers import read_unsigned_varint
 
 from envelope.codec import request_header_version
 from envelope.errors import ProtocolError
@@ -32,14 +31,30 @@ def peek_correlation_id(frame: bytes) -> int:
     return int(struct.unpack_from(">i", frame)[0])
 
 
+def _skip_tagged_fields(frame: bytes, offset: int) -> int:
+    count, size = read_unsigned_varint(frame, offset)
+    offset += size
+    for _ in range(count):
+        _, size = read_unsigned_varint(frame, offset)
+        offset += size
+        length, size = read_unsigned_varint(frame, offset)
+        offset += size + length
+        if offset > len(frame):
+            raise ProtocolError("tagged field runs past the end of the header")
+    return offset
+
+
 def peek_request_header(frame: bytes) -> RequestHeaderInfo:
     if len(frame) < _FIXED.size:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
     api_key, api_version, correlation_id = _FIXED.unpack_from(frame)
     header_version = request_header_version(api_key, api_version)
-    schema: type[Any] = RequestHeaderV2 if header_version == 2 else RequestHeaderV1
     try:
-        header, size = entity_reader(schema)(frame, 0)
+        # Header v2 is v1 plus a tagged-field section; no tag is defined for it, so
+        # unknown tags are skipped (as Kafka does) rather than refused.
+        header, size = entity_reader(RequestHeaderV1)(frame, 0)
+        if header_version == 2:
+            size = _skip_tagged_fields(frame, size)
     except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:
         raise ProtocolError(f"malformed request header: {exc}") from exc
     return RequestHeaderInfo(

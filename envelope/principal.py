@@ -58,7 +58,7 @@ def deserialize_principal(data: bytes) -> Principal:
         raise ProtocolError(f"unknown principal data version {version}")
     try:
         value, size = entity_reader(DefaultPrincipalData)(data, _VERSION.size)
-    except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:
+    except (SerialError, ValueError, UnicodeDecodeError, IndexError, KeyError) as exc:
         raise ProtocolError(f"malformed principal data: {exc}") from exc
     if _VERSION.size + size != len(data):
         raise ProtocolError("trailing bytes after principal data")

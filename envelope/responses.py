@@ -5,6 +5,7 @@ embedded API's own shape (controller unreachable, envelope refused), and the
 audit trail needs each resource's error code from the controller's answer.
 """
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,19 +34,25 @@ def error_name(code: int) -> str:
         return f"UNKNOWN_ERROR_CODE_{code}"
 
 
-def _topic_names(body: Any) -> list[str]:
+def _deleted_topics(body: Any) -> list[tuple[str | None, uuid.UUID | None]]:
+    """(name, id) per DeleteTopics entry; v6+ may name a topic by id only (kio writes None as the zero id)."""
     if hasattr(body, "topic_names"):
-        return [str(name) for name in body.topic_names]
-    return [str(topic.name) for topic in body.topics]
+        return [(str(name), None) for name in body.topic_names]
+    return [(topic.name, topic.topic_id) for topic in body.topics]
 
 
 def _error_answer(api_key: int, body: Any, code: int, message: str | None) -> dict[str, Any]:
     error = {"error_code": code, "error_message": message}
     match api_key:
         case 19:
-            return {"topics": [{"name": t.name, **error, "num_partitions": -1, "replication_factor": -1} for t in body.topics]}
+            return {
+                "topics": [
+                    {"name": t.name, **error, "topic_id": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
+                    for t in body.topics
+                ]
+            }
         case 20:
-            return {"responses": [{"name": name, **error} for name in _topic_names(body)]}
+            return {"responses": [{"name": name, "topic_id": topic_id, **error} for name, topic_id in _deleted_topics(body)]}
         case 37:
             return {"results": [{"name": t.name, **error} for t in body.topics]}
         case 33 | 44:

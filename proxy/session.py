@@ -19,7 +19,7 @@ from apiversions import VersionRange
 from authz.actions import ResourceAccess, resources_of, subject_of
 from envelope.apis import API_VERSIONS, DESCRIBE_CLUSTER, ENVELOPE, FORWARDABLE, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name
 from envelope.codec import decode_body, decode_response_body, encode_response
-from envelope.errors import ProtocolError, UnsupportedApiError
+from envelope.errors import ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.responses import SERVED_ADMIN_APIS, error_name, error_response, response_errors
@@ -151,12 +151,17 @@ class ProxyService:
 
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
         key, version = header.api_key, header.api_version
+        body: Any = None
         try:
             body = decode_body(key, version, frame, header.header_size)
+        except UnknownTaggedFieldError as exc:
+            # Tagged fields newer than our schemas: the controller may know them, and
+            # the bytes go through untouched, so forward without a decoded body.
+            log.info("forwarding %s with tagged fields unknown to the proxy: %s", api_name(key), exc)
         except ProtocolError:
             self._refuse(session, header, "request body cannot be decoded")
             raise
-        resources = resources_of(key, body)
+        resources = resources_of(key, body) if body is not None else []
         data = self._data(session, header, "intent", resources, forwarded=True)
         request_id = data["requestId"]
         # The intent is on its way to disk before the controller sees the request.
@@ -220,6 +225,9 @@ class ProxyService:
         started: float,
         envelope_error: int | None,
     ) -> None:
+        if body is None:
+            self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
+            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request")
         answer = error_response(header.api_key, header.api_version, body, code, message)
         await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
         self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)

@@ -1,0 +1,206 @@
+"""error_response / response_errors for every served admin API and version."""
+
+import uuid
+from typing import Any
+
+import pytest
+
+from envelope.build import build_entity
+from envelope.codec import (
+    decode_body,
+    decode_response_body,
+    encode_request,
+    encode_response,
+    known_versions,
+    request_schema,
+    response_schema,
+)
+from envelope.header import peek_request_header
+from envelope.responses import SERVED_ADMIN_APIS, ResourceError, error_name, error_response, response_errors
+
+TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+
+# One version-independent request per API (a superset of every version's fields), two resources each.
+REQUESTS: dict[int, dict[str, Any]] = {
+    19: {
+        "topics": [
+            {"name": "orders", "num_partitions": 3, "replication_factor": 1, "assignments": [], "configs": []},
+            {"name": "payments", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []},
+        ],
+        "timeout": 30_000,
+        "validate_only": False,
+    },
+    20: {
+        "topic_names": ["orders", "payments"],
+        "topics": [{"name": "orders", "topic_id": TOPIC_ID}, {"name": "payments", "topic_id": TOPIC_ID}],
+        "timeout": 30_000,
+    },
+    30: {
+        "creations": [
+            {
+                "resource_type": 2,
+                "resource_name": "orders",
+                "resource_pattern_type": 3,
+                "principal": "User:alice",
+                "host": "*",
+                "operation": 3,
+                "permission_type": 3,
+            },
+            {
+                "resource_type": 3,
+                "resource_name": "grp",
+                "resource_pattern_type": 4,
+                "principal": "User:bob",
+                "host": "10.0.0.1",
+                "operation": 3,
+                "permission_type": 2,
+            },
+        ]
+    },
+    31: {
+        "filters": [
+            {
+                "resource_type_filter": 2,
+                "resource_name_filter": "orders",
+                "pattern_type_filter": 3,
+                "principal_filter": None,
+                "host_filter": None,
+                "operation": 1,
+                "permission_type": 1,
+            },
+            {
+                "resource_type_filter": 1,
+                "resource_name_filter": None,
+                "pattern_type_filter": 1,
+                "principal_filter": "User:bob",
+                "host_filter": "*",
+                "operation": 2,
+                "permission_type": 3,
+            },
+        ]
+    },
+    33: {
+        "resources": [
+            {"resource_type": 2, "resource_name": "orders", "configs": [{"name": "retention.ms", "value": "1000"}]},
+            {"resource_type": 4, "resource_name": "1", "configs": []},
+        ],
+        "validate_only": False,
+    },
+    37: {
+        "topics": [{"name": "orders", "count": 6, "assignments": None}, {"name": "payments", "count": 2, "assignments": None}],
+        "timeout": 30_000,
+        "validate_only": False,
+    },
+    44: {
+        "resources": [
+            {
+                "resource_type": 2,
+                "resource_name": "orders",
+                "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+            },
+            {"resource_type": 4, "resource_name": "1", "configs": []},
+        ],
+        "validate_only": False,
+    },
+}
+
+EXPECTED_RESOURCES: dict[int, list[str]] = {
+    19: ["orders", "payments"],
+    20: ["orders", "payments"],
+    30: ["acl", "acl"],
+    31: ["acl-filter", "acl-filter"],
+    33: ["orders", "1"],
+    37: ["orders", "payments"],
+    44: ["orders", "1"],
+}
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for api_key in sorted(SERVED_ADMIN_APIS):
+        known = known_versions(api_key)
+        assert known is not None
+        for version in range(known[0], known[1] + 1):
+            cases.append(pytest.param(api_key, version, id=f"api{api_key}-v{version}"))
+    return cases
+
+
+def test_served_admin_apis() -> None:
+    assert frozenset({19, 20, 30, 31, 33, 37, 44}) == SERVED_ADMIN_APIS
+
+
+def test_cases_cover_min_and_max_versions() -> None:
+    ids = {(p.values[0], p.values[1]) for p in _cases()}
+    for api_key in SERVED_ADMIN_APIS:
+        low, high = known_versions(api_key)  # type: ignore[misc]
+        assert (api_key, low) in ids
+        assert (api_key, high) in ids
+
+
+def _request(api_key: int, version: int) -> Any:
+    body = build_entity(request_schema(api_key, version), REQUESTS[api_key])
+    # make sure the request itself is a valid wire message at that version
+    frame = encode_request(body, correlation_id=1, client_id="t")
+    assert decode_body(api_key, version, frame, peek_request_header(frame).header_size) == body
+    return body
+
+
+@pytest.mark.parametrize(("api_key", "version"), _cases())
+@pytest.mark.parametrize("code", [41, 7])  # NOT_CONTROLLER, REQUEST_TIMED_OUT
+def test_error_response_every_resource(api_key: int, version: int, code: int) -> None:
+    request = _request(api_key, version)
+    response = error_response(api_key, version, request, code, "controller unavailable")
+    assert type(response) is response_schema(api_key, version)
+
+    frame = encode_response(response, correlation_id=31337)
+    correlation_id, decoded = decode_response_body(api_key, version, frame)
+    assert correlation_id == 31337
+    assert decoded == response
+
+    top, resources = response_errors(api_key, decoded)
+    assert top == 0
+    assert [r.resource for r in resources] == EXPECTED_RESOURCES[api_key]
+    assert [r.error_code for r in resources] == [code, code]
+    assert all(r.error_name == error_name(code) for r in resources)
+    for r in resources:
+        # the message is carried wherever the version has an error_message field
+        assert r.message in ("controller unavailable", None)
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(19, 2), (33, 0), (37, 0), (44, 0), (30, 1), (31, 1)])
+def test_error_message_is_carried(api_key: int, version: int) -> None:
+    response = error_response(api_key, version, _request(api_key, version), 41, "boom")
+    _, resources = response_errors(api_key, response)
+    assert [r.message for r in resources] == ["boom", "boom"]
+
+
+def test_config_error_answer_echoes_resource_type() -> None:
+    response = error_response(44, 1, _request(44, 1), 41)
+    assert [(int(r.resource_type), str(r.resource_name)) for r in response.responses] == [(2, "orders"), (4, "1")]
+
+
+def test_response_errors_reads_top_level_code_and_unknown_api() -> None:
+    body = build_entity(response_schema(18, 0), {"error_code": 35, "api_keys": []})
+    assert response_errors(18, body) == (35, [])
+
+
+def test_error_response_for_unserved_api_raises() -> None:
+    with pytest.raises(ValueError):
+        error_response(3, 12, object(), 41)
+
+
+def test_error_name() -> None:
+    assert error_name(41) == "NOT_CONTROLLER"
+    assert error_name(0) == "NONE"
+    assert error_name(29) == "TOPIC_AUTHORIZATION_FAILED"
+    assert error_name(12345) == "UNKNOWN_ERROR_CODE_12345"
+    assert ResourceError("t", 41, None).error_name == "NOT_CONTROLLER"
+
+
+def test_delete_topics_by_id_error_answer_echoes_the_id() -> None:
+    request = build_entity(request_schema(20, 6), {"topics": [{"name": None, "topic_id": TOPIC_ID}], "timeout": 1000})
+    response = error_response(20, 6, request, 41)
+    (item,) = response.responses
+    assert item.name is None
+    assert item.topic_id == TOPIC_ID
+    assert int(item.error_code) == 41
