@@ -24,7 +24,10 @@ def _jaas(**options: str) -> str:
     return f"{PLAIN_MODULE} required {rendered};"
 
 
-def controller_properties(host: str = "127.0.0.1", port: int = 0, super_users: str = "User:proxy;User:admin") -> dict[str, str]:
+def controller_properties(
+    host: str = "127.0.0.1", port: int = 0, super_users: str = "User:proxy;User:admin", users: dict[str, str] | None = None
+) -> dict[str, str]:
+    logins = {PROXY_USER: PROXY_PASSWORD, **(users or {})}
     return {
         "node.id": "1",
         "process.roles": "controller",
@@ -32,7 +35,7 @@ def controller_properties(host: str = "127.0.0.1", port: int = 0, super_users: s
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.controller.plain.sasl.jaas.config": _jaas(**{f"user_{PROXY_USER}": PROXY_PASSWORD}),
+        "listener.name.controller.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in logins.items()}),
         "super.users": super_users,
     }
 

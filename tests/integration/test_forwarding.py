@@ -227,3 +227,19 @@ async def test_requests_before_authentication_close_the_connection(stack: Embedd
             return wire.is_closed(sock)
 
     assert await trio.to_thread.run_sync(send)
+
+
+async def test_an_api_the_proxy_does_not_serve_is_refused_and_audited(stack: EmbeddedStack, tmp_path: Path) -> None:
+    # FindCoordinator v4: a data-plane API a broker would answer, never the proxy.
+    payload = wire.request(10, 4, {"key_type": 0, "coordinator_keys": ["group-1"]})
+
+    def send() -> bool:
+        with wire.connect(stack.plaintext_address) as sock:
+            sock.sendall(wire.encode_frame(payload))
+            return wire.is_closed(sock)
+
+    assert await trio.to_thread.run_sync(send)
+    refused = [r for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "refused"]
+    assert [r["data"]["methodName"] for r in refused] == ["kafka.FindCoordinator"]
+    assert refused[0]["data"]["authenticationInfo"]["principal"] == "User:ANONYMOUS"
+    assert refused[0]["data"]["authorizationInfo"]["decision"] == "DENIED"
