@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proxy.config_errors import ConfigError
-from proxy.listener_config import ListenerConfig, parse_listeners
+from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import Properties, load_properties
 
 
@@ -17,10 +17,7 @@ class ControllerConfig:
     default_partitions: int
     default_replication_factor: int
     broker_count: int
-    max_frame_size: int
-    sasl_max_receive_size: int
-    idle_timeout: float
-    failed_auth_delay: float
+    transport: TransportSettings
 
     def effective(self) -> dict[str, object]:
         return {
@@ -32,16 +29,13 @@ class ControllerConfig:
             "num.partitions": self.default_partitions,
             "default.replication.factor": self.default_replication_factor,
             "embedded.broker.count": self.broker_count,
+            **self.transport.effective(),
         }
 
 
 def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     props = Properties(raw)
-    node_text = props.require("node.id")
-    try:
-        node_id = int(node_text)
-    except ValueError:
-        raise ConfigError("node.id", node_text, "expected an integer") from None
+    node_id = props.required_int("node.id", minimum=0)
     roles = props.list("process.roles", "controller")
     if "controller" not in roles or any(role not in ("controller", "broker") for role in roles):
         raise ConfigError("process.roles", props.get("process.roles"), "the embedded controller needs process.roles=controller")
@@ -63,10 +57,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         default_partitions=props.int("num.partitions", 1, minimum=1),
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
         broker_count=props.int("embedded.broker.count", 1, minimum=1),
-        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
-        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
-        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
-        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
+        transport=parse_transport(props),
     )
 
 

@@ -22,7 +22,7 @@ from envelope.principal import ANONYMOUS, Principal
 from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
 from proxy.connection import KafkaConnection
 from proxy.listener_config import ListenerConfig
-from proxy.sasl_server import SaslServer
+from proxy.sasl_server import authenticate
 from proxy.server import serve_listener
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,7 @@ class EmbeddedController:
                         lambda task_status, listener=listener: serve_listener(
                             listener,
                             self.handle_connection,
-                            max_frame_size=self.config.max_frame_size,
-                            idle_timeout=self.config.idle_timeout,
+                            transport=self.config.transport,
                             task_status=task_status,
                         )
                     )
@@ -83,17 +82,14 @@ class EmbeddedController:
 
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = ControllerConnection(conn, listener)
-        if listener.uses_sasl:
-            conn.reader.max_frame_size = self.config.sasl_max_receive_size
 
-            async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
-                await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
+        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
+            await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
 
-            authenticated = await SaslServer(conn, listener, answer_api_versions, failure_delay=self.config.failed_auth_delay).run()
-            if authenticated is None:
-                return
-            session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
-            conn.reader.max_frame_size = self.config.max_frame_size
+        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions)
+        if authenticated is None:
+            return
+        session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
         while (frame := await conn.receive_frame()) is not None:
             header = peek_request_header(frame)
             if header.api_key == API_VERSIONS:

@@ -38,8 +38,7 @@ async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[Running
                         lambda task_status, listener=listener: serve_listener(
                             listener,
                             service.handle_connection,
-                            max_frame_size=config.max_frame_size,
-                            idle_timeout=config.idle_timeout,
+                            transport=config.transport,
                             task_status=task_status,
                         )
                     )

@@ -6,7 +6,7 @@ from typing import Any
 
 from proxy.config_errors import ConfigError
 from proxy.jaas import PLAIN_LOGIN_MODULE, parse_jaas
-from proxy.listener_config import ListenerConfig, parse_listeners, parse_protocol_map
+from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.properties import Properties, load_properties
 from proxy.upstream import UpstreamSettings
 
@@ -19,10 +19,7 @@ class ProxyConfig:
     controller_listener: str
     audit_log_dir: Path
     cluster_id: str | None
-    max_frame_size: int
-    sasl_max_receive_size: int
-    idle_timeout: float
-    failed_auth_delay: float
+    transport: TransportSettings
 
     @property
     def forwarding_principal(self) -> str:
@@ -43,10 +40,7 @@ class ProxyConfig:
             },
             "audit.log.dir": str(self.audit_log_dir),
             "cluster.id": self.cluster_id,
-            "socket.request.max.bytes": self.max_frame_size,
-            "sasl.server.max.receive.size": self.sasl_max_receive_size,
-            "connections.max.idle.ms": int(self.idle_timeout * 1000),
-            "connection.failed.authentication.delay.ms": int(self.failed_auth_delay * 1000),
+            **self.transport.effective(),
         }
 
 
@@ -115,13 +109,7 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
 
 def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     props = Properties(raw)
-    node_text = props.require("node.id")
-    try:
-        node_id = int(node_text)
-    except ValueError:
-        raise ConfigError("node.id", node_text, "expected an integer") from None
-    if node_id < 0:
-        raise ConfigError("node.id", node_text, "must not be negative")
+    node_id = props.required_int("node.id", minimum=0)
     controller_listener, upstream = _upstream(props)
     listeners = [item for item in parse_listeners(props) if item.name != controller_listener]
     if not listeners:
@@ -135,10 +123,7 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         controller_listener=controller_listener,
         audit_log_dir=Path(props.get("audit.log.dir") or "audit"),
         cluster_id=props.get("cluster.id"),
-        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
-        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
-        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
-        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
+        transport=parse_transport(props),
     )
 
 

@@ -94,6 +94,33 @@ def _check_duplicates(key: str, text: str, endpoints: list[Endpoint]) -> None:
 
 
 @dataclass(frozen=True)
+class TransportSettings:
+    """Frame caps and connection timings every listener of a process shares."""
+
+    max_frame_size: int = 104857600
+    sasl_max_receive_size: int = 524288
+    idle_timeout: float = 600.0
+    failed_auth_delay: float = 0.1
+
+    def effective(self) -> dict[str, int]:
+        return {
+            "socket.request.max.bytes": self.max_frame_size,
+            "sasl.server.max.receive.size": self.sasl_max_receive_size,
+            "connections.max.idle.ms": int(self.idle_timeout * 1000),
+            "connection.failed.authentication.delay.ms": int(self.failed_auth_delay * 1000),
+        }
+
+
+def parse_transport(props: Properties) -> TransportSettings:
+    return TransportSettings(
+        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
+        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
+        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
+        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
+    )
+
+
+@dataclass(frozen=True)
 class ListenerConfig:
     """One bound listener and the security settings that apply to it."""
 

@@ -28,6 +28,16 @@ class Properties:
             raise ConfigError(key, value, "is required")
         return value
 
+    def required_int(self, key: str, *, minimum: int | None = None) -> int:
+        text = self.require(key)
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(key, text, "expected an integer") from None
+        if minimum is not None and value < minimum:
+            raise ConfigError(key, text, f"must be at least {minimum}")
+        return value
+
     def int(self, key: str, default: int, *, minimum: int | None = None) -> int:
         text = self.raw.get(key)
         if text is None:

@@ -13,9 +13,9 @@ from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
 from envelope.frames import encode_frame
 from envelope.header import RequestHeaderInfo, peek_request_header
-from envelope.principal import Principal
+from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
-from proxy.listener_config import ListenerConfig
+from proxy.listener_config import ListenerConfig, TransportSettings
 
 log = logging.getLogger(__name__)
 
@@ -137,4 +137,19 @@ class SaslServer:
         return Authenticated(principal, "PLAIN")
 
 
-__all__ = ["Authenticated", "ProtocolError", "SaslServer", "verify_plain"]
+async def authenticate(
+    conn: KafkaConnection, listener: ListenerConfig, transport: TransportSettings, answer_api_versions: ApiVersionsAnswer
+) -> Authenticated | None:
+    """The session's principal: ANONYMOUS on PLAINTEXT, the SASL login otherwise (None = close).
+
+    Frames are capped at `sasl.server.max.receive.size` until the login succeeds.
+    """
+    if not listener.uses_sasl:
+        return Authenticated(ANONYMOUS, None)
+    conn.reader.max_frame_size = transport.sasl_max_receive_size
+    result = await SaslServer(conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay).run()
+    conn.reader.max_frame_size = transport.max_frame_size
+    return result
+
+
+__all__ = ["Authenticated", "ProtocolError", "SaslServer", "authenticate", "verify_plain"]

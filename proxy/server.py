@@ -8,7 +8,7 @@ import trio
 
 from envelope.errors import ProtocolError
 from proxy.connection import KafkaConnection
-from proxy.listener_config import ListenerConfig
+from proxy.listener_config import ListenerConfig, TransportSettings
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +19,7 @@ async def serve_listener(
     listener: ListenerConfig,
     handler: ConnectionHandler,
     *,
-    max_frame_size: int,
-    idle_timeout: float,
+    transport: TransportSettings,
     task_status: trio.TaskStatus[ListenerConfig] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Bind one listener; report it (with the real port when 0 was asked) once bound."""
@@ -34,7 +33,7 @@ async def serve_listener(
     log.info("listening on %s %s:%s (%s)", bound.name, listener.host or "*", port, bound.security_protocol)
 
     async def handle(stream: trio.SocketStream) -> None:
-        conn = KafkaConnection(stream, listener=bound.name, max_frame_size=max_frame_size, idle_timeout=idle_timeout)
+        conn = KafkaConnection(stream, listener=bound.name, max_frame_size=transport.max_frame_size, idle_timeout=transport.idle_timeout)
         try:
             await handler(conn, bound)
         except ProtocolError as exc:

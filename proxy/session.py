@@ -29,7 +29,7 @@ from proxy.config import ProxyConfig
 from proxy.connection import KafkaConnection
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
-from proxy.sasl_server import SaslServer
+from proxy.sasl_server import authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -87,17 +87,15 @@ class ProxyService:
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = Session(conn, listener)
         log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
-        if listener.uses_sasl:
-            conn.reader.max_frame_size = self.config.sasl_max_receive_size
 
-            async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
-                await self._api_versions(session, header, frame)
+        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
+            await self._api_versions(session, header, frame)
 
-            authenticated = await SaslServer(conn, listener, answer_api_versions, failure_delay=self.config.failed_auth_delay).run()
-            if authenticated is None:
-                return
-            session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
-            conn.reader.max_frame_size = self.config.max_frame_size
+        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions)
+        if authenticated is None:
+            return
+        session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+        if authenticated.mechanism is not None:
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
         while (frame := await conn.receive_frame()) is not None:
             try:
