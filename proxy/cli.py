@@ -3,8 +3,9 @@
 import argparse
 import json
 import logging
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import trio
@@ -17,6 +18,23 @@ def _setup_logging(level: str) -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
     )
+
+
+def _serve_until_signal(serve: Callable[[], Awaitable[None]]) -> int:
+    """Run a server until SIGTERM or SIGINT, then cancel it so its `finally` blocks
+    (publishing the audit file) run before the process exits 0."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    logging.getLogger(__name__).info("received %s, shutting down", signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+                    break
+
+    trio.run(main)
+    return 0
 
 
 def _is_controller(raw: dict[str, str]) -> bool:
@@ -41,15 +59,7 @@ def _run_proxy(path: str) -> int:
     from proxy.config import load_proxy_config
 
     config = load_proxy_config(path)
-
-    async def main() -> None:
-        await run_proxy(config)
-
-    try:
-        trio.run(main)
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return _serve_until_signal(lambda: run_proxy(config))
 
 
 def _run_controller(path: str) -> int:
@@ -57,15 +67,7 @@ def _run_controller(path: str) -> int:
     from controller.server import EmbeddedController
 
     config = load_controller_config(path)
-
-    async def main() -> None:
-        await EmbeddedController(config).run()
-
-    try:
-        trio.run(main)
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return _serve_until_signal(EmbeddedController(config).run)
 
 
 def build_parser() -> argparse.ArgumentParser:
