@@ -13,6 +13,16 @@ def load_properties(path: str | Path) -> dict[str, str]:
         return dict(javaproperties.load(handle))
 
 
+def _to_int(key: str, text: str, minimum: int | None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(key, text, "expected an integer") from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(key, text, f"must be at least {minimum}")
+    return value
+
+
 class Properties:
     """Typed getters over raw properties; every failure names key and value."""
 
@@ -29,26 +39,11 @@ class Properties:
         return value
 
     def required_int(self, key: str, *, minimum: int | None = None) -> int:
-        text = self.require(key)
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(key, text, "expected an integer") from None
-        if minimum is not None and value < minimum:
-            raise ConfigError(key, text, f"must be at least {minimum}")
-        return value
+        return _to_int(key, self.require(key), minimum)
 
     def int(self, key: str, default: int, *, minimum: int | None = None) -> int:
         text = self.raw.get(key)
-        if text is None:
-            return default
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(key, text, "expected an integer") from None
-        if minimum is not None and value < minimum:
-            raise ConfigError(key, text, f"must be at least {minimum}")
-        return value
+        return default if text is None else _to_int(key, text, minimum)
 
     def bool(self, key: str, default: bool) -> bool:
         text = self.raw.get(key)
