@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit tools clean
+.PHONY: demo test lint typecheck tools kafka kafka-jars clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,16 @@ $(STAMP): pyproject.toml
 # kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
 tools:
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
-	@command -v java >/dev/null || echo "java not found: the Spark tests need Java 17+"
+	@command -v java >/dev/null || echo "java not found: the Spark and interop tests need Java 17+"
+	@command -v mvn >/dev/null || echo "mvn not found: needed once to download the Kafka jars for the interop tests"
+
+# Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
+kafka-jars: $(STAMP)
+	$(PY) -c 'from tests.interop.kafka_node import ensure_kafka_jars; print(ensure_kafka_jars())'
+
+# A real KRaft node (broker+controller, SASL_PLAINTEXT, StandardAuthorizer) for manual use; prints the proxy settings.
+kafka: kafka-jars
+	$(PY) -m tests.interop.kafka_node
 
 demo: $(STAMP)
 	$(VENV)/bin/envelope-proxy demo --workdir demo-output

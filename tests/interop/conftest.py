@@ -1,0 +1,65 @@
+"""Fixtures that run a real Apache Kafka KRaft node (see kafka_node.py); marker `interop`.
+
+Without java or mvn the fixtures skip, except under CI=true, where they fail.
+mvn is only needed until the jars are cached (~/.cache/kafka-envelope-proxy).
+"""
+
+import os
+from collections.abc import Generator, Iterator
+
+import pytest
+
+from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
+
+NODE_FIXTURES = ("kafka_node", "kafka_node_acl")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "interop: starts a real Apache Kafka KRaft node (needs java 17+, and mvn on first use)")
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool) -> Iterator[KafkaNode]:
+    missing = [tool for tool in missing_tools() if tool == "java"]
+    if missing:
+        _skip_or_fail("java not installed: a real Kafka node needs Java 17+")
+    try:
+        lib = ensure_kafka_jars()
+    except KafkaToolingMissing as exc:
+        _skip_or_fail(str(exc))
+        raise  # unreachable: skip/fail raise
+    name = "kafka-node" if proxy_super_user else "kafka-node-acl"
+    timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "120"))
+    # under pytest's basetemp, so kafka.log and server.properties outlive the session for post-mortems
+    with KafkaNode(proxy_super_user=proxy_super_user, workdir=tmp_path_factory.mktemp(name), lib_dir=lib, startup_timeout=timeout) as node:
+        yield node
+
+
+@pytest.fixture(scope="session")
+def kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """A running combined broker+controller node in which User:admin and User:proxy are super users."""
+    yield from _start(tmp_path_factory, proxy_super_user=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """Like kafka_node, but User:proxy is no super user: it holds ClusterAction on the cluster through an ACL."""
+    yield from _start(tmp_path_factory, proxy_super_user=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failing test that used a node gets the end of the node's log in its report."""
+    report = yield
+    if report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        for name in NODE_FIXTURES:
+            node = funcargs.get(name)
+            if isinstance(node, KafkaNode):
+                report.sections.append((f"{name} log ({node.log_path})", node.log_tail(80)))
+    return report
