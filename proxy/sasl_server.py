@@ -11,7 +11,6 @@ from envelope.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
-from envelope.frames import encode_frame
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
@@ -77,7 +76,7 @@ class SaslServer:
                 return None
             if mechanism is not None and handshake_version == 0:
                 # SaslHandshake v0: raw tokens follow, no Kafka header.
-                return await self._finish_raw(frame)
+                return await self._finish(None, frame, mechanism)
             header = peek_request_header(frame)
             if header.api_key == API_VERSIONS and mechanism is None:
                 await self.answer_api_versions(header, frame)
@@ -110,31 +109,22 @@ class SaslServer:
         body = build_entity(response_schema(header.api_key, header.api_version), values)
         await self.conn.send(encode_response(body, correlation_id=header.correlation_id))
 
-    def _check(self, token: bytes) -> Principal:
-        return Principal("User", verify_plain(token, self.listener.plain_users))
-
-    async def _finish(self, header: RequestHeaderInfo, token: bytes, mechanism: str) -> Authenticated | None:
+    async def _finish(self, header: RequestHeaderInfo | None, token: bytes, mechanism: str) -> Authenticated | None:
+        """Verify the token and answer; `header` is None for SaslHandshake v0's raw tokens."""
         try:
-            principal = self._check(token)
+            principal = Principal("User", verify_plain(token, self.listener.plain_users))
         except AuthenticationFailed as exc:
-            await self._respond(
-                header, {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0}
-            )
+            if header is not None:
+                failure = {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0}
+                await self._respond(header, failure)
             log.info("connection %s from %s: %s", self.conn.connection_id, self.conn.peer.host, exc)
             await trio.sleep(self.failure_delay)
             return None
-        await self._respond(header, {"error_code": 0, "error_message": None, "auth_bytes": b"", "session_lifetime": 0})
+        if header is None:
+            await self.conn.send(b"")
+        else:
+            await self._respond(header, {"error_code": 0, "error_message": None, "auth_bytes": b"", "session_lifetime": 0})
         return Authenticated(principal, mechanism)
-
-    async def _finish_raw(self, token: bytes) -> Authenticated | None:
-        try:
-            principal = self._check(token)
-        except AuthenticationFailed as exc:
-            log.info("connection %s from %s: %s", self.conn.connection_id, self.conn.peer.host, exc)
-            await trio.sleep(self.failure_delay)
-            return None
-        await self.conn.stream.send_all(encode_frame(b""))
-        return Authenticated(principal, "PLAIN")
 
 
 async def authenticate(

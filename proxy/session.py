@@ -70,6 +70,11 @@ class Session:
         self.client_address = ipaddress.ip_address(self.conn.peer.host)
 
 
+def _error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
+    """One entry of an audit record's `result.errors`."""
+    return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
+
+
 class CloseConnection(Exception):
     """Kafka's answer to this request is to close the connection."""
 
@@ -318,12 +323,10 @@ class ProxyService:
             "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
             "envelopeErrorCode": envelope_error,
             "errorCode": top,
-            "errors": [
-                {"resource": r.resource, "errorCode": r.error_code, "errorName": r.error_name, "message": r.message} for r in failed
-            ],
+            "errors": [_error_row(r.resource, r.error_code, r.message) for r in failed],
         }
-        elapsed = (time.perf_counter() - started) * 1000
-        data["timings"] = self._timings(started, elapsed)
+        # The proxy does not queue yet, so the whole wait after the intent is upstream time.
+        data["timings"] = self._timings(started, upstream_ms=(time.perf_counter() - started) * 1000)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
 
     def _audit_error(
@@ -342,7 +345,7 @@ class ProxyService:
             "status": "ERROR",
             "envelopeErrorCode": envelope_error,
             "errorCode": code,
-            "errors": [{"resource": r.name, "errorCode": code, "errorName": error_name(code), "message": message} for r in resources],
+            "errors": [_error_row(r.name, code, message) for r in resources],
         }
         data["timings"] = self._timings(started)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))

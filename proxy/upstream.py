@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import trio
 
-import apiversions
 from apiversions import VersionRange
 from envelope.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from envelope.build import build_entity
@@ -216,8 +215,4 @@ class Upstream:
         return slot.response
 
 
-def advertised_ranges(own: dict[int, VersionRange], upstream: Upstream, forwardable: frozenset[int]) -> dict[int, VersionRange]:
-    return apiversions.intersect(own, upstream.controller_ranges, forwardable)
-
-
-__all__ = ["Upstream", "UpstreamSettings", "UpstreamUnavailable", "advertised_ranges"]
+__all__ = ["Upstream", "UpstreamSettings", "UpstreamUnavailable"]

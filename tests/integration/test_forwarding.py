@@ -243,3 +243,21 @@ async def test_an_api_the_proxy_does_not_serve_is_refused_and_audited(stack: Emb
     assert [r["data"]["methodName"] for r in refused] == ["kafka.FindCoordinator"]
     assert refused[0]["data"]["authenticationInfo"]["principal"] == "User:ANONYMOUS"
     assert refused[0]["data"]["authorizationInfo"]["decision"] == "DENIED"
+
+
+@pytest.mark.parametrize(("password", "accepted"), [("alice-secret", True), ("wrong", False)])
+async def test_sasl_handshake_v0_takes_a_raw_plain_token(stack: EmbeddedStack, password: str, accepted: bool) -> None:
+    def login() -> tuple[bytes | None, bool]:
+        with wire.connect(stack.sasl_address) as sock:
+            handshake = wire.call(sock, 17, 0, {"mechanism": "PLAIN"})
+            assert int(handshake.error_code) == 0
+            sock.sendall(wire.encode_frame(b"\x00alice\x00" + password.encode()))
+            if not accepted:
+                return None, wire.is_closed(sock)
+            reply = wire.read_frame(sock)
+            answer = wire.call(sock, 18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=3)
+            return reply, int(answer.error_code) == 0
+
+    reply, outcome = await trio.to_thread.run_sync(login)
+    assert outcome  # accepted: the session serves requests; refused: the connection is closed
+    assert reply == (b"" if accepted else None)

@@ -1,7 +1,6 @@
 """Raw Kafka wire helpers for tests that must send exactly chosen bytes."""
 
 import socket
-import struct
 from typing import Any
 
 from envelope.build import build_entity
@@ -58,6 +57,3 @@ def sasl_plain_login(sock: socket.socket, user: str, password: str) -> int:
     token = b"\x00" + user.encode() + b"\x00" + password.encode()
     result = call(sock, 36, 2, {"auth_bytes": token}, correlation_id=2)
     return int(result.error_code)
-
-
-SIZE = struct.Struct(">i")
