@@ -38,6 +38,7 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
+UNKNOWN_SERVER_ERROR = -1
 UNKNOWN_TOPIC_ID = 100
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -95,9 +96,11 @@ class Handlers:
     def create_topics(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         counts = Counter(str(t.name) for t in body.topics)
         cluster_create = self._allowed(ctx, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
-        results = []
+        results: list[dict[str, Any]] = []
         for topic in body.topics:
             name = str(topic.name)
+            if counts[name] > 1 and _already_answered(results, name):
+                continue
             code, message, created = self._create_topic(topic, ctx, counts[name] > 1, cluster_create, bool(body.validate_only))
             result: dict[str, Any] = {
                 "name": name,
@@ -188,6 +191,8 @@ class Handlers:
                     continue
                 name = found.name
             assert name is not None
+            if counts[name] > 1 and _already_answered(results, name):
+                continue
             code, message = self._delete_topic(name, ctx, counts[name] > 1)
             topic = self.image.topics.get(name)
             if code == NONE and topic is not None:
@@ -211,9 +216,11 @@ class Handlers:
 
     def create_partitions(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         counts = Counter(str(t.name) for t in body.topics)
-        results = []
+        results: list[dict[str, Any]] = []
         for item in body.topics:
             name, count = str(item.name), int(item.count)
+            if counts[name] > 1 and _already_answered(results, name):
+                continue
             code, message = NONE, None
             topic = self.image.topics.get(name)
             if counts[name] > 1:
@@ -323,6 +330,10 @@ class Handlers:
                 "throttle_time": 0,
                 "results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."} for _ in body.creations],
             }
+        if any(_filter_only_value(creation) for creation in body.creations):
+            # Kafka builds every binding before validating any, and a filter-only value (ANY, MATCH)
+            # throws there: the whole request fails with an unexpected error and no message.
+            return {"throttle_time": 0, "results": [{"error_code": UNKNOWN_SERVER_ERROR, "error_message": None} for _ in body.creations]}
         results = []
         for creation in body.creations:
             try:
@@ -392,3 +403,18 @@ class Handlers:
                 }
             )
         return {"throttle_time": 0, "filter_results": results}
+
+
+def _filter_only_value(creation: Any) -> bool:
+    """True for values a filter may hold but a binding may not (Kafka's ResourcePattern / AccessControlEntry checks)."""
+    return (
+        int(creation.resource_type) == ResourceType.ANY
+        or int(getattr(creation, "resource_pattern_type", PatternType.LITERAL)) in (PatternType.ANY, PatternType.MATCH)
+        or int(creation.operation) == Operation.ANY
+        or int(creation.permission_type) == PermissionType.ANY
+    )
+
+
+def _already_answered(results: list[dict[str, Any]], name: str) -> bool:
+    """Kafka answers a name duplicated within one request once, with INVALID_REQUEST."""
+    return any(r["name"] == name for r in results)

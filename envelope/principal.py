@@ -26,9 +26,12 @@ class Principal:
     @classmethod
     def parse(cls, text: str) -> "Principal":
         """`User:alice` -> Principal("User", "alice"); the type is required."""
+        # Kafka's SecurityUtils.parseKafkaPrincipal wording, so both upstreams say the same
+        if not text:
+            raise ValueError(f"expected a string in format principalType:principalName but got {text}")
         kind, sep, name = text.partition(":")
         if not sep or not kind:
-            raise ValueError(f"principal {text!r} is not of the form Type:name")
+            raise ValueError(f"Could not parse principal from `{text}` (no colon is present separating the principal type from the principal name)")
         return cls(kind, name)
 
 
