@@ -75,11 +75,14 @@ class EmbeddedStack:
         return f"{listener.advertised_host}:{listener.port}"
 
 
-async def start_stack(nursery: trio.Nursery, audit_dir: Path, *, users: dict[str, str] | None = None) -> EmbeddedStack:
+async def start_stack(
+    nursery: trio.Nursery, audit_dir: Path, *, users: dict[str, str] | None = None, proxy_overrides: dict[str, str] | None = None
+) -> EmbeddedStack:
+    """`proxy_overrides` replace or add proxy properties (more listeners, other timeouts)."""
     controller = EmbeddedController(parse_controller_config(controller_properties()))
     bound = await nursery.start(controller.run)
     controller_port = bound[0].port
-    config = parse_proxy_config(proxy_properties(controller_port, audit_dir, users))
+    config = parse_proxy_config({**proxy_properties(controller_port, audit_dir, users), **(proxy_overrides or {})})
     running = await nursery.start(run_proxy, config)
     return EmbeddedStack(controller, running, config, controller_port)
 

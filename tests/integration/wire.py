@@ -12,6 +12,7 @@ __all__ = ["call", "connect", "encode_frame", "exchange", "is_closed", "read_fra
 
 def connect(address: str, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:
     host, port = address.rsplit(":", 1)
+    host = host.strip("[]")
     sock = socket.create_connection((host, int(port)), timeout=timeout, source_address=(source, 0) if source else None)
     return sock
 

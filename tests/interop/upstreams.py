@@ -57,8 +57,8 @@ class Target:
         return seen
 
 
-async def embedded_target(nursery: trio.Nursery, audit_dir: Path) -> Target:
-    stack = await start_stack(nursery, audit_dir)
+async def embedded_target(nursery: trio.Nursery, audit_dir: Path, overrides: dict[str, str] | None = None) -> Target:
+    stack = await start_stack(nursery, audit_dir, proxy_overrides=overrides)
     controller: EmbeddedController = stack.controller
 
     def partitions(name: str) -> int | None:
@@ -72,11 +72,12 @@ async def embedded_target(nursery: trio.Nursery, audit_dir: Path) -> Target:
     return Target("embedded", stack.proxy, partitions, configs)
 
 
-async def kafka_target(nursery: trio.Nursery, node: KafkaNode, audit_dir: Path) -> Target:
+async def kafka_target(nursery: trio.Nursery, node: KafkaNode, audit_dir: Path, overrides: dict[str, str] | None = None) -> Target:
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
     props = proxy_properties(int(node.controller_address.rsplit(":", 1)[1]), audit_dir)
     props.update(node.proxy_upstream_properties())
+    props.update(overrides or {})
     running = await nursery.start(run_proxy, parse_proxy_config(props))
     direct: Any = AdminClient(node.client_config("admin"))
 
