@@ -13,7 +13,18 @@ from authz.model import CLUSTER_NAME
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
-from envelope.apis import API_VERSIONS, ENVELOPE, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name, is_forwardable
+from controller.reads import ReadHandlers
+from envelope.apis import (
+    API_VERSIONS,
+    DESCRIBE_ACLS,
+    DESCRIBE_CONFIGS,
+    ENVELOPE,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    api_name,
+    is_forwardable,
+)
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
@@ -56,6 +67,9 @@ class EmbeddedController:
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
         )
+        reads = ReadHandlers(self.image, self.authorizer, node_id=config.node_id, broker_count=config.broker_count)
+        # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
+        self.handlers.by_key.update({METADATA: reads.metadata, DESCRIBE_CONFIGS: reads.describe_configs, DESCRIBE_ACLS: reads.describe_acls})
         self.ranges: dict[int, VersionRange] = {
             API_VERSIONS: VersionRange(0, 4),
             SASL_HANDSHAKE: VersionRange(0, 1),

@@ -76,10 +76,15 @@ def _parse(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
     return value, size
 
 
-def decode_body(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
-    """Decode a request body that starts at `offset` of a request frame."""
+def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, allow_trailing: bool = False) -> Any:
+    """Decode a request body that starts at `offset` of a request frame.
+
+    `allow_trailing` mirrors Kafka's generated parsers, which read the fields
+    they know and ignore what follows (librdkafka's all-topics Metadata v13
+    carries three such bytes); only requests answered locally use it.
+    """
     value, size = _parse(request_schema(api_key, api_version), frame, offset)
-    if offset + size != len(frame):
+    if offset + size != len(frame) and not allow_trailing:
         raise ProtocolError(f"{len(frame) - offset - size} trailing bytes after request body")
     return value
 

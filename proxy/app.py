@@ -27,10 +27,13 @@ class RunningProxy:
 async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[RunningProxy] = trio.TASK_STATUS_IGNORED) -> None:
     audit = AuditLog(config.audit_log_dir, config.node_id)
     upstream = Upstream(config.upstream)
-    service = ProxyService(config, upstream, audit)
+    read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
+    service = ProxyService(config, upstream, audit, read_upstream=read_upstream)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(upstream.run)
+            if read_upstream is not None:
+                await nursery.start(read_upstream.run)
             bound = []
             for listener in config.listeners:
                 bound.append(

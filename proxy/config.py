@@ -1,10 +1,12 @@
 """The proxy's configuration, read from a Kafka-style .properties file."""
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proxy.config_errors import ConfigError
+from proxy.edge_authz import STANDARD_AUTHORIZER, EdgeSettings
 from proxy.jaas import PLAIN_LOGIN_MODULE, parse_jaas
 from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.properties import Properties, load_properties
@@ -20,6 +22,9 @@ class ProxyConfig:
     audit_log_dir: Path
     cluster_id: str | None
     transport: TransportSettings
+    read_upstream: UpstreamSettings | None = None
+    """Where reads go (`read.bootstrap.servers`); None = the controller connection."""
+    edge: EdgeSettings = field(default_factory=EdgeSettings)
 
     @property
     def forwarding_principal(self) -> str:
@@ -38,6 +43,8 @@ class ProxyConfig:
                 "password": "[hidden]" if self.upstream.password else None,
                 "request.timeout.ms": int(self.upstream.request_timeout * 1000),
             },
+            "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
+            "edge": self.edge.effective(),
             "audit.log.dir": str(self.audit_log_dir),
             "cluster.id": self.cluster_id,
             **self.transport.effective(),
@@ -124,7 +131,38 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         audit_log_dir=Path(props.get("audit.log.dir") or "audit"),
         cluster_id=props.get("cluster.id"),
         transport=parse_transport(props),
+        read_upstream=_read_upstream(props, upstream),
+        edge=_edge(props),
     )
+
+
+EDGE_POLICIES = {"": "deny", STANDARD_AUTHORIZER: "acl", "authz.acl.AclAuthorizer": "acl"}
+
+
+def _edge(props: Properties) -> EdgeSettings:
+    name = props.get("authorizer.class.name") or ""
+    policy = EDGE_POLICIES.get(name)
+    if policy is None:
+        raise ConfigError(
+            "authorizer.class.name",
+            name,
+            f"the proxy's edge authorizer is either unset (reads are denied) or {STANDARD_AUTHORIZER} (ACLs mirrored from the controller)",
+        )
+    return EdgeSettings(
+        policy=policy,
+        super_users=frozenset(props.list("super.users", separator=";")),
+        allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
+        refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
+    )
+
+
+def _read_upstream(props: Properties, controller: UpstreamSettings) -> UpstreamSettings | None:
+    """A broker listener for reads, logged in to like the controller connection."""
+    text = props.get("read.bootstrap.servers")
+    if not text:
+        return None
+    host, port = parse_host_port("read.bootstrap.servers", text)
+    return dataclasses.replace(controller, host=host, port=port)
 
 
 def load_proxy_config(path: str | Path) -> ProxyConfig:

@@ -54,6 +54,9 @@ def proxy_properties(controller_port: int, audit_dir: Path, users: dict[str, str
         "listener.name.controller.plain.sasl.jaas.config": _jaas(username=PROXY_USER, password=PROXY_PASSWORD),
         "audit.log.dir": str(audit_dir),
         "request.timeout.ms": "10000",
+        # Reads are authorized at the proxy against the controller's ACLs; admin sees everything.
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
     }
 
 

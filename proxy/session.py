@@ -16,8 +16,22 @@ import trio
 
 import apiversions
 from apiversions import VersionRange
+from authz import RequestContext
 from authz.actions import ResourceAccess, resources_of, subject_of
-from envelope.apis import API_VERSIONS, DESCRIBE_CLUSTER, ENVELOPE, FORWARDABLE, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name
+from envelope.apis import (
+    API_VERSIONS,
+    CREATE_ACLS,
+    DELETE_ACLS,
+    DESCRIBE_ACLS,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_CONFIGS,
+    ENVELOPE,
+    FORWARDABLE,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    api_name,
+)
 from envelope.codec import decode_body, decode_response_body, encode_response
 from envelope.errors import ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
 from envelope.header import RequestHeaderInfo, peek_request_header
@@ -27,8 +41,10 @@ from envelope.wrap import unwrap, wrap
 from proxy.audit import AuditLog, make_record
 from proxy.config import ProxyConfig
 from proxy.connection import KafkaConnection
+from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
+from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
 from proxy.sasl_server import authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
@@ -48,6 +64,8 @@ def own_ranges() -> dict[int, VersionRange]:
         API_VERSIONS: VersionRange(0, 4),
         METADATA: apiversions.kio_range(METADATA),
         DESCRIBE_CLUSTER: apiversions.kio_range(DESCRIBE_CLUSTER),
+        DESCRIBE_ACLS: apiversions.kio_range(DESCRIBE_ACLS),
+        DESCRIBE_CONFIGS: apiversions.kio_range(DESCRIBE_CONFIGS),
         SASL_HANDSHAKE: VersionRange(0, 1),
         SASL_AUTHENTICATE: VersionRange(0, 2),
     }
@@ -69,6 +87,19 @@ class Session:
     def __post_init__(self) -> None:
         self.client_address = ipaddress.ip_address(self.conn.peer.host)
 
+    def context(self, client_id: str | None) -> RequestContext:
+        """What the edge authorizer knows of this client."""
+        return RequestContext(
+            principal=self.principal,
+            client_address=self.client_address,
+            listener=self.listener.name,
+            security_protocol=self.listener.security_protocol,
+            sasl_mechanism=self.mechanism,
+            client_id=client_id,
+            client_software_name=self.software_name,
+            client_software_version=self.software_version,
+        )
+
 
 def _error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
     """One entry of an audit record's `result.errors`."""
@@ -80,11 +111,13 @@ class CloseConnection(Exception):
 
 
 class ProxyService:
-    def __init__(self, config: ProxyConfig, upstream: Upstream, audit: AuditLog) -> None:
+    def __init__(self, config: ProxyConfig, upstream: Upstream, audit: AuditLog, *, read_upstream: Upstream | None = None) -> None:
         self.config = config
         self.upstream = upstream
         self.audit = audit
         self.own = own_ranges()
+        self.edge = EdgeAuthorizer(config.edge, upstream)
+        self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=config.node_id, cluster_id=config.cluster_id)
 
     def advertised(self) -> dict[int, VersionRange]:
         return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
@@ -126,15 +159,25 @@ class ProxyService:
             self._refuse(session, header, f"version {header.api_version} of {api_name(key)} is not in {advertised.min}..{advertised.max}")
             raise CloseConnection(f"unsupported version {header.api_version} of api key {key}")
         started = time.perf_counter()
-        if key in (METADATA, DESCRIBE_CLUSTER):
-            node_id, cluster_id = self.config.node_id, self.config.cluster_id
-            if key == METADATA:
-                body = decode_body(key, header.api_version, frame, header.header_size)
-                answer = metadata_response(header, body, node_id=node_id, listener=session.listener, cluster_id=cluster_id)
-            else:
-                answer = describe_cluster_response(header, node_id=node_id, listener=session.listener, cluster_id=cluster_id)
-            await session.conn.send(answer)
+        node_id, cluster_id = self.config.node_id, self.config.cluster_id
+        if key == DESCRIBE_CLUSTER:
+            await session.conn.send(describe_cluster_response(header, node_id=node_id, listener=session.listener, cluster_id=cluster_id))
             self._audit_local(session, header, started)
+            return
+        if key in READ_APIS:
+            try:
+                body = decode_body(key, header.api_version, frame, header.header_size, allow_trailing=True)
+            except ProtocolError as exc:
+                self._refuse(session, header, f"request body cannot be decoded: {exc}")
+                raise
+            if key == METADATA and body.topics is not None and not body.topics and header.api_version > 0:
+                # Only brokers and the controller asked for: the proxy knows those itself.
+                await session.conn.send(metadata_response(header, body, node_id=node_id, listener=session.listener, cluster_id=cluster_id))
+                self._audit_local(session, header, started)
+                return
+            result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
+            await session.conn.send(result.frame)
+            self._audit_read(session, header, started, result)
             return
         await self._forward(session, header, frame)
 
@@ -185,6 +228,8 @@ class ProxyService:
                 break
             await trio.sleep(0.05 * (attempt + 1))
         if envelope_error == 0 and embedded is not None:
+            if key in (CREATE_ACLS, DELETE_ACLS):
+                self.edge.invalidate()
             await session.conn.send(embedded)
             self._audit_outcome(session, header, resources, request_id, started, envelope_error, embedded)
             return
@@ -285,6 +330,24 @@ class ProxyService:
         data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
         data["timings"] = self._timings(started)
         self.audit.write(make_record(self.config.node_id, None, data))
+
+    def _audit_read(self, session: Session, header: RequestHeaderInfo, started: float, result: ReadResult) -> None:
+        data = self._data(session, header, "read", result.resources, forwarded=False)
+        data["authorizationInfo"] = {
+            "decision": "DENIED" if result.denied and len(result.denied) == len(result.resources) else "ALLOWED",
+            "reason": f"edge authorizer ({self.config.edge.policy})",
+            "denied": [r.as_audit() for r in result.denied],
+        }
+        failed = result.error_code != 0
+        data["result"] = {
+            "status": "ERROR" if failed else "FAILURE" if result.denied else "SUCCESS",
+            "envelopeErrorCode": None,
+            "errorCode": result.error_code,
+            "errors": [_error_row(r.name, denial_code(r), "denied at the edge") for r in result.denied]
+            + ([_error_row("upstream", result.error_code, result.error_message)] if failed else []),
+        }
+        data["timings"] = self._timings(started)
+        self.audit.write(make_record(self.config.node_id, subject_of(result.resources), data))
 
     def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
         log.warning(

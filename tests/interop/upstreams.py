@@ -77,6 +77,7 @@ async def kafka_target(nursery: trio.Nursery, node: KafkaNode, audit_dir: Path, 
 
     props = proxy_properties(int(node.controller_address.rsplit(":", 1)[1]), audit_dir)
     props.update(node.proxy_upstream_properties())
+    props["read.bootstrap.servers"] = node.broker_address
     props.update(overrides or {})
     running = await nursery.start(run_proxy, parse_proxy_config(props))
     direct: Any = AdminClient(node.client_config("admin"))

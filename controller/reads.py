@@ -1,0 +1,174 @@
+"""Reads the embedded controller serves directly (never inside an Envelope): Metadata, DescribeConfigs, DescribeAcls.
+
+A real cluster answers these on its brokers; the embedded controller answers
+them too so that the proxy's edge-authorized read path works on one laptop.
+The caller is whoever logged in (the proxy, under its own identity), and
+the controller authorizes that caller, as a broker would.
+"""
+
+from typing import Any
+
+from authz import AclBindingFilter, Action, Authorizer, Decision, Operation, PatternType, PermissionType, RequestContext, ResourceType
+from authz.model import CLUSTER_NAME
+from controller.image import MetadataImage
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
+INVALID_REQUEST = 42
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+CONFIG_RESOURCE_TOPIC = 2
+CONFIG_RESOURCE_BROKER = 4
+SOURCE_DYNAMIC_TOPIC_CONFIG = 1
+SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 4
+
+
+class ReadHandlers:
+    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, broker_count: int) -> None:
+        self.image = image
+        self.authorizer = authorizer
+        self.node_id = node_id
+        # The embedded controller has no brokers; replicas are numbered 1..broker_count like registered ones would be.
+        self.broker_ids = list(range(1, broker_count + 1))
+
+    def _allowed(self, ctx: RequestContext, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(ctx, [Action(operation, resource_type, name)])[0] is Decision.ALLOWED
+
+    def metadata(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """Kafka's rule: all-topics requests silently drop what the caller may not DESCRIBE; named ones say so."""
+        if body.topics is None:
+            names = [n for n in sorted(self.image.topics) if self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, n)]
+            explicit = False
+        else:
+            names = [str(t.name) for t in body.topics if t.name is not None]
+            explicit = True
+        topics = []
+        for name in names:
+            topic = self.image.topics.get(name)
+            if explicit and not self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
+                topics.append(_missing_topic(name, TOPIC_AUTHORIZATION_FAILED))
+            elif topic is None:
+                topics.append(_missing_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                topics.append(
+                    {
+                        "error_code": 0,
+                        "name": name,
+                        "topic_id": topic.topic_id,
+                        "is_internal": False,
+                        "partitions": [
+                            {
+                                "error_code": 0,
+                                "partition_index": p,
+                                "leader_id": self._replicas(p, topic.replication_factor)[0],
+                                "leader_epoch": 0,
+                                "replica_nodes": self._replicas(p, topic.replication_factor),
+                                "isr_nodes": self._replicas(p, topic.replication_factor),
+                                "offline_replicas": [],
+                            }
+                            for p in range(topic.partitions)
+                        ],
+                        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    }
+                )
+        return {
+            "throttle_time": 0,
+            "brokers": [],
+            "cluster_id": None,
+            "controller_id": self.node_id,
+            "topics": topics,
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "error_code": 0,
+        }
+
+    def _replicas(self, partition: int, replication_factor: int) -> list[int]:
+        count = len(self.broker_ids)
+        return [self.broker_ids[(partition + r) % count] for r in range(min(replication_factor, count))]
+
+    def describe_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """Only explicitly set values (what `kafka-configs --describe` lists as dynamic configs)."""
+        results: list[dict[str, Any]] = []
+        for resource in body.resources:
+            kind, name = int(resource.resource_type), str(resource.resource_name)
+            wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
+            code, message, source = 0, None, SOURCE_DYNAMIC_TOPIC_CONFIG
+            configs: dict[str, str] = {}
+            if kind == CONFIG_RESOURCE_TOPIC:
+                topic = self.image.topics.get(name)
+                if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                    code, message = TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+                elif topic is None:
+                    code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+                else:
+                    configs = topic.configs
+            elif kind == CONFIG_RESOURCE_BROKER:
+                source = SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+                if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+                    code, message = CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+                else:
+                    configs = self.image.broker_configs.get(name, {})
+            else:
+                code, message = INVALID_REQUEST, f"Unsupported resource type {kind}"
+            results.append(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "resource_type": kind,
+                    "resource_name": name,
+                    "configs": [
+                        {
+                            "name": key,
+                            "value": value,
+                            "read_only": False,
+                            "is_default": False,
+                            "config_source": source,
+                            "is_sensitive": False,
+                            "synonyms": [],
+                            "config_type": 0,
+                            "documentation": None,
+                        }
+                        for key, value in sorted(configs.items())
+                        if wanted is None or key in wanted
+                    ],
+                }
+            )
+        return {"throttle_time": 0, "results": results}
+
+    def describe_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        empty = {"throttle_time": 0, "resources": []}
+        if not self._allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
+        try:
+            binding_filter = AclBindingFilter(
+                ResourceType(int(body.resource_type_filter)),
+                body.resource_name_filter,
+                PatternType(int(getattr(body, "pattern_type_filter", PatternType.LITERAL))),
+                body.principal_filter,
+                body.host_filter,
+                Operation(int(body.operation)),
+                PermissionType(int(body.permission_type)),
+            )
+        except ValueError as exc:
+            return {**empty, "error_code": INVALID_REQUEST, "error_message": str(exc)}
+        grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+        for binding in self.authorizer.describe_acls(binding_filter):
+            key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
+            grouped.setdefault(key, []).append(
+                {"principal": binding.principal, "host": binding.host, "operation": binding.operation, "permission_type": binding.permission}
+            )
+        resources = [
+            {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls}
+            for (kind, name, pattern), acls in sorted(grouped.items())
+        ]
+        return {"throttle_time": 0, "error_code": 0, "error_message": None, "resources": resources}
+
+
+def _missing_topic(name: str, code: int) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": None,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
