@@ -34,9 +34,19 @@ def _entity_type(hint: Any) -> type[Any] | None:
     return None
 
 
+def _without_none(hint: Any) -> Any:
+    """`X | None` -> `X`, so nullable arrays and entities convert like required ones."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
 def _convert(hint: Any, value: Any) -> Any:
     if value is None:
         return None
+    hint = _without_none(hint)
     origin = typing.get_origin(hint)
     if origin is tuple:
         (item_hint, *_) = typing.get_args(hint)

@@ -289,3 +289,38 @@ def test_unwrap_truncated_response_raises_protocol_error() -> None:
 def test_peek_correlation_id_too_short() -> None:
     with pytest.raises(envelope.ProtocolError):
         peek_correlation_id(b"\x00\x00\x01")
+
+
+def test_build_entity_converts_nullable_arrays_of_entities() -> None:
+    """Metadata's `topics` is `tuple[Topic, ...] | None`: dicts inside must become entities, None stays None."""
+    from envelope.codec import encode_request, request_schema
+
+    schema = request_schema(3, 12)
+    named = build_entity(
+        schema,
+        {"topics": [{"name": "t", "topic_id": None}], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+    )
+    assert named.topics[0].name == "t"
+    assert (
+        build_entity(schema, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}).topics
+        is None
+    )
+    encode_request(named, correlation_id=1, client_id="x")  # would fail on a plain dict inside
+
+
+def test_decode_body_may_ignore_trailing_bytes_like_kafka() -> None:
+    from envelope.codec import decode_body, encode_request, request_schema
+    from envelope.errors import ProtocolError
+    from envelope.header import peek_request_header
+
+    frame = encode_request(
+        build_entity(
+            request_schema(3, 12), {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        ),
+        correlation_id=1,
+        client_id="x",
+    )
+    header = peek_request_header(frame + b"\x01\x00\x00")
+    with pytest.raises(ProtocolError, match="3 trailing bytes"):
+        decode_body(3, 12, frame + b"\x01\x00\x00", header.header_size)
+    assert decode_body(3, 12, frame + b"\x01\x00\x00", header.header_size, allow_trailing=True).topics is None
