@@ -11,7 +11,7 @@ import pytest
 
 from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
-NODE_FIXTURES = ("kafka_node", "kafka_node_acl")
+NODE_FIXTURES = ("kafka_node", "kafka_node_acl", "own_kafka_node")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -24,7 +24,7 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool) -> Iterator[KafkaNode]:
+def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool, name: str | None = None) -> Iterator[KafkaNode]:
     missing = [tool for tool in missing_tools() if tool == "java"]
     if missing:
         _skip_or_fail("java not installed: a real Kafka node needs Java 17+")
@@ -33,7 +33,7 @@ def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool) 
     except KafkaToolingMissing as exc:
         _skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
-    name = "kafka-node" if proxy_super_user else "kafka-node-acl"
+    name = name or ("kafka-node" if proxy_super_user else "kafka-node-acl")
     timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "120"))
     # under pytest's basetemp, so kafka.log and server.properties outlive the session for post-mortems
     with KafkaNode(proxy_super_user=proxy_super_user, workdir=tmp_path_factory.mktemp(name), lib_dir=lib, startup_timeout=timeout) as node:
@@ -50,6 +50,12 @@ def kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
 def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
     """Like kafka_node, but User:proxy is no super user: it holds ClusterAction on the cluster through an ACL."""
     yield from _start(tmp_path_factory, proxy_super_user=False)
+
+
+@pytest.fixture
+def own_kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """A node for one test alone, which may kill and restart it."""
+    yield from _start(tmp_path_factory, proxy_super_user=True, name="own-kafka-node")
 
 
 @pytest.hookimpl(wrapper=True)

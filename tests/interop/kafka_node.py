@@ -267,6 +267,7 @@ class KafkaNode:
         self._own_workdir = workdir is None
         self._workdir = workdir
         self._process: subprocess.Popen[bytes] | None = None
+        self._jvm: list[str] = []
         self._log_file: Any = None
         self._broker_port = 0
         self._controller_port = 0
@@ -405,19 +406,44 @@ class KafkaNode:
             f"{lib}/*",
         ]
         self._log_file = open(self.log_path, "ab")  # closed in stop()
+        self._jvm = jvm
         try:
             self._format(jvm)
-            self._process = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(self.properties_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                cwd=self.workdir,
-                start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the node in order
-            )
-            self._wait_ready()
+            self._launch()
             if not self.proxy_super_user:
                 self.grant_cluster_action("User:proxy")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
+        self._process = subprocess.Popen(
+            [*self._jvm, "kafka.Kafka", str(self.properties_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the node in order
+        )
+        self._wait_ready()
+
+    def kill(self) -> None:
+        """SIGKILL the node, as a crash would: no controlled shutdown; storage, ports and log stay for restart()."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+    def restart(self) -> None:
+        """Run the killed node again on the same ports and storage, and wait until it is ready."""
+        if self._process is not None or not self._jvm:
+            raise KafkaNodeError("restart() needs a node that was started and then killed")
+        assert self._log_file is not None
+        self._log_file.write(b"$ restart: kafka.Kafka server.properties\n")
+        self._log_file.flush()
+        try:
+            self._launch()
         except BaseException:
             self.stop()
             raise

@@ -72,3 +72,27 @@ async def test_advertised_versions_are_the_intersection_with_the_real_controller
     for api_key in (19, 20, 30, 31, 33, 37, 44):
         own = running.service.own[api_key]
         assert advertised[api_key] == (max(own.min, controller[api_key][0]), min(own.max, controller[api_key][1]))
+
+
+async def test_a_proxy_without_cluster_action_gets_a_clear_error_and_a_loud_log(
+    kafka_node: KafkaNode, nursery: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The node refuses Envelopes from User:bob (no ClusterAction): the client hears 31, the log says what to grant."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from proxy.embedded import PLAIN_MODULE
+    from tests.interop.test_conformance import outcomes
+
+    props = proxy_properties(int(kafka_node.controller_address.rsplit(":", 1)[1]), tmp_path / "audit")
+    props.update(kafka_node.proxy_upstream_properties())
+    props["listener.name.controller.plain.sasl.jaas.config"] = f'{PLAIN_MODULE} required username="bob" password="bob-secret";'
+    running = await nursery.start(run_proxy, parse_proxy_config(props))
+    address = f"127.0.0.1:{running.listener('CLIENT').port}"
+
+    def work() -> list[str]:
+        admin = AdminClient(client_config(address, "admin"))
+        return outcomes(admin.create_topics([NewTopic("never-created", 1, 1)]))
+
+    assert await trio.to_thread.run_sync(work) == ["CLUSTER_AUTHORIZATION_FAILED"]
+    loud = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name == "proxy.session"]
+    assert any("User:bob lacks CLUSTER_ACTION" in m and "--operation ClusterAction --cluster" in m for m in loud), loud

@@ -1,0 +1,106 @@
+"""The real controller crashes and comes back under a steady trickle of admin requests.
+
+Every request must end answered, with success or a retriable error
+(REQUEST_TIMED_OUT while the controller is away, NOT_CONTROLLER while it
+elects itself), never hung; the proxy reconnects and work succeeds again.
+"""
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from proxy.embedded import DEFAULT_USERS
+from tests.integration import wire
+from tests.interop.kafka_node import KafkaNode
+from tests.interop.test_conformance import unique
+from tests.interop.upstreams import kafka_target
+
+pytestmark = pytest.mark.interop
+REQUEST_TIMEOUT_MS = 3000
+CLIENT_WAIT = 30.0  # far above request.timeout.ms: a request still unanswered by then is hung
+RETRIABLE = {7, 41}  # REQUEST_TIMED_OUT, NOT_CONTROLLER
+
+
+class Trickle:
+    """One CreateAcls every `pause` seconds on a fresh connection, recording each outcome; bounded."""
+
+    def __init__(self, address: str, pause: float = 0.25, limit: int = 400) -> None:
+        self.address, self.pause, self.limit = address, pause, limit
+        self.outcomes: list[tuple[str, int | str]] = []
+        self.phase = "before"
+        self.stop = threading.Event()
+
+    def successes(self, phase: str) -> int:
+        return sum(1 for p, code in self.outcomes if p == phase and code == 0)
+
+    def run(self) -> None:
+        for _ in range(self.limit):
+            if self.stop.is_set():
+                return
+            phase = self.phase
+            self.outcomes.append((phase, self._one()))
+            time.sleep(self.pause)
+
+    def _one(self) -> int | str:
+        # CreateAcls needs the controller only: CreateTopics would also meet Kafka's own INVALID_REPLICATION_FACTOR
+        # while the restarted broker has not registered yet, which is Kafka's answer, not the proxy's.
+        acl = {"resource_type": 2, "resource_name": unique("trickle"), "resource_pattern_type": 3, "principal": "User:bob"}
+        try:
+            with wire.connect(self.address, timeout=CLIENT_WAIT) as sock:
+                if wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) != 0:
+                    return "login failed"
+                body = wire.call(sock, 30, 2, {"creations": [{**acl, "host": "*", "operation": 3, "permission_type": 3}]}, 3)
+                return int(body.results[0].error_code)
+        except TimeoutError:
+            return "hung"
+        except OSError as exc:
+            return f"closed: {exc!r}"
+
+
+def _wait_for(condition: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())
+
+
+async def test_a_controller_crash_leaves_no_request_unanswered(
+    own_kafka_node: KafkaNode, nursery: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="proxy")
+    target = await kafka_target(nursery, own_kafka_node, tmp_path / "audit", {"request.timeout.ms": str(REQUEST_TIMEOUT_MS)})
+    upstream = target.proxy.service.upstream
+    trickle = Trickle(target.address)
+
+    def work() -> dict[str, Any]:
+        runner = threading.Thread(target=trickle.run, daemon=True)
+        runner.start()
+        try:
+            assert _wait_for(lambda: trickle.successes("before") >= 3, 60), trickle.outcomes
+            trickle.phase = "down"
+            own_kafka_node.kill()
+            time.sleep(2 * REQUEST_TIMEOUT_MS / 1000)  # long enough for requests to time out while it is gone
+            trickle.phase = "restarting"
+            own_kafka_node.restart()
+            trickle.phase = "after"
+            back = _wait_for(lambda: trickle.successes("after") >= 3, 90)
+        finally:
+            trickle.stop.set()
+            runner.join(CLIENT_WAIT + 5)
+        return {"back": back, "runner stopped": not runner.is_alive()}
+
+    seen = await trio.to_thread.run_sync(work)
+    codes = {code for _, code in trickle.outcomes}
+    assert seen == {"back": True, "runner stopped": True}, trickle.outcomes
+    assert codes <= {0} | RETRIABLE, trickle.outcomes  # no hung, closed or unexpected answer
+    assert any(phase == "down" and code in RETRIABLE for phase, code in trickle.outcomes), trickle.outcomes
+    assert upstream.reconnects >= 1
+    assert upstream.controller_ranges is not None
+    assert any("connected to controller" in r.getMessage() for r in caplog.records if r.created > 0)
