@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 # kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
 tools:
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
-	@command -v java >/dev/null || echo "java not found: the Spark and interop tests need Java 17+"
-	@command -v mvn >/dev/null || echo "mvn not found: needed once to download the Kafka jars for the interop tests"
+	@command -v java >/dev/null || { echo "java not found: the Spark and interop tests need Java 17+"; [ "$$CI" != true ]; }
+	@command -v javac >/dev/null || { echo "javac not found: the Java AdminClient interop test compiles a program"; [ "$$CI" != true ]; }
+	@command -v mvn >/dev/null || { echo "mvn not found: needed once to download the Kafka jars for the interop tests"; [ "$$CI" != true ]; }
 
 # Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
 kafka-jars: $(STAMP)

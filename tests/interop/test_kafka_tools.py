@@ -5,6 +5,7 @@ the real controller decides, so the proxy must forward the client's identity.
 """
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,10 @@ async def test_kafka_command_line_tools(target: Target, tmp_path: Path) -> None:
 
 
 async def test_a_compiled_java_admin_client(target: Target, tmp_path: Path) -> None:
+    if shutil.which("javac") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("javac not installed (required when CI=true)")
+        pytest.skip("javac not installed: the Java AdminClient program cannot be compiled")
     classes = tmp_path / "classes"
 
     def work() -> tuple[str, str]:
