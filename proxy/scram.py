@@ -1,0 +1,487 @@
+"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), sans-IO.
+
+Both ends are plain state machines fed with tokens, so the same code serves the
+listener (``ScramServer``) and the proxy's own login to the controller
+(``ScramClient``) and can be tested without sockets.
+
+Passwords are used as their UTF-8 bytes without SASLprep, exactly as Kafka's
+``ScramFormatter.normalize`` does, so credentials created here and by
+``kafka-configs.sh`` agree for every password.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "MAX_ITERATIONS",
+    "MECHANISMS",
+    "MIN_ITERATIONS",
+    "ScramClient",
+    "ScramCredential",
+    "ScramError",
+    "ScramServer",
+    "escape_username",
+    "generic_failure_message",
+    "make_credential",
+    "unescape_username",
+]
+
+MECHANISMS: dict[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# Kafka's ScramMechanism accepts credentials in this range only.
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
+
+_NONCE_BYTES = 32
+_MAX_SHOWN = 120
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    """What the server keeps per user and mechanism: enough to verify, not to log in."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+class ScramError(Exception):
+    """A failed SCRAM exchange.
+
+    ``str(error)`` / ``error_message`` is what Kafka would put in SaslAuthenticate's
+    ``error_message``: for most failures Kafka deliberately sends only the generic
+    "Authentication failed during authentication due to invalid credentials with
+    SASL mechanism ..." so that an unknown user and a wrong password look alike.
+    ``reason`` keeps the precise cause (Kafka's internal exception text) for logs.
+    """
+
+    def __init__(self, error_message: str, reason: str | None = None) -> None:
+        super().__init__(error_message)
+        self.error_message = error_message
+        self.reason = reason if reason is not None else error_message
+
+
+def generic_failure_message(mechanism: str) -> str:
+    """Kafka's wire text for a SaslException: names nothing but the mechanism."""
+    return f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+
+
+def _hash_name(mechanism: str) -> str:
+    try:
+        return MECHANISMS[mechanism]
+    except KeyError:
+        raise ValueError(f"Unsupported SCRAM mechanism {mechanism!r}; supported: {', '.join(MECHANISMS)}") from None
+
+
+def _check_iterations(iterations: int) -> None:
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"Invalid SCRAM iterations {iterations!r}: must be an integer between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
+
+
+def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hash_name).digest()
+
+
+def _xor(left: bytes, right: bytes) -> bytes:
+    return bytes(a ^ b for a, b in zip(left, right, strict=True))
+
+
+def _salted_password(hash_name: str, password: str, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations)
+
+
+def make_credential(mechanism: str, password: str, *, iterations: int = MIN_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
+    """Derive the stored form of a password so the plain text never needs to be kept."""
+    hash_name = _hash_name(mechanism)
+    _check_iterations(iterations)
+    if salt is None:
+        salt = secrets.token_bytes(32)
+    elif not salt:
+        raise ValueError("SCRAM salt must not be empty")
+    salted = _salted_password(hash_name, password, salt, iterations)
+    client_key = _hmac(hash_name, salted, b"Client Key")
+    return ScramCredential(
+        salt=salt,
+        stored_key=hashlib.new(hash_name, client_key).digest(),
+        server_key=_hmac(hash_name, salted, b"Server Key"),
+        iterations=iterations,
+    )
+
+
+def escape_username(username: str) -> str:
+    """RFC 5802 saslname: ',' and '=' would otherwise break the attribute syntax."""
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
+def unescape_username(sasl_name: str) -> str:
+    """Inverse of `escape_username`; any other '=' sequence is a protocol error (ValueError)."""
+    out: list[str] = []
+    i = 0
+    while i < len(sasl_name):
+        char = sasl_name[i]
+        if char == "=":
+            escape = sasl_name[i : i + 3]
+            if escape == "=2C":
+                out.append(",")
+            elif escape == "=3D":
+                out.append("=")
+            else:
+                raise ValueError(f"Invalid username: {_show(sasl_name)}")
+            i += 3
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _show(text: str) -> str:
+    """Peer-supplied text for a log line: quoted (no log injection) and bounded."""
+    shown = repr(text[:_MAX_SHOWN])
+    return shown + "..." if len(text) > _MAX_SHOWN else shown
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _b64decode(text: str) -> bytes:
+    """Strict standard base64 (RFC 5802 uses it, not the URL-safe alphabet)."""
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def _printable(text: str) -> bool:
+    """RFC 5802 `printable`: what a nonce may contain."""
+    return bool(text) and all("\x21" <= char <= "\x7e" and char != "," for char in text)
+
+
+def _value(text: str) -> bool:
+    """RFC 5802 `value`: any UTF-8 except NUL and ','."""
+    return bool(text) and "\x00" not in text and "," not in text
+
+
+def _parse_extensions(parts: list[str]) -> dict[str, str] | None:
+    """`attr=value` pairs after the mandatory attributes; None when one is malformed."""
+    extensions: dict[str, str] = {}
+    for part in parts:
+        name, sep, value = part.partition("=")
+        if not sep or not name.isascii() or not name.isalpha() or not _value(value):
+            return None
+        extensions[name] = value
+    return extensions
+
+
+def _new_nonce() -> str:
+    # token_urlsafe only uses [A-Za-z0-9_-]: printable and never ','.
+    return secrets.token_urlsafe(_NONCE_BYTES)
+
+
+class _ServerState(Enum):
+    RECEIVE_CLIENT_FIRST_MESSAGE = "RECEIVE_CLIENT_FIRST_MESSAGE"
+    RECEIVE_CLIENT_FINAL_MESSAGE = "RECEIVE_CLIENT_FINAL_MESSAGE"
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True)
+class _ClientFirst:
+    gs2_header: str
+    authzid: str | None
+    username: str
+    nonce: str
+    bare: str
+    extensions: dict[str, str]
+
+
+class ScramServer:
+    """Verifies one client's SCRAM login, driven by the SaslAuthenticate tokens.
+
+    Any failure leaves the server FAILED: a connection gets exactly one attempt,
+    as in Kafka's ScramSaslServer.
+    """
+
+    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None], *, nonce: str | None = None) -> None:
+        self.mechanism = mechanism
+        self._hash_name = _hash_name(mechanism)
+        self._lookup = lookup
+        if nonce is not None and not _printable(nonce):
+            raise ValueError(f"Invalid server nonce {nonce!r}: must be printable ASCII without ','")
+        self._server_nonce = nonce
+        self._state = _ServerState.RECEIVE_CLIENT_FIRST_MESSAGE
+        self._client_first: _ClientFirst | None = None
+        self._server_first: str | None = None
+        self._credential: ScramCredential | None = None
+        self._username: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self._state is _ServerState.COMPLETE
+
+    @property
+    def username(self) -> str | None:
+        """The authenticated user; None until the exchange has succeeded."""
+        return self._username if self.complete else None
+
+    def evaluate(self, token: bytes) -> bytes:
+        """Answer the next client token: client-first gives server-first, client-final gives server-final."""
+        try:
+            if self._state is _ServerState.RECEIVE_CLIENT_FIRST_MESSAGE:
+                return self._on_client_first(token)
+            if self._state is _ServerState.RECEIVE_CLIENT_FINAL_MESSAGE:
+                return self._on_client_final(token)
+            reason = f"Unexpected challenge in Sasl server state {self._state.value}"
+            raise ScramError(reason)
+        except ScramError:
+            self._fail()
+            raise
+
+    def _fail(self) -> None:
+        self._state = _ServerState.FAILED
+        self._credential = None
+        self._client_first = None
+        self._server_first = None
+        self._username = None
+
+    def _reject(self, reason: str) -> ScramError:
+        return ScramError(generic_failure_message(self.mechanism), reason)
+
+    def _on_client_first(self, token: bytes) -> bytes:
+        first = self._parse_client_first(token)
+        if first.extensions.get("tokenauth", "").lower() == "true":
+            raise self._reject("Delegation token authentication (tokenauth=true) is not supported")
+        try:
+            credential = self._lookup(first.username)
+        except Exception as exc:
+            raise self._reject(f"Authentication failed: Credentials could not be obtained ({type(exc).__name__})") from exc
+        if credential is None:
+            raise self._reject("Authentication failed: Invalid user credentials")
+        if first.authzid is not None and first.authzid != first.username:
+            # Kafka raises SaslAuthenticationException here, so this text does reach the client.
+            raise ScramError("Authentication failed: Client requested an authorization id that is different from username")
+        if credential.iterations < MIN_ITERATIONS:
+            raise self._reject(f"Iterations {credential.iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism}")
+        server_nonce = self._server_nonce if self._server_nonce is not None else _new_nonce()
+        server_first = f"r={first.nonce}{server_nonce},s={_b64(credential.salt)},i={credential.iterations}"
+        self._client_first = first
+        self._server_first = server_first
+        self._credential = credential
+        self._state = _ServerState.RECEIVE_CLIENT_FINAL_MESSAGE
+        return server_first.encode("ascii")
+
+    def _parse_client_first(self, token: bytes) -> _ClientFirst:
+        try:
+            message = token.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._reject("Invalid SCRAM client first message format: not UTF-8") from None
+
+        def malformed(detail: str) -> ScramError:
+            return self._reject(f"Invalid SCRAM client first message format ({detail}): {_show(message)}")
+
+        parts = message.split(",")
+        if len(parts) < 4:
+            raise malformed("too few attributes")
+        cbind_flag, authzid_attr = parts[0], parts[1]
+        if cbind_flag.startswith("p="):
+            raise malformed("channel binding is not supported")
+        if cbind_flag not in ("n", "y"):
+            raise malformed("gs2 header must start with 'n' or 'y'")
+        authzid: str | None = None
+        if authzid_attr:
+            if not authzid_attr.startswith("a=") or len(authzid_attr) == 2:
+                raise malformed("bad authorization id")
+            try:
+                authzid = unescape_username(authzid_attr[2:])
+            except ValueError:
+                raise malformed("bad escape in authorization id") from None
+        name_attr, nonce_attr = parts[2], parts[3]
+        if name_attr.startswith("m="):
+            raise malformed("mandatory extension 'm' is not supported")
+        if not name_attr.startswith("n=") or not _value(name_attr[2:]):
+            raise malformed("missing user name")
+        try:
+            username = unescape_username(name_attr[2:])
+        except ValueError:
+            raise malformed("bad escape in user name") from None
+        if not nonce_attr.startswith("r=") or not _printable(nonce_attr[2:]):
+            raise malformed("missing or invalid nonce")
+        extensions = _parse_extensions(parts[4:])
+        if extensions is None:
+            raise malformed("invalid extension")
+        return _ClientFirst(
+            gs2_header=f"{cbind_flag},{authzid_attr},",
+            authzid=authzid,
+            username=username,
+            nonce=nonce_attr[2:],
+            bare=",".join(parts[2:]),
+            extensions=extensions,
+        )
+
+    def _on_client_final(self, token: bytes) -> bytes:
+        first, server_first, credential = self._client_first, self._server_first, self._credential
+        assert first is not None and server_first is not None and credential is not None
+        try:
+            message = token.decode("ascii")
+        except UnicodeDecodeError:
+            raise self._reject("Invalid SCRAM client final message format: not ASCII") from None
+
+        def malformed(detail: str) -> ScramError:
+            return self._reject(f"Invalid SCRAM client final message format ({detail}): {_show(message)}")
+
+        parts = message.split(",")
+        if len(parts) < 3:
+            raise malformed("too few attributes")
+        channel_attr, nonce_attr, proof_attr = parts[0], parts[1], parts[-1]
+        if not channel_attr.startswith("c="):
+            raise malformed("missing channel binding")
+        if not nonce_attr.startswith("r="):
+            raise malformed("missing nonce")
+        if not proof_attr.startswith("p="):
+            raise malformed("proof must be the last attribute")
+        if _parse_extensions(parts[2:-1]) is None:
+            raise malformed("invalid extension")
+        try:
+            channel_binding = _b64decode(channel_attr[2:])
+            proof = _b64decode(proof_attr[2:])
+        except (binascii.Error, ValueError):
+            raise malformed("invalid base64") from None
+        if channel_binding != first.gs2_header.encode("utf-8"):
+            raise self._reject("Invalid channel binding in the final client message.")
+        expected_nonce = server_first[2 : server_first.index(",")]
+        if not hmac.compare_digest(nonce_attr[2:].encode("ascii"), expected_nonce.encode("ascii")):
+            raise self._reject("Invalid client nonce in the final client message.")
+        digest_size = hashlib.new(self._hash_name).digest_size
+        if len(proof) != digest_size:
+            raise malformed(f"proof must be {digest_size} bytes")
+        without_proof = ",".join(parts[:-1])
+        auth_message = f"{first.bare},{server_first},{without_proof}".encode()
+        client_signature = _hmac(self._hash_name, credential.stored_key, auth_message)
+        client_key = _xor(client_signature, proof)
+        if not hmac.compare_digest(hashlib.new(self._hash_name, client_key).digest(), credential.stored_key):
+            raise self._reject("Invalid client credentials")
+        server_signature = _hmac(self._hash_name, credential.server_key, auth_message)
+        self._username = first.username
+        self._credential = None
+        self._state = _ServerState.COMPLETE
+        return f"v={_b64(server_signature)}".encode("ascii")
+
+
+class _ClientState(Enum):
+    SEND_CLIENT_FIRST_MESSAGE = "SEND_CLIENT_FIRST_MESSAGE"
+    RECEIVE_SERVER_FIRST_MESSAGE = "RECEIVE_SERVER_FIRST_MESSAGE"
+    RECEIVE_SERVER_FINAL_MESSAGE = "RECEIVE_SERVER_FINAL_MESSAGE"
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+class ScramClient:
+    """The proxy's login to the controller; also proves the server knows our keys."""
+
+    def __init__(self, mechanism: str, username: str, password: str, *, nonce: str | None = None) -> None:
+        self.mechanism = mechanism
+        self._hash_name = _hash_name(mechanism)
+        if not username:
+            raise ValueError("SCRAM user name must not be empty")
+        if nonce is not None and not _printable(nonce):
+            raise ValueError(f"Invalid client nonce {nonce!r}: must be printable ASCII without ','")
+        self.username = username
+        self._password = password
+        self._nonce = nonce if nonce is not None else _new_nonce()
+        self._state = _ClientState.SEND_CLIENT_FIRST_MESSAGE
+        self._bare = ""
+        self._auth_message = b""
+        self._salted_password = b""
+
+    @property
+    def complete(self) -> bool:
+        """True once the server has proven it holds this user's ServerKey."""
+        return self._state is _ClientState.COMPLETE
+
+    def _expect(self, state: _ClientState) -> None:
+        if self._state is not state:
+            raise self._failed(f"Unexpected challenge in Sasl client state {self._state.value}")
+
+    def _failed(self, message: str) -> ScramError:
+        self._state = _ClientState.FAILED
+        self._password = ""
+        self._salted_password = b""
+        return ScramError(message)
+
+    def first(self) -> bytes:
+        """The client-first message (gs2 header 'n,,': no channel binding, no authzid)."""
+        self._expect(_ClientState.SEND_CLIENT_FIRST_MESSAGE)
+        self._bare = f"n={escape_username(self.username)},r={self._nonce}"
+        self._state = _ClientState.RECEIVE_SERVER_FIRST_MESSAGE
+        return f"n,,{self._bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        """The client-final message carrying our proof, after checking the server's parameters."""
+        self._expect(_ClientState.RECEIVE_SERVER_FIRST_MESSAGE)
+        try:
+            message = server_first.decode("ascii")
+        except UnicodeDecodeError:
+            raise self._failed("Invalid SCRAM server first message format: not ASCII") from None
+        parts = message.split(",")
+        if (
+            len(parts) < 3
+            or not parts[0].startswith("r=")
+            or not _printable(parts[0][2:])
+            or not parts[1].startswith("s=")
+            or not parts[2].startswith("i=")
+            or _parse_extensions(parts[3:]) is None
+        ):
+            raise self._failed(f"Invalid SCRAM server first message format: {_show(message)}")
+        nonce, salt_text, iterations_text = parts[0][2:], parts[1][2:], parts[2][2:]
+        try:
+            salt = _b64decode(salt_text)
+        except (binascii.Error, ValueError):
+            raise self._failed(f"Invalid SCRAM server first message format: invalid salt {_show(salt_text)}") from None
+        if not salt or not iterations_text.isascii() or not iterations_text.isdigit():
+            raise self._failed(f"Invalid SCRAM server first message format: {_show(message)}")
+        iterations = int(iterations_text)
+        if not nonce.startswith(self._nonce):
+            raise self._failed("Invalid server nonce: does not start with client nonce")
+        if len(nonce) == len(self._nonce):
+            raise self._failed("Invalid server nonce: the server added no nonce of its own")
+        if iterations < MIN_ITERATIONS:
+            raise self._failed(f"Requested iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism}")
+        if iterations > MAX_ITERATIONS:
+            raise self._failed(f"Requested iterations {iterations} is more than the maximum {MAX_ITERATIONS} for {self.mechanism}")
+        self._salted_password = _salted_password(self._hash_name, self._password, salt, iterations)
+        self._password = ""
+        without_proof = f"c={_b64(b'n,,')},r={nonce}"
+        self._auth_message = f"{self._bare},{message},{without_proof}".encode()
+        client_key = _hmac(self._hash_name, self._salted_password, b"Client Key")
+        stored_key = hashlib.new(self._hash_name, client_key).digest()
+        proof = _xor(client_key, _hmac(self._hash_name, stored_key, self._auth_message))
+        self._state = _ClientState.RECEIVE_SERVER_FINAL_MESSAGE
+        return f"{without_proof},p={_b64(proof)}".encode("ascii")
+
+    def verify(self, server_final: bytes) -> None:
+        """Accept the server-final message only if the server signature proves the server's key."""
+        self._expect(_ClientState.RECEIVE_SERVER_FINAL_MESSAGE)
+        try:
+            message = server_final.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._failed("Invalid SCRAM server final message format: not UTF-8") from None
+        parts = message.split(",")
+        if parts[0].startswith("e=") and len(parts[0]) > 2:
+            raise self._failed(f"Sasl authentication using {self.mechanism} failed with error: {_show(parts[0][2:])}")
+        if not parts[0].startswith("v=") or _parse_extensions(parts[1:]) is None:
+            raise self._failed(f"Invalid SCRAM server final message format: {_show(message)}")
+        try:
+            signature = _b64decode(parts[0][2:])
+        except (binascii.Error, ValueError):
+            raise self._failed(f"Invalid SCRAM server final message format: {_show(message)}") from None
+        server_key = _hmac(self._hash_name, self._salted_password, b"Server Key")
+        expected = _hmac(self._hash_name, server_key, self._auth_message)
+        if not hmac.compare_digest(signature, expected):
+            raise self._failed("Invalid server signature in server final message")
+        self._salted_password = b""
+        self._state = _ClientState.COMPLETE
