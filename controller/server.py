@@ -32,7 +32,9 @@ from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
 from proxy.connection import KafkaConnection
+from proxy.connection_limits import ConnectionTracker
 from proxy.listener_config import ListenerConfig
+from proxy.refusals import RefusalCounter
 from proxy.sasl_server import authenticate
 from proxy.server import serve_listener
 
@@ -58,6 +60,7 @@ class ControllerConnection:
 class EmbeddedController:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
+        self.refusals = RefusalCounter()
         self.image = MetadataImage()
         self.authorizer = AclAuthorizer(config.super_users, allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)
         self.handlers = Handlers(
@@ -79,6 +82,8 @@ class EmbeddedController:
         }
 
     async def run(self, *, task_status: trio.TaskStatus[list[ListenerConfig]] = trio.TASK_STATUS_IGNORED) -> None:
+        # One tracker for all listeners, so per-IP and process-wide limits span them; refusals are only logged and counted.
+        tracker = ConnectionTracker()
         async with trio.open_nursery() as nursery:
             bound = []
             for listener in self.config.listeners:
@@ -88,6 +93,8 @@ class EmbeddedController:
                             listener,
                             self.handle_connection,
                             transport=self.config.transport,
+                            tracker=tracker,
+                            on_refused=self.refusals,
                             task_status=task_status,
                         )
                     )

@@ -1,12 +1,13 @@
 """Wiring of the proxy: upstream connection, listeners, audit sink."""
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
 from proxy.audit import AuditLog
 from proxy.config import ProxyConfig
+from proxy.connection_limits import ConnectionTracker
 from proxy.listener_config import ListenerConfig
 from proxy.server import serve_listener
 from proxy.session import ProxyService
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 class RunningProxy:
     service: ProxyService
     listeners: list[ListenerConfig]
+    tracker: ConnectionTracker = field(default_factory=ConnectionTracker)
 
     def listener(self, name: str) -> ListenerConfig:
         return next(item for item in self.listeners if item.name == name.upper())
@@ -29,6 +31,7 @@ async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[Running
     upstream = Upstream(config.upstream)
     read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
     service = ProxyService(config, upstream, audit, read_upstream=read_upstream)
+    tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(upstream.run)
@@ -42,11 +45,13 @@ async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[Running
                             listener,
                             service.handle_connection,
                             transport=config.transport,
+                            tracker=tracker,
+                            on_refused=service.refusals,
                             task_status=task_status,
                         )
                     )
                 )
-            task_status.started(RunningProxy(service, bound))
+            task_status.started(RunningProxy(service, bound, tracker))
     finally:
         audit.close()
         log.info("proxy stopped; audit files published in %s", config.audit_log_dir)

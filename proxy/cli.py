@@ -1,4 +1,4 @@
-"""`envelope-proxy`: run, controller, demo, audit, check-config."""
+"""`envelope-proxy`: run, controller, demo, audit, check-config, scram."""
 
 import argparse
 import json
@@ -12,6 +12,7 @@ import trio
 
 from proxy.config_errors import ConfigError
 from proxy.properties import Properties, load_properties
+from proxy.scram_cli import add_scram_parser, run_scram
 
 
 def _setup_logging(level: str) -> None:
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--input", required=True)
     audit.add_argument("--output", required=True)
     audit.add_argument("--master", default="local[*]")
+    add_scram_parser(commands)
     return parser
 
 
@@ -101,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_config(args.config)
         if args.command == "run":
             return _run_proxy(args.config)
+        if args.command == "scram":
+            return run_scram(args)
         if args.command == "controller":
             return _run_controller(args.config)
         if args.command == "demo":

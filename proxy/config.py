@@ -7,10 +7,10 @@ from typing import Any
 
 from proxy.config_errors import ConfigError
 from proxy.edge_authz import STANDARD_AUTHORIZER, EdgeSettings
-from proxy.jaas import PLAIN_LOGIN_MODULE, parse_jaas
 from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.properties import Properties, load_properties
 from proxy.upstream import UpstreamSettings
+from proxy.upstream_login import parse_upstream_login
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class ProxyConfig:
     read_upstream: UpstreamSettings | None = None
     """Where reads go (`read.bootstrap.servers`); None = the controller connection."""
     edge: EdgeSettings = field(default_factory=EdgeSettings)
+    privileged_principals: frozenset[str] = frozenset()
+    """Refused on every client listener once authenticated (KIP-590: they act through the internal path only)."""
 
     @property
     def forwarding_principal(self) -> str:
@@ -45,6 +47,7 @@ class ProxyConfig:
             },
             "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
             "edge": self.edge.effective(),
+            "privileged.principals": sorted(self.privileged_principals),
             "audit.log.dir": str(self.audit_log_dir),
             "cluster.id": self.cluster_id,
             **self.transport.effective(),
@@ -85,30 +88,14 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
             f"controller listener {name} uses {protocol}; this version connects with PLAINTEXT or SASL_PLAINTEXT",
         )
     host, port = parse_host_port("controller.quorum.bootstrap.servers", props.require("controller.quorum.bootstrap.servers"))
-    mechanism = username = password = None
-    if protocol == "SASL_PLAINTEXT":
-        mechanism = (props.get("sasl.mechanism.controller.protocol") or "GSSAPI").upper()
-        if mechanism != "PLAIN":
-            raise ConfigError(
-                "sasl.mechanism.controller.protocol",
-                mechanism,
-                "only PLAIN is supported for the proxy's own login (Kafka's default is GSSAPI, so set it explicitly)",
-            )
-        jaas_key = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
-        jaas = parse_jaas(jaas_key, props.require(jaas_key))
-        if jaas.module != PLAIN_LOGIN_MODULE:
-            raise ConfigError(jaas_key, "[hidden]", f"expected {PLAIN_LOGIN_MODULE}")
-        username = jaas.options.get("username")
-        password = jaas.options.get("password")
-        if not username or password is None:
-            raise ConfigError(jaas_key, "[hidden]", "the proxy's login needs username and password options")
+    login = parse_upstream_login(props, name, protocol)
     settings = UpstreamSettings(
         host=host,
         port=port,
         security_protocol=protocol,
-        sasl_mechanism=mechanism,
-        username=username,
-        password=password,
+        sasl_mechanism=login.mechanism,
+        username=login.username,
+        password=login.password,
         request_timeout=props.int("request.timeout.ms", 30000, minimum=1) / 1000,
     )
     return name, settings
@@ -118,7 +105,10 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     props = Properties(raw)
     node_id = props.required_int("node.id", minimum=0)
     controller_listener, upstream = _upstream(props)
-    listeners = [item for item in parse_listeners(props) if item.name != controller_listener]
+    privileged = props.principals("privileged.principals")
+    listeners = [
+        dataclasses.replace(item, privileged_principals=privileged) for item in parse_listeners(props) if item.name != controller_listener
+    ]
     if not listeners:
         raise ConfigError(
             "listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener"
@@ -133,6 +123,7 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         transport=parse_transport(props),
         read_upstream=_read_upstream(props, upstream),
         edge=_edge(props),
+        privileged_principals=privileged,
     )
 
 

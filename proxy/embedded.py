@@ -79,10 +79,15 @@ class EmbeddedStack:
 
 
 async def start_stack(
-    nursery: trio.Nursery, audit_dir: Path, *, users: dict[str, str] | None = None, proxy_overrides: dict[str, str] | None = None
+    nursery: trio.Nursery,
+    audit_dir: Path,
+    *,
+    users: dict[str, str] | None = None,
+    proxy_overrides: dict[str, str] | None = None,
+    controller_overrides: dict[str, str] | None = None,
 ) -> EmbeddedStack:
-    """`proxy_overrides` replace or add proxy properties (more listeners, other timeouts)."""
-    controller = EmbeddedController(parse_controller_config(controller_properties()))
+    """`proxy_overrides` / `controller_overrides` replace or add properties (more listeners, other logins, timeouts)."""
+    controller = EmbeddedController(parse_controller_config({**controller_properties(), **(controller_overrides or {})}))
     bound = await nursery.start(controller.run)
     controller_port = bound[0].port
     config = parse_proxy_config({**proxy_properties(controller_port, audit_dir, users), **(proxy_overrides or {})})

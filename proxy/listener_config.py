@@ -5,13 +5,15 @@ import re
 from dataclasses import dataclass, field
 
 from proxy.config_errors import ConfigError
-from proxy.jaas import PLAIN_LOGIN_MODULE, parse_jaas
+from proxy.connection_limits import ConnectionLimits, parse_connection_limits
+from proxy.ip_filter import IpFilter, parse_ip_filter
 from proxy.properties import Properties
+from proxy.sasl_config import parse_sasl
+from proxy.scram_source import ScramCredentialSource
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
-SUPPORTED_MECHANISMS = frozenset({"PLAIN"})
 _ENDPOINT = re.compile(r"^(?P<name>[A-Za-z0-9_\-.]+)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):(?P<port>-?\d+)$")
 
 
@@ -132,6 +134,13 @@ class ListenerConfig:
     advertised_port: int
     sasl_mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict, repr=False)
+    scram: ScramCredentialSource | None = field(default=None, repr=False)
+    ip_filter: IpFilter | None = None
+    ip_filter_key: str = "security.ip.filter.list"  # where the list came from, for the refusal log line
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    idle_timeout: float = 600.0
+    # Principals refused on this listener after they authenticate (KIP-590: the internal path only).
+    privileged_principals: frozenset[str] = frozenset()
 
     @property
     def uses_sasl(self) -> bool:
@@ -146,6 +155,11 @@ class ListenerConfig:
             "security.protocol": self.security_protocol,
             "sasl.enabled.mechanisms": list(self.sasl_mechanisms),
             "plain.users": {user: "[hidden]" for user in sorted(self.plain_users)},
+            "sasl.scram.credentials": self.scram.effective() if self.scram else None,
+            "security.ip.filter": self.ip_filter.effective() if self.ip_filter else None,
+            **self.limits.effective(),
+            "connections.max.idle.ms": int(self.idle_timeout * 1000),
+            "privileged.principals": sorted(self.privileged_principals),
         }
 
 
@@ -196,27 +210,13 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
             props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP),
             f"listener {endpoint.name} uses {protocol}, this version supports {', '.join(sorted(SUPPORTED_PROTOCOLS))}",
         )
-    mechanisms: tuple[str, ...] = ()
-    users: dict[str, str] = {}
-    if protocol.startswith("SASL_"):
-        key = f"listener.name.{endpoint.name.lower()}.sasl.enabled.mechanisms"
-        text = props.listener_value(endpoint.name, "sasl.enabled.mechanisms") or "GSSAPI"
-        mechanisms = tuple(m.strip().upper() for m in text.split(",") if m.strip())
-        for mechanism in mechanisms:
-            if mechanism not in SUPPORTED_MECHANISMS:
-                raise ConfigError(
-                    key if props.get(key) else "sasl.enabled.mechanisms",
-                    text,
-                    f"mechanism {mechanism} is not supported (supported: {', '.join(sorted(SUPPORTED_MECHANISMS))}); Kafka's default is GSSAPI, so set it explicitly",
-                )
-        jaas_key = f"listener.name.{endpoint.name.lower()}.plain.sasl.jaas.config"
-        jaas_text = props.get(jaas_key)
-        if jaas_text is None:
-            raise ConfigError(jaas_key, None, f"listener {endpoint.name} enables PLAIN but has no JAAS configuration")
-        entry = parse_jaas(jaas_key, jaas_text)
-        if entry.module != PLAIN_LOGIN_MODULE:
-            raise ConfigError(jaas_key, "[hidden]", f"expected {PLAIN_LOGIN_MODULE}, got {entry.module}")
-        users = entry.users
+    sasl = parse_sasl(props, endpoint.name) if protocol.startswith("SASL_") else None
+    name = endpoint.name
+    type_key = props.listener_key(name, "security.ip.filter.rule.type")
+    list_key = props.listener_key(name, "security.ip.filter.list")
+    ip_filter = parse_ip_filter(type_key, props.get(type_key), list_key, props.get(list_key))
+    limits = parse_connection_limits(props.get, f"listener.name.{name.lower()}.")
+    idle_ms = props.int(props.listener_key(name, "connections.max.idle.ms"), 600000, minimum=1)
     adv = advertised or endpoint
     adv_host = adv.host or "localhost"
     return ListenerConfig(
@@ -226,6 +226,11 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         security_protocol=protocol,
         advertised_host=adv_host,
         advertised_port=adv.port,
-        sasl_mechanisms=mechanisms,
-        plain_users=users,
+        sasl_mechanisms=sasl.mechanisms if sasl else (),
+        plain_users=sasl.plain_users if sasl else {},
+        scram=sasl.scram if sasl else None,
+        ip_filter=ip_filter,
+        ip_filter_key=list_key,
+        limits=limits,
+        idle_timeout=idle_ms / 1000,
     )

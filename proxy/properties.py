@@ -57,7 +57,21 @@ class Properties:
         text = self.raw.get(key, default)
         return [item.strip() for item in text.split(separator) if item.strip()]
 
+    def principals(self, key: str) -> frozenset[str]:
+        """`Type:name` principals separated by ';' like super.users (a DN may contain ',')."""
+        principals = self.list(key, separator=";")
+        for principal in principals:
+            kind, sep, name = principal.partition(":")
+            if not sep or not kind.strip() or not name.strip():
+                raise ConfigError(key, self.raw.get(key), f"{principal!r} is not of the form Type:name (e.g. User:proxy)")
+        return frozenset(principals)
+
     def listener_value(self, listener: str, key: str) -> str | None:
         """`listener.name.<lower-case listener>.<key>` wins over `<key>` (KIP-103)."""
         override = self.raw.get(f"listener.name.{listener.lower()}.{key}")
         return override if override is not None else self.raw.get(key)
+
+    def listener_key(self, listener: str, key: str) -> str:
+        """The key `listener_value` reads, so that errors name the one that was set."""
+        override = f"listener.name.{listener.lower()}.{key}"
+        return override if override in self.raw else key

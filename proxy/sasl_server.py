@@ -1,6 +1,5 @@
-"""Server side SASL (SaslHandshake v0-1, SaslAuthenticate v0-2) for PLAIN."""
+"""Server side SASL (SaslHandshake v0-1, SaslAuthenticate v0-2) for PLAIN and SCRAM-SHA-256/512."""
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
 from proxy.listener_config import ListenerConfig, TransportSettings
+from proxy.refusals import PRIVILEGED_PRINCIPAL, OnRefused, RefusedConnection
+from proxy.sasl_mechanisms import AuthenticationFailed, ServerExchange, server_exchange, verify_plain
 
 log = logging.getLogger(__name__)
 
@@ -29,117 +30,165 @@ class Authenticated:
     mechanism: str | None
 
 
-class AuthenticationFailed(Exception):
-    pass
-
-
 ApiVersionsAnswer = Callable[[RequestHeaderInfo, bytes], Awaitable[None]]
 
 
-def verify_plain(token: bytes, users: dict[str, str]) -> str:
-    """The authenticated user name of a PLAIN token, or AuthenticationFailed."""
-    parts = token.split(b"\x00")
-    if len(parts) != 3:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens")
-    try:
-        authzid, user, password = (part.decode("utf-8") for part in parts)
-    except UnicodeDecodeError:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
-    if not user:
-        raise AuthenticationFailed("Authentication failed: username not specified")
-    if authzid and authzid != user:
-        raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
-    expected = users.get(user)
-    if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-        raise AuthenticationFailed("Authentication failed: Invalid username or password")
-    return user
+def privileged_refusal(listener: ListenerConfig, principal: Principal) -> str | None:
+    """Why `principal` may not use this listener (KIP-590: privileged principals only act through the internal path)."""
+    if str(principal) not in listener.privileged_principals:
+        return None
+    return f"principal {principal} is in privileged.principals and may not use listener {listener.name}"
 
 
 class SaslServer:
     """Runs the pre-authentication exchange on one connection."""
 
     def __init__(
-        self, conn: KafkaConnection, listener: ListenerConfig, answer_api_versions: ApiVersionsAnswer, *, failure_delay: float
+        self,
+        conn: KafkaConnection,
+        listener: ListenerConfig,
+        answer_api_versions: ApiVersionsAnswer,
+        *,
+        failure_delay: float,
+        on_refused: OnRefused | None = None,
     ) -> None:
         self.conn = conn
         self.listener = listener
         self.answer_api_versions = answer_api_versions
         self.failure_delay = failure_delay
+        self.on_refused = on_refused
 
     async def run(self) -> Authenticated | None:
         """The session's principal, or None when the connection must close."""
         mechanism: str | None = None
-        handshake_version = -1
+        exchange: ServerExchange | None = None
+        raw_tokens = False
         while True:
             frame = await self.conn.receive_frame()
             if frame is None:
                 return None
-            if mechanism is not None and handshake_version == 0:
+            if exchange is not None and raw_tokens:
                 # SaslHandshake v0: raw tokens follow, no Kafka header.
-                return await self._finish(None, frame, mechanism)
-            header = peek_request_header(frame)
-            if header.api_key == API_VERSIONS and mechanism is None:
-                await self.answer_api_versions(header, frame)
-            elif header.api_key == SASL_HANDSHAKE and mechanism is None:
-                body = decode_body(header.api_key, header.api_version, frame, header.header_size)
-                requested = str(body.mechanism).upper()
-                ok = requested in self.listener.sasl_mechanisms
-                await self._respond(
-                    header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)}
-                )
-                if not ok:
+                header, token = None, frame
+            else:
+                header = peek_request_header(frame)
+                if header.api_key == API_VERSIONS and exchange is None:
+                    await self.answer_api_versions(header, frame)
+                    continue
+                if header.api_key == SASL_HANDSHAKE and exchange is None:
+                    mechanism = await self._handshake(header, frame)
+                    if mechanism is None:
+                        return None
+                    exchange = server_exchange(mechanism, self.listener)
+                    raw_tokens = header.api_version == 0
+                    continue
+                if header.api_key != SASL_AUTHENTICATE or exchange is None or raw_tokens:
                     log.info(
-                        "connection %s from %s: unsupported SASL mechanism %s", self.conn.connection_id, self.conn.peer.host, requested
+                        "connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing",
+                        self.conn.connection_id,
+                        self.conn.peer.host,
+                        header.api_key,
                     )
                     return None
-                mechanism, handshake_version = requested, header.api_version
-            elif header.api_key == SASL_AUTHENTICATE and mechanism is not None:
                 body = decode_body(header.api_key, header.api_version, frame, header.header_size)
-                return await self._finish(header, bytes(body.auth_bytes), mechanism)
-            else:
-                log.info(
-                    "connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing",
-                    self.conn.connection_id,
-                    self.conn.peer.host,
-                    header.api_key,
-                )
+                token = bytes(body.auth_bytes)
+            assert mechanism is not None
+            if not await self._step(exchange, header, token, mechanism):
                 return None
+            if exchange.complete and exchange.user is not None:
+                return Authenticated(Principal("User", exchange.user), mechanism)
+
+    async def _handshake(self, header: RequestHeaderInfo, frame: bytes) -> str | None:
+        body = decode_body(header.api_key, header.api_version, frame, header.header_size)
+        requested = str(body.mechanism).upper()
+        ok = requested in self.listener.sasl_mechanisms
+        await self._respond(header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)})
+        if not ok:
+            log.info("connection %s from %s: unsupported SASL mechanism %s", self.conn.connection_id, self.conn.peer.host, requested)
+            return None
+        return requested
 
     async def _respond(self, header: RequestHeaderInfo, values: dict[str, object]) -> None:
         body = build_entity(response_schema(header.api_key, header.api_version), values)
         await self.conn.send(encode_response(body, correlation_id=header.correlation_id))
 
-    async def _finish(self, header: RequestHeaderInfo | None, token: bytes, mechanism: str) -> Authenticated | None:
-        """Verify the token and answer; `header` is None for SaslHandshake v0's raw tokens."""
+    async def _step(self, exchange: ServerExchange, header: RequestHeaderInfo | None, token: bytes, mechanism: str) -> bool:
+        """Answer one token; False when the connection must close. `header` is None for raw tokens."""
+        if exchange.complete:
+            # Nothing may follow a completed exchange here; there is no valid answer, so close.
+            log.info("connection %s from %s: SASL token after completion, closing", self.conn.connection_id, self.conn.peer.host)
+            return False
         try:
-            principal = Principal("User", verify_plain(token, self.listener.plain_users))
+            challenge = exchange.evaluate(token)
         except AuthenticationFailed as exc:
-            if header is not None:
-                failure = {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"", "session_lifetime": 0}
-                await self._respond(header, failure)
-            log.info("connection %s from %s: %s", self.conn.connection_id, self.conn.peer.host, exc)
-            await trio.sleep(self.failure_delay)
-            return None
+            log.info("connection %s from %s: %s login failed: %s", self.conn.connection_id, self.conn.peer.host, mechanism, exc.reason)
+            await self._fail(header, str(exc))
+            return False
+        if exchange.complete and exchange.user is not None:
+            principal = Principal("User", exchange.user)
+            refusal = privileged_refusal(self.listener, principal)
+            if refusal is not None:
+                report_privileged(self.conn, self.listener, principal, mechanism, refusal, self.on_refused)
+                await self._fail(header, f"Authentication failed: {refusal}")
+                return False
         if header is None:
-            await self.conn.send(b"")
+            await self.conn.send(challenge)
         else:
-            await self._respond(header, {"error_code": 0, "error_message": None, "auth_bytes": b"", "session_lifetime": 0})
-        return Authenticated(principal, mechanism)
+            await self._respond(header, {"error_code": 0, "error_message": None, "auth_bytes": challenge, "session_lifetime": 0})
+        return True
+
+    async def _fail(self, header: RequestHeaderInfo | None, message: str) -> None:
+        """Kafka's answer to a failed login: the error (raw tokens have no way to carry one), then a delayed close."""
+        if header is not None:
+            failure = {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": message, "auth_bytes": b"", "session_lifetime": 0}
+            await self._respond(header, failure)
+        await trio.sleep(self.failure_delay)
+
+
+def report_privileged(
+    conn: KafkaConnection, listener: ListenerConfig, principal: Principal, mechanism: str | None, refusal: str, on_refused: OnRefused | None
+) -> None:
+    log.warning("connection %s from %s:%s refused: %s", conn.connection_id, conn.peer.host, conn.peer.port, refusal)
+    if on_refused is not None:
+        on_refused(
+            RefusedConnection(
+                listener=listener.name,
+                security_protocol=listener.security_protocol,
+                host=conn.peer.host,
+                port=conn.peer.port,
+                reason=PRIVILEGED_PRINCIPAL,
+                detail=refusal,
+                connection_id=conn.connection_id,
+                principal=str(principal),
+                mechanism=mechanism,
+            )
+        )
 
 
 async def authenticate(
-    conn: KafkaConnection, listener: ListenerConfig, transport: TransportSettings, answer_api_versions: ApiVersionsAnswer
+    conn: KafkaConnection,
+    listener: ListenerConfig,
+    transport: TransportSettings,
+    answer_api_versions: ApiVersionsAnswer,
+    *,
+    on_refused: OnRefused | None = None,
 ) -> Authenticated | None:
     """The session's principal: ANONYMOUS on PLAINTEXT, the SASL login otherwise (None = close).
 
     Frames are capped at `sasl.server.max.receive.size` until the login succeeds.
+    A principal in the listener's `privileged_principals` is refused and reported to `on_refused`.
     """
     if not listener.uses_sasl:
+        refusal = privileged_refusal(listener, ANONYMOUS)
+        if refusal is not None:
+            report_privileged(conn, listener, ANONYMOUS, None, refusal, on_refused)
+            return None
         return Authenticated(ANONYMOUS, None)
     conn.reader.max_frame_size = transport.sasl_max_receive_size
-    result = await SaslServer(conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay).run()
+    server = SaslServer(conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay, on_refused=on_refused)
+    result = await server.run()
     conn.reader.max_frame_size = transport.max_frame_size
     return result
 
 
-__all__ = ["Authenticated", "ProtocolError", "SaslServer", "authenticate", "verify_plain"]
+__all__ = ["Authenticated", "AuthenticationFailed", "ProtocolError", "SaslServer", "authenticate", "privileged_refusal", "verify_plain"]

@@ -7,12 +7,22 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from envelope.errors import ProtocolError
+from proxy.admission import admit
 from proxy.connection import KafkaConnection
+from proxy.connection_limits import ConnectionTracker
+from proxy.ip_filter import parse_address
 from proxy.listener_config import ListenerConfig, TransportSettings
+from proxy.refusals import OnRefused, RefusedConnection
 
 log = logging.getLogger(__name__)
 
 ConnectionHandler = Callable[[KafkaConnection, ListenerConfig], Awaitable[None]]
+
+
+def _peer(stream: trio.SocketStream) -> tuple[str, int]:
+    host, port, *_ = stream.socket.getpeername()
+    parsed = parse_address(host)
+    return (str(parsed) if parsed is not None else host), int(port)
 
 
 async def serve_listener(
@@ -20,9 +30,17 @@ async def serve_listener(
     handler: ConnectionHandler,
     *,
     transport: TransportSettings,
+    tracker: ConnectionTracker | None = None,
+    on_refused: OnRefused | None = None,
     task_status: trio.TaskStatus[ListenerConfig] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Bind one listener; report it (with the real port when 0 was asked) once bound."""
+    """Bind one listener; report it (with the real port when 0 was asked) once bound.
+
+    Connection limits count against `tracker`; pass one tracker to every listener of a
+    process so that per-IP and process-wide limits span them all. A connection refused
+    at accept time (IP filter, limits) is logged and reported to `on_refused`.
+    """
+    tracker = tracker if tracker is not None else ConnectionTracker()
     sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
     port = sockets[0].socket.getsockname()[1]
     bound = dataclasses.replace(
@@ -31,20 +49,48 @@ async def serve_listener(
         advertised_port=listener.advertised_port or port,
     )
     log.info("listening on %s %s:%s (%s)", bound.name, listener.host or "*", port, bound.security_protocol)
+    for note in bound.ip_filter.notes if bound.ip_filter else ():
+        log.warning("listener %s: %s", bound.name, note)
 
     async def handle(stream: trio.SocketStream) -> None:
-        conn = KafkaConnection(stream, listener=bound.name, max_frame_size=transport.max_frame_size, idle_timeout=transport.idle_timeout)
         try:
-            await handler(conn, bound)
-        except ProtocolError as exc:
-            # One broken peer (TLS or HTTP on a plaintext port, garbage) only loses its own connection.
-            log.info("connection %s from %s:%s closed: %s", conn.connection_id, conn.peer.host, conn.peer.port, exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
-            log.info("connection %s from %s:%s lost: %r", conn.connection_id, conn.peer.host, conn.peer.port, exc)
+            host, peer_port = _peer(stream)
+        except OSError as exc:
+            # The peer left between accept and now; an exception here would stop the whole listener.
+            log.info("connection on %s gone before it could be served: %r", bound.name, exc)
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        refusal = admit(bound, tracker, host)
+        if refusal is not None:
+            log.warning("connection from %s:%s refused on listener %s: %s", host, peer_port, bound.name, refusal.detail)
+            if on_refused is not None:
+                on_refused(RefusedConnection(bound.name, bound.security_protocol, host, peer_port, refusal.reason, refusal.detail))
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        try:
+            await _serve(stream, bound, handler, transport)
         finally:
-            await conn.aclose()
+            tracker.release(bound.name, host)
 
     async with trio.open_nursery() as nursery:
         task_status.started(bound)
         for sock in sockets:
             nursery.start_soon(trio.serve_listeners, handle, [sock])
+
+
+async def _serve(stream: trio.SocketStream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings) -> None:
+    conn = KafkaConnection(stream, listener=listener.name, max_frame_size=transport.max_frame_size, idle_timeout=listener.idle_timeout)
+    try:
+        await handler(conn, listener)
+    except ProtocolError as exc:
+        # One broken peer (TLS or HTTP on a plaintext port, garbage) only loses its own connection.
+        log.info("connection %s from %s:%s closed: %s", conn.connection_id, conn.peer.host, conn.peer.port, exc)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+        log.info("connection %s from %s:%s lost: %r", conn.connection_id, conn.peer.host, conn.peer.port, exc)
+    except Exception:
+        # A bug met by one request must cost that client its connection, not the whole listener.
+        log.exception("connection %s from %s:%s: unexpected error, closing it", conn.connection_id, conn.peer.host, conn.peer.port)
+    finally:
+        await conn.aclose()

@@ -45,6 +45,7 @@ from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
 from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
+from proxy.refusals import AuditedRefusals
 from proxy.sasl_server import authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
@@ -74,7 +75,7 @@ def own_ranges() -> dict[int, VersionRange]:
     return dict(sorted(ranges.items()))
 
 
-@dataclass
+@dataclass(eq=False)  # one per connection, kept in a set
 class Session:
     conn: KafkaConnection
     listener: ListenerConfig
@@ -83,9 +84,17 @@ class Session:
     software_name: str | None = None
     software_version: str | None = None
     client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
+    closing: bool = False
+    idle: trio.CancelScope | None = None
 
     def __post_init__(self) -> None:
         self.client_address = ipaddress.ip_address(self.conn.peer.host)
+
+    def close_when_idle(self) -> None:
+        """Close now if waiting for a request, else right after the one in flight (its audit completes)."""
+        self.closing = True
+        if self.idle is not None:
+            self.idle.cancel()
 
     def context(self, client_id: str | None) -> RequestContext:
         """What the edge authorizer knows of this client."""
@@ -115,12 +124,27 @@ class ProxyService:
         self.config = config
         self.upstream = upstream
         self.audit = audit
+        # Connections refused as a whole (IP filter, limits, privileged principals): counted and audited.
+        self.refusals = AuditedRefusals(audit, config.node_id)
         self.own = own_ranges()
         self.edge = EdgeAuthorizer(config.edge, upstream)
+        self.sessions: set[Session] = set()
+        self._advertised_before = self.advertised()
+        upstream.on_versions_changed = self._versions_changed
         self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=config.node_id, cluster_id=config.cluster_id)
 
     def advertised(self) -> dict[int, VersionRange]:
         return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
+
+    def _versions_changed(self) -> None:
+        """KIP-590: a controller with other versions means clients must ask ApiVersions again, so close them."""
+        before, after = self._advertised_before, self.advertised()
+        self._advertised_before = after
+        if not apiversions.must_reconnect_clients(before, after):
+            return
+        log.warning("the controller's API versions changed: closing %d client connections so they ask again", len(self.sessions))
+        for session in list(self.sessions):
+            session.close_when_idle()
 
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = Session(conn, listener)
@@ -129,18 +153,28 @@ class ProxyService:
         async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
             await self._api_versions(session, header, frame)
 
-        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions)
+        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions, on_refused=self.refusals)
         if authenticated is None:
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
         if authenticated.mechanism is not None:
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
-        while (frame := await conn.receive_frame()) is not None:
-            try:
-                await self.handle_request(session, frame)
-            except CloseConnection as exc:
-                log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
-                return
+        self.sessions.add(session)
+        try:
+            while not session.closing:
+                frame = None
+                with trio.CancelScope() as session.idle:
+                    frame = await conn.receive_frame()
+                session.idle = None
+                if frame is None:
+                    return
+                try:
+                    await self.handle_request(session, frame)
+                except CloseConnection as exc:
+                    log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
+                    return
+        finally:
+            self.sessions.discard(session)
 
     async def handle_request(self, session: Session, frame: bytes) -> None:
         header = peek_request_header(frame)

@@ -19,6 +19,7 @@ from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_correlation_id
+from proxy.sasl_client import LoginFailed, client_exchange
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class UpstreamSettings:
     host: str
     port: int
     security_protocol: str  # PLAINTEXT or SASL_PLAINTEXT
-    sasl_mechanism: str | None = None
+    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     connect_timeout: float = 10.0
@@ -51,6 +52,15 @@ class UpstreamSettings:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+async def open_stream(settings: UpstreamSettings) -> trio.abc.Stream:
+    """The byte stream to the controller listener, before any Kafka protocol.
+
+    The seam for SSL and SASL_SSL: they wrap this TCP stream in a `trio.SSLStream`;
+    everything after (ApiVersions, SASL, envelopes) only needs a `trio.abc.Stream`.
+    """
+    return await trio.open_tcp_stream(settings.host, settings.port)
 
 
 class _Pending:
@@ -69,7 +79,7 @@ class Upstream:
         self.on_versions_changed = on_versions_changed
         self.reconnects = 0
         self._connected = trio.Event()
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None
         self._pending: dict[int, _Pending] = {}
         self._correlation = itertools.count(1)
         self._send_lock = trio.Lock()
@@ -117,9 +127,9 @@ class Upstream:
             slot.error = error
             slot.done.set()
 
-    async def _connect(self) -> trio.SocketStream:
+    async def _connect(self) -> trio.abc.Stream:
         with trio.fail_after(self.settings.connect_timeout):
-            stream = await trio.open_tcp_stream(self.settings.host, self.settings.port)
+            stream = await open_stream(self.settings)
             try:
                 reader = FrameReader()
                 ranges = await self._handshake(stream, reader)
@@ -136,21 +146,21 @@ class Upstream:
             self.on_versions_changed()
         return stream
 
-    async def _exchange(self, stream: trio.SocketStream, reader: FrameReader, body: object, version: int) -> object:
+    async def _exchange(self, stream: trio.abc.Stream, reader: FrameReader, body: object, version: int) -> object:
         correlation_id = next(self._correlation)
         await stream.send_all(encode_frame(encode_request(body, correlation_id=correlation_id, client_id=CLIENT_ID, api_version=version)))
         while (frame := reader.next_frame()) is None:
             data = await stream.receive_some(65536)
             if not data:
                 raise trio.BrokenResourceError("controller closed the connection during the handshake")
-            reader.feed(data)
+            reader.feed(bytes(data))
         api_key = int(body.__api_key__)  # type: ignore[attr-defined]
         received_id, response = decode_response_body(api_key, version, frame)
         if received_id != correlation_id:
             raise ProtocolError(f"correlation id {received_id} != {correlation_id}")
         return response
 
-    async def _handshake(self, stream: trio.SocketStream, reader: FrameReader) -> dict[int, VersionRange]:
+    async def _handshake(self, stream: trio.abc.Stream, reader: FrameReader) -> dict[int, VersionRange]:
         request = build_entity(
             request_schema(API_VERSIONS, 3), {"client_software_name": SOFTWARE_NAME, "client_software_version": SOFTWARE_VERSION}
         )
@@ -159,23 +169,33 @@ class Upstream:
         if error != 0:
             raise ProtocolError(f"controller answered ApiVersions with error {error}")
         ranges = {int(k.api_key): VersionRange(int(k.min_version), int(k.max_version)) for k in response.api_keys}  # type: ignore[attr-defined]
-        if self.settings.security_protocol == "SASL_PLAINTEXT":
+        if self.settings.security_protocol.startswith("SASL_"):
             await self._authenticate(stream, reader)
         return ranges
 
-    async def _authenticate(self, stream: trio.SocketStream, reader: FrameReader) -> None:
+    async def _authenticate(self, stream: trio.abc.Stream, reader: FrameReader) -> None:
         mechanism = self.settings.sasl_mechanism or "PLAIN"
         handshake = build_entity(request_schema(SASL_HANDSHAKE, 1), {"mechanism": mechanism})
         answer = await self._exchange(stream, reader, handshake, 1)
         if int(answer.error_code) != 0:  # type: ignore[attr-defined]
             raise UpstreamAuthenticationError(f"controller does not accept SASL mechanism {mechanism}: enabled {list(answer.mechanisms)}")  # type: ignore[attr-defined]
-        token = b"\x00" + (self.settings.username or "").encode() + b"\x00" + (self.settings.password or "").encode()
-        authenticate = build_entity(request_schema(SASL_AUTHENTICATE, 2), {"auth_bytes": token})
-        result = await self._exchange(stream, reader, authenticate, 2)
-        if int(result.error_code) != 0:  # type: ignore[attr-defined]
-            raise UpstreamAuthenticationError(f"the proxy's own login to the controller failed: {result.error_message}")  # type: ignore[attr-defined]
+        login = client_exchange(mechanism, self.settings.username or "", self.settings.password or "")
+        token: bytes | None = login.initial()
+        # SCRAM needs two round trips, PLAIN one; a server asking for more is not following the mechanism.
+        for _ in range(3):
+            if token is None:
+                return
+            authenticate = build_entity(request_schema(SASL_AUTHENTICATE, 2), {"auth_bytes": token})
+            result = await self._exchange(stream, reader, authenticate, 2)
+            if int(result.error_code) != 0:  # type: ignore[attr-defined]
+                raise UpstreamAuthenticationError(f"the proxy's own login to the controller failed: {result.error_message}")  # type: ignore[attr-defined]
+            try:
+                token = login.respond(bytes(result.auth_bytes))  # type: ignore[attr-defined]
+            except LoginFailed as exc:
+                raise UpstreamAuthenticationError(f"the proxy's own {mechanism} login to the controller failed: {exc}") from None
+        raise UpstreamAuthenticationError(f"the controller's {mechanism} exchange did not complete")
 
-    async def _read_loop(self, stream: trio.SocketStream) -> None:
+    async def _read_loop(self, stream: trio.abc.Stream) -> None:
         reader = self._reader
         while True:
             while (frame := reader.next_frame()) is not None:
@@ -186,7 +206,7 @@ class Upstream:
             data = await stream.receive_some(65536)
             if not data:
                 raise trio.BrokenResourceError("controller closed the connection")
-            reader.feed(data)
+            reader.feed(bytes(data))
 
     async def request(self, build: Callable[[int], bytes], *, timeout: float | None = None) -> bytes:
         """Send the payload `build(correlation_id)` and wait for its response frame."""

@@ -35,7 +35,7 @@ def test_the_embedded_defaults_parse() -> None:
         ({"node.id": "abc"}, "node.id", "expected an integer"),
         ({"node.id": None}, "node.id", "is required"),
         ({"request.timeout.ms": "0"}, "request.timeout.ms", "at least 1"),
-        ({"sasl.mechanism.controller.protocol": None}, "sasl.mechanism.controller.protocol", "only PLAIN"),
+        ({"sasl.mechanism.controller.protocol": None}, "sasl.mechanism.controller.protocol", "mechanism GSSAPI is not supported for the proxy's own login"),
         (
             {"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:BOGUS"},
             "listener.security.protocol.map",
@@ -111,3 +111,222 @@ def test_check_config_prints_effective_settings_with_secrets_masked(tmp_path: Pa
     assert result.returncode == 0, result.stderr
     assert '"alice": "[hidden]"' in result.stdout
     assert "alice-secret" not in result.stdout and "proxy-secret" not in result.stdout
+
+
+# -- SASL/SCRAM, IP filter, connection limits, privileged principals ---------------------------
+
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SUPPORTED = "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); Kafka's default is GSSAPI, so set it explicitly"
+
+
+def _credentials_file(tmp_path: Path) -> str:
+    from proxy.scram_store import add_user
+
+    path = tmp_path / "scram.json"
+    add_user(path, "alice", "alice-scram", ["SCRAM-SHA-256"])
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"sasl.enabled.mechanisms": "GSSAPI"},
+            f"Invalid value 'GSSAPI' for configuration sasl.enabled.mechanisms: mechanism GSSAPI is not supported {_SUPPORTED}",
+        ),
+        (
+            {"listener.name.client.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-1"},
+            "Invalid value 'PLAIN,SCRAM-SHA-1' for configuration listener.name.client.sasl.enabled.mechanisms: "
+            f"mechanism SCRAM-SHA-1 is not supported {_SUPPORTED}",
+        ),
+        (
+            {"sasl.enabled.mechanisms": None},
+            f"Invalid value None for configuration sasl.enabled.mechanisms: mechanism GSSAPI is not supported {_SUPPORTED}",
+        ),
+        (
+            {"sasl.enabled.mechanisms": "SCRAM-SHA-256"},
+            "Invalid value None for configuration sasl.scram.credentials.file: listener CLIENT enables SCRAM-SHA-256 "
+            "but names no credentials file (create one with envelope-proxy scram add-user)",
+        ),
+        (
+            {"sasl.enabled.mechanisms": "SCRAM-SHA-512", "sasl.scram.credentials.file": "/nonexistent/scram.json"},
+            "Invalid value '/nonexistent/scram.json' for configuration sasl.scram.credentials.file: the file does not exist",
+        ),
+        (
+            {
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "sasl.scram.credentials.file": "{credentials}",
+                "listener.name.client.sasl.scram.credentials.file": "{broken}",
+            },
+            "Invalid value '{broken}' for configuration listener.name.client.sasl.scram.credentials.file: "
+            "not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2",
+        ),
+        (
+            {
+                "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                "sasl.scram.credentials.file": "{credentials}",
+                "listener.name.client.scram-sha-256.sasl.jaas.config": f"{_PLAIN_MODULE} required;",
+            },
+            f"Invalid value '[hidden]' for configuration listener.name.client.scram-sha-256.sasl.jaas.config: expected {_SCRAM_MODULE}",
+        ),
+        (
+            {"security.ip.filter.rule.type": "block", "security.ip.filter.list": "10.0.0.0/8"},
+            "Invalid value 'block' for configuration security.ip.filter.rule.type: must be allow or deny",
+        ),
+        (
+            {"security.ip.filter.rule.type": "allow", "security.ip.filter.list": "10.0.0.0/33"},
+            "Invalid value '10.0.0.0/33' for configuration security.ip.filter.list: '10.0.0.0/33' has prefix length /33; the maximum for IPv4 is /32",
+        ),
+        (
+            {"security.ip.filter.rule.type": "deny", "security.ip.filter.list": "10.0.0.0/8", "listener.name.plain.security.ip.filter.list": "nope"},
+            "Invalid value 'nope' for configuration listener.name.plain.security.ip.filter.list: 'nope' is not an IPv4 or IPv6 address or CIDR range",
+        ),
+        (
+            {"security.ip.filter.rule.type": "deny"},
+            "Invalid value None for configuration security.ip.filter.list: is required when security.ip.filter.rule.type is set; "
+            "list CIDR ranges such as 10.0.0.0/8,2001:db8::/32",
+        ),
+        (
+            {"security.ip.filter.list": "10.0.0.0/8"},
+            "Invalid value None for configuration security.ip.filter.rule.type: is required when security.ip.filter.list is set; use allow or deny",
+        ),
+        ({"max.connections": "-1"}, "Invalid value '-1' for configuration max.connections: must be at least 0"),
+        (
+            {"listener.name.client.max.connections": "many"},
+            "Invalid value 'many' for configuration listener.name.client.max.connections: expected an integer",
+        ),
+        (
+            {"max.connections.per.ip": "0"},
+            "Invalid value '0' for configuration max.connections.per.ip: can be 0 only if max.connections.per.ip.overrides is set",
+        ),
+        (
+            {"max.connections.per.ip.overrides": "myhost:3"},
+            "Invalid value 'myhost:3' for configuration max.connections.per.ip.overrides: "
+            "entry 'myhost:3': 'myhost' is not an IP address (host names are not resolved; list the addresses)",
+        ),
+        (
+            {"max.connections.per.ip.overrides": "127.0.0.1:x"},
+            "Invalid value '127.0.0.1:x' for configuration max.connections.per.ip.overrides: "
+            "entry '127.0.0.1:x': count 'x' is not a non-negative integer",
+        ),
+        (
+            {"listener.name.plain.connections.max.idle.ms": "0"},
+            "Invalid value '0' for configuration listener.name.plain.connections.max.idle.ms: must be at least 1",
+        ),
+        (
+            {"privileged.principals": "User:proxy;broker"},
+            "Invalid value 'User:proxy;broker' for configuration privileged.principals: 'broker' is not of the form Type:name (e.g. User:proxy)",
+        ),
+        (
+            {"sasl.mechanism.controller.protocol": "OAUTHBEARER"},
+            "Invalid value 'OAUTHBEARER' for configuration sasl.mechanism.controller.protocol: "
+            f"mechanism OAUTHBEARER is not supported for the proxy's own login {_SUPPORTED}",
+        ),
+        (
+            {"sasl.mechanism.controller.protocol": "SCRAM-SHA-256"},
+            "Invalid value None for configuration listener.name.controller.scram-sha-256.sasl.jaas.config: is required",
+        ),
+        (
+            {
+                "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+                "listener.name.controller.scram-sha-512.sasl.jaas.config": f'{_PLAIN_MODULE} required username="p" password="s";',
+            },
+            f"Invalid value '[hidden]' for configuration listener.name.controller.scram-sha-512.sasl.jaas.config: expected {_SCRAM_MODULE}",
+        ),
+        (
+            {
+                "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+                "listener.name.controller.scram-sha-512.sasl.jaas.config": f'{_SCRAM_MODULE} required username="p";',
+            },
+            "Invalid value '[hidden]' for configuration listener.name.controller.scram-sha-512.sasl.jaas.config: "
+            "the proxy's login needs username and password options",
+        ),
+    ],
+)
+def test_security_config_rejections(tmp_path: Path, changes: dict[str, str | None], message: str) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    paths = {"{credentials}": _credentials_file(tmp_path), "{broken}": str(broken)}
+    props = proxy_properties(9093, tmp_path)
+    for key, value in changes.items():
+        if value is None:
+            props.pop(key, None)
+        else:
+            props[key] = paths.get(value, value)
+    with pytest.raises(ConfigError) as error:
+        parse_proxy_config(props)
+    assert str(error.value) == message.replace("{broken}", str(broken))
+
+
+def test_scram_and_filters_parse_per_listener(tmp_path: Path) -> None:
+    props = proxy_properties(9093, tmp_path)
+    props.update(
+        {
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "sasl.scram.credentials.file": _credentials_file(tmp_path),
+            "security.ip.filter.rule.type": "deny",
+            "security.ip.filter.list": "10.0.0.0/8",
+            "listener.name.plain.security.ip.filter.rule.type": "allow",
+            "max.connections.per.ip": "5",
+            "listener.name.plain.max.connections": "7",
+            "listener.name.client.connections.max.idle.ms": "1000",
+            "privileged.principals": "User:proxy; User:CN=broker,OU=kafka",
+            "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+            "listener.name.controller.scram-sha-512.sasl.jaas.config": f'{_SCRAM_MODULE} required username="proxy" password="s";',
+        }
+    )
+    config = parse_proxy_config(props)
+    client, plain = config.listeners
+    assert client.sasl_mechanisms == ("PLAIN", "SCRAM-SHA-256")
+    assert client.scram is not None and client.scram.credentials.users() == ["alice"]
+    assert client.ip_filter is not None and client.ip_filter.rule_type == "deny"
+    assert plain.ip_filter is not None and plain.ip_filter.rule_type == "allow"
+    assert plain.ip_filter_key == "security.ip.filter.list"
+    assert (client.limits.max_per_ip, client.limits.max_connections) == (5, None)
+    assert (plain.limits.max_connections, plain.limits.max_connections_per_listener) == (7, True)
+    assert (client.idle_timeout, plain.idle_timeout) == (1.0, 600.0)
+    assert client.privileged_principals == frozenset({"User:proxy", "User:CN=broker,OU=kafka"})
+    assert (config.upstream.sasl_mechanism, config.upstream.username) == ("SCRAM-SHA-512", "proxy")
+
+
+def test_the_controller_serves_scram_from_its_credentials_file(tmp_path: Path) -> None:
+    props = controller_properties()
+    props.update({"sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.scram.credentials.file": _credentials_file(tmp_path)})
+    (listener,) = parse_controller_config(props).listeners
+    assert listener.sasl_mechanisms == ("SCRAM-SHA-256",)
+    assert listener.plain_users == {}  # PLAIN is not enabled, so its JAAS users are not read
+
+
+def test_check_config_shows_security_settings_per_listener(tmp_path: Path) -> None:
+    import json
+
+    props = proxy_properties(9093, tmp_path)
+    props.update(
+        {
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.scram.credentials.file": _credentials_file(tmp_path),
+            "listener.name.plain.security.ip.filter.rule.type": "allow",
+            "listener.name.plain.security.ip.filter.list": "127.0.0.0/8,::1",
+            "max.connections.per.ip.overrides": "127.0.0.1:50",
+            "privileged.principals": "User:proxy",
+        }
+    )
+    path = tmp_path / "proxy.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    result = subprocess.run(
+        [sys.executable, "-m", "proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    effective = json.loads(result.stdout)
+    client, plain = effective["listeners"]
+    assert client["sasl.enabled.mechanisms"] == ["PLAIN", "SCRAM-SHA-512"]
+    assert client["sasl.scram.credentials"] == {"file": props["sasl.scram.credentials.file"], "users": 1}
+    assert client["security.ip.filter"] is None
+    assert plain["security.ip.filter"]["rule_type"] == "allow"
+    assert plain["security.ip.filter"]["list"] == ["127.0.0.0/8", "::1/128"]
+    assert client["max.connections.per.ip.overrides"] == {"127.0.0.1": 50}
+    assert client["max.connections"] is None
+    assert client["privileged.principals"] == ["User:proxy"]
+    assert effective["privileged.principals"] == ["User:proxy"]
+    assert "alice-secret" not in result.stdout and "proxy-secret" not in result.stdout and "alice-scram" not in result.stdout
