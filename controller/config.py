@@ -18,6 +18,8 @@ class ControllerConfig:
     default_replication_factor: int
     broker_count: int
     transport: TransportSettings
+    metadata_dir: Path | None = None
+    """`metadata.log.dir`: where the image is kept across restarts; None = memory only."""
 
     def effective(self) -> dict[str, object]:
         return {
@@ -29,6 +31,7 @@ class ControllerConfig:
             "num.partitions": self.default_partitions,
             "default.replication.factor": self.default_replication_factor,
             "embedded.broker.count": self.broker_count,
+            "metadata.log.dir": str(self.metadata_dir) if self.metadata_dir else None,
             **self.transport.effective(),
         }
 
@@ -57,6 +60,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         default_partitions=props.int("num.partitions", 1, minimum=1),
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
         broker_count=props.int("embedded.broker.count", 1, minimum=1),
+        metadata_dir=Path(text) if (text := props.get("metadata.log.dir")) else None,
         transport=parse_transport(props),
     )
 

@@ -13,6 +13,7 @@ from authz.model import CLUSTER_NAME
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
+from controller.persistence import MetadataStore
 from controller.reads import ReadHandlers
 from envelope.apis import (
     API_VERSIONS,
@@ -62,7 +63,11 @@ class EmbeddedController:
         self.config = config
         self.refusals = RefusalCounter()
         self.image = MetadataImage()
-        self.authorizer = AclAuthorizer(config.super_users, allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)
+        self.store = MetadataStore(config.metadata_dir) if config.metadata_dir else None
+        stored_acls = self.store.load(self.image) if self.store else []
+        self.authorizer = AclAuthorizer(
+            config.super_users, allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found, acls=stored_acls
+        )
         self.handlers = Handlers(
             self.image,
             self.authorizer,
@@ -184,5 +189,8 @@ class EmbeddedController:
             f" (forwarded by {ctx.forwarding_principal})" if ctx.forwarding_principal else "",
         )
         values = self.handlers.by_key[header.api_key](body, ctx)
+        if self.store is not None and is_forwardable(header.api_key):
+            # durable before the answer leaves: an acknowledged change survives a crash
+            self.store.save(self.image, self.authorizer.acls)
         entity = build_entity(response_schema(header.api_key, header.api_version), values)
         return encode_response(entity, correlation_id=header.correlation_id)

@@ -65,10 +65,16 @@ def _run_proxy(path: str) -> int:
 
 def _run_controller(path: str) -> int:
     from controller.config import load_controller_config
+    from controller.persistence import MetadataStoreError
     from controller.server import EmbeddedController
 
     config = load_controller_config(path)
-    return _serve_until_signal(EmbeddedController(config).run)
+    try:
+        controller = EmbeddedController(config)
+    except MetadataStoreError as exc:
+        print(f"cannot start the controller: {exc}", file=sys.stderr)
+        return 2
+    return _serve_until_signal(controller.run)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,113 @@
+"""The embedded controller keeps its image across kill -9: every acknowledged change is there after restart."""
+
+import json
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.image import MetadataImage, Topic
+from controller.persistence import MetadataStore, MetadataStoreError
+from proxy.embedded import client_config, controller_properties, proxy_properties
+from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
+
+TIMEOUT = 30
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    controller_port, proxy_port = _free_port(), _free_port()
+    props = {**controller_properties(port=controller_port), "metadata.log.dir": str(tmp_path / "metadata")}
+    controller_file = _write(tmp_path / "controller.properties", props)
+    proxy_props = proxy_properties(controller_port, tmp_path / "audit")
+    proxy_props["listeners"] = f"CLIENT://127.0.0.1:{proxy_port}"
+    proxy_props["listener.security.protocol.map"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+    proxy_file = _write(tmp_path / "proxy.properties", proxy_props)
+    grant = AclBinding(
+        ResourceType.TOPIC, "kept-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
+
+    controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller-1.log")
+    proxy = _server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
+    try:
+        _wait_for_port(controller_port, controller)
+        _wait_for_port(proxy_port, proxy)
+        admin = AdminClient(client_config(f"127.0.0.1:{proxy_port}", "admin"))
+        for future in admin.create_topics([NewTopic(f"kept-{i}", 1, 1) for i in range(5)]).values():
+            future.result(timeout=TIMEOUT)
+        for future in admin.create_partitions([NewPartitions("kept-0", 4)]).values():
+            future.result(timeout=TIMEOUT)
+        setting = ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)
+        for future in admin.incremental_alter_configs([ConfigResource("TOPIC", "kept-1", incremental_configs=[setting])]).values():
+            future.result(timeout=TIMEOUT)
+        admin.create_acls([grant])[grant].result(timeout=TIMEOUT)
+        for future in admin.delete_topics(["kept-4"]).values():
+            future.result(timeout=TIMEOUT)
+
+        controller.send_signal(signal.SIGKILL)  # no shutdown hook runs
+        controller.wait(10)
+        controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller-2.log")
+        _wait_for_port(controller_port, controller)
+
+        topics = admin.list_topics(timeout=TIMEOUT).topics
+        (configs,) = admin.describe_configs([ConfigResource("TOPIC", "kept-1")]).values()
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
+        acls = admin.describe_acls(everything).result(timeout=TIMEOUT)
+        seen = {
+            "topics": sorted(name for name in topics if name.startswith("kept-")),
+            "kept-0 partitions": len(topics["kept-0"].partitions),
+            "kept-1 retention": configs.result(timeout=TIMEOUT)["retention.ms"].value,
+            "acls": [(b.name, b.principal, b.operation.name) for b in acls],
+        }
+    finally:
+        _stop(proxy)
+        _stop(controller)
+    assert seen == {
+        "topics": ["kept-0", "kept-1", "kept-2", "kept-3"],
+        "kept-0 partitions": 4,
+        "kept-1 retention": "86400000",
+        "acls": [("kept-", "User:alice", "READ")],
+    }
+
+
+def test_a_torn_write_is_ignored_and_a_damaged_image_is_a_clear_error(tmp_path: Path) -> None:
+    store = MetadataStore(tmp_path)
+    image = MetadataImage()
+    image.topics["t"] = Topic("t", uuid.uuid4(), 2, 1, {"cleanup.policy": "compact"})
+    store.save(image, [])
+    (tmp_path / ".metadata.json.abc.tmp").write_text('{"version": 1, "topics": {')  # crash before the rename
+    restored = MetadataImage()
+    assert MetadataStore(tmp_path).load(restored) == []
+    assert restored.topics["t"].configs == {"cleanup.policy": "compact"} and restored.topics["t"].partitions == 2
+    assert not list(tmp_path.glob("*.tmp"))
+
+    (tmp_path / "metadata.json").write_text(json.dumps({"version": 1, "topics": {"t": {"id": "not-a-uuid"}}}))
+    with pytest.raises(MetadataStoreError, match=r"metadata.json: not a metadata image"):
+        MetadataStore(tmp_path).load(MetadataImage())
