@@ -1,0 +1,80 @@
+"""The proxy's Prometheus metrics (documented in docs/metrics.md).
+
+One registry per running proxy, so tests and several proxies in one process
+do not share counters. Labels are bounded sets (listener names from the
+configuration, API names, fixed outcome and cause words): never a principal
+or an address, whose number is unbounded.
+"""
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+PREFIX = "envelope_proxy"
+OUTCOMES = ("forwarded", "local", "read", "refused", "failed")
+REFUSAL_CAUSES = ("ip_filter", "limit", "tls", "auth", "protocol_error", "privileged_principal")
+# Admin calls take milliseconds to seconds; Kafka's request-time buckets span the same range.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class ProxyMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(f"{PREFIX}_requests", "Requests by listener, API and outcome", ["listener", "api", "outcome"], registry=r)
+        self.queue_time = Histogram(
+            f"{PREFIX}_request_queue_time_seconds",
+            "Time a forwarded request waited before it was sent upstream (KIP-938 split)",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.upstream_time = Histogram(
+            f"{PREFIX}_request_upstream_time_seconds",
+            "Time from sending a request upstream to its answer",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.total_time = Histogram(
+            f"{PREFIX}_request_total_time_seconds",
+            "Time from reading a request to writing its answer",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.forwarding_queue = Gauge(f"{PREFIX}_forwarding_queue_length", "Forwarded requests waiting for the controller", registry=r)
+        self.connections_active = Gauge(f"{PREFIX}_connections_active", "Open client connections", ["listener"], registry=r)
+        self.connections_accepted = Counter(f"{PREFIX}_connections_accepted", "Client connections accepted", ["listener"], registry=r)
+        self.connections_closed = Counter(f"{PREFIX}_connections_closed", "Client connections closed", ["listener"], registry=r)
+        self.connections_refused = Counter(
+            f"{PREFIX}_connections_refused", "Client connections refused, by cause", ["listener", "cause"], registry=r
+        )
+        self.authentications = Counter(
+            f"{PREFIX}_authentications", "Logins by mechanism and result", ["listener", "mechanism", "result"], registry=r
+        )
+        self.upstream_connected = Gauge(f"{PREFIX}_upstream_connected", "1 while the controller connection is up", registry=r)
+        self.upstream_controller_id = Gauge(
+            f"{PREFIX}_upstream_active_controller_id", "Node id of the controller the proxy talks to (-1 unknown)", registry=r
+        )
+        self.upstream_reconnects = Counter(f"{PREFIX}_upstream_reconnects", "Controller connections re-established", registry=r)
+        self.upstream_apiversions_refreshes = Counter(
+            f"{PREFIX}_upstream_apiversions_refreshes", "ApiVersions fetched from the controller", registry=r
+        )
+        self.upstream_not_controller_retries = Counter(
+            f"{PREFIX}_upstream_not_controller_retries", "Envelopes re-sent after NOT_CONTROLLER", registry=r
+        )
+        self.audit_records = Counter(f"{PREFIX}_audit_records", "Audit records written, by stage", ["stage"], registry=r)
+        self.audit_write_errors = Counter(f"{PREFIX}_audit_write_errors", "Audit records that could not be written", registry=r)
+        self.audit_files_published = Counter(f"{PREFIX}_audit_files_published", "Audit files renamed out of staging", registry=r)
+        self.ready = Gauge(
+            f"{PREFIX}_ready", "1 when listeners are bound and the controller is connected with known ApiVersions", registry=r
+        )
+        self.upstream_controller_id.set(-1)
+
+
+def metric_names() -> frozenset[str]:
+    """Every series name the proxy exports (counters with _total), for checking dashboards and alert rules."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    names: set[str] = set()
+    for family in ProxyMetrics().registry.collect():
+        names.update(family.name + suffix for suffix in suffixes.get(family.type, ("",)))
+    return frozenset(names)
