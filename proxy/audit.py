@@ -9,7 +9,10 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from proxy.metrics import ProxyMetrics
 
 EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 SCHEMA_VERSION = 1
@@ -35,7 +38,10 @@ def make_record(node_id: int, subject: str | None, data: dict[str, Any]) -> dict
 
 
 class AuditLog:
-    def __init__(self, directory: str | Path, node_id: int, *, max_file_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, directory: str | Path, node_id: int, *, max_file_bytes: int = 64 * 1024 * 1024, metrics: "ProxyMetrics | None" = None
+    ) -> None:
+        self.metrics = metrics
         self.directory = Path(directory)
         self.staging = self.directory / ".staging"
         self.staging.mkdir(parents=True, exist_ok=True)
@@ -65,11 +71,18 @@ class AuditLog:
     def write(self, record: dict[str, Any]) -> None:
         """Append one record and flush it to the OS before returning."""
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-        handle = self._open()
-        handle.write(line)
-        handle.flush()
+        try:
+            handle = self._open()
+            handle.write(line)
+            handle.flush()
+        except OSError:
+            if self.metrics is not None:
+                self.metrics.audit_write_errors.inc()
+            raise
         self._size += len(line)
         self.records_written += 1
+        if self.metrics is not None:
+            self.metrics.audit_records.labels(str(record.get("data", {}).get("stage"))).inc()
         if self._size >= self.max_file_bytes:
             self.rotate()
 
@@ -78,6 +91,8 @@ class AuditLog:
             return
         self._file.close()
         os.replace(self._path, self.directory / self._path.name)
+        if self.metrics is not None:
+            self.metrics.audit_files_published.inc()
         self._file = None
         self._path = None
 

@@ -44,6 +44,7 @@ from proxy.connection import KafkaConnection
 from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
+from proxy.metrics import ProxyMetrics
 from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
 from proxy.refusals import AuditedRefusals
 from proxy.sasl_server import authenticate
@@ -120,8 +121,17 @@ class CloseConnection(Exception):
 
 
 class ProxyService:
-    def __init__(self, config: ProxyConfig, upstream: Upstream, audit: AuditLog, *, read_upstream: Upstream | None = None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        upstream: Upstream,
+        audit: AuditLog,
+        *,
+        read_upstream: Upstream | None = None,
+        metrics: ProxyMetrics | None = None,
+    ) -> None:
         self.config = config
+        self.metrics = metrics if metrics is not None else ProxyMetrics()
         self.upstream = upstream
         self.audit = audit
         # Connections refused as a whole (IP filter, limits, privileged principals): counted and audited.
@@ -147,6 +157,17 @@ class ProxyService:
             session.close_when_idle()
 
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
+        self.metrics.connections_accepted.labels(listener.name).inc()
+        active = self.metrics.connections_active.labels(listener.name)
+        active.inc()
+        try:
+            await self._session(conn, listener)
+        finally:
+            active.dec()
+            self.metrics.connections_closed.labels(listener.name).inc()
+            log.info("connection %s from %s:%s on %s closed", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+
+    async def _session(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = Session(conn, listener)
         log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
 
@@ -158,6 +179,7 @@ class ProxyService:
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
         if authenticated.mechanism is not None:
+            self.metrics.authentications.labels(listener.name, authenticated.mechanism, "success").inc()
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
         self.sessions.add(session)
         try:
@@ -246,8 +268,16 @@ class ProxyService:
         request_id = data["requestId"]
         # The intent is on its way to disk before the controller sees the request.
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        with self.metrics.forwarding_queue.track_inprogress():
+            await self._send_envelope(session, header, frame, body, resources, request_id)
+
+    async def _send_envelope(
+        self, session: Session, header: RequestHeaderInfo, frame: bytes, body: Any, resources: list[ResourceAccess], request_id: str
+    ) -> None:
+        key = header.api_key
         started = time.perf_counter()
         envelope_error: int | None = None
+        embedded: bytes | None = None
         for attempt in range(NOT_CONTROLLER_RETRIES + 1):
             try:
                 response = await self.upstream.request(
@@ -260,6 +290,7 @@ class ProxyService:
                 return
             if envelope_error != NOT_CONTROLLER or attempt == NOT_CONTROLLER_RETRIES:
                 break
+            self.metrics.upstream_not_controller_retries.inc()
             await trio.sleep(0.05 * (attempt + 1))
         if envelope_error == 0 and embedded is not None:
             if key in (CREATE_ACLS, DELETE_ACLS):
@@ -355,6 +386,16 @@ class ProxyService:
             "upstream": {"address": self.upstream.settings.address, "nodeId": None} if forwarded else None,
         }
 
+    def _count(self, session: Session, header: RequestHeaderInfo, outcome: str, started: float, *, forwarded: bool = False) -> None:
+        api = api_name(header.api_key)
+        self.metrics.requests.labels(session.listener.name, api, outcome).inc()
+        if forwarded:
+            # No queue in front of the upstream yet: all of the time after the intent is upstream time (KIP-938 split).
+            elapsed = time.perf_counter() - started
+            self.metrics.queue_time.labels(api).observe(0.0)
+            self.metrics.upstream_time.labels(api).observe(elapsed)
+            self.metrics.total_time.labels(api).observe(elapsed)
+
     def _timings(self, started: float, upstream_ms: float = 0.0) -> dict[str, float]:
         total = (time.perf_counter() - started) * 1000
         return {"queueMs": 0.0, "upstreamMs": round(upstream_ms, 3), "totalMs": round(total, 3)}
@@ -364,6 +405,7 @@ class ProxyService:
         data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
         data["timings"] = self._timings(started)
         self.audit.write(make_record(self.config.node_id, None, data))
+        self._count(session, header, "local", started)
 
     def _audit_read(self, session: Session, header: RequestHeaderInfo, started: float, result: ReadResult) -> None:
         data = self._data(session, header, "read", result.resources, forwarded=False)
@@ -382,6 +424,7 @@ class ProxyService:
         }
         data["timings"] = self._timings(started)
         self.audit.write(make_record(self.config.node_id, subject_of(result.resources), data))
+        self._count(session, header, "read", started)
 
     def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
         log.warning(
@@ -397,6 +440,7 @@ class ProxyService:
         data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 42, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
         self.audit.write(make_record(self.config.node_id, None, data))
+        self._count(session, header, "refused", time.perf_counter())
 
     def _audit_outcome(
         self,
@@ -425,6 +469,7 @@ class ProxyService:
         # The proxy does not queue yet, so the whole wait after the intent is upstream time.
         data["timings"] = self._timings(started, upstream_ms=(time.perf_counter() - started) * 1000)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        self._count(session, header, "forwarded", started, forwarded=True)
 
     def _audit_error(
         self,
@@ -446,3 +491,4 @@ class ProxyService:
         }
         data["timings"] = self._timings(started)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        self._count(session, header, "failed", started, forwarded=True)
