@@ -12,10 +12,12 @@ from authz.model import (
     RequestContext,
     ResourceType,
 )
-from authz.plugin import Authorizer
+from authz.plugin import ENTRY_POINT_GROUP, AclStore, Authorizer
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "AclAuthorizer",
+    "AclStore",
     "AclBinding",
     "AclBindingFilter",
     "Action",

@@ -1,8 +1,10 @@
 """The embedded controller's configuration, named like a KRaft controller's."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from authz import Authorizer
+from proxy.authorizer_loading import load_authorizer
 from proxy.config_errors import ConfigError
 from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import Properties, load_properties
@@ -20,6 +22,12 @@ class ControllerConfig:
     transport: TransportSettings
     metadata_dir: Path | None = None
     """`metadata.log.dir`: where the image is kept across restarts; None = memory only."""
+    authorizer_class: str = ""
+    """`authorizer.class.name`; empty = none (everything allowed, ACL APIs answer SECURITY_DISABLED), as in Kafka."""
+    properties: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def make_authorizer(self) -> Authorizer | None:
+        return load_authorizer(self.authorizer_class, self.properties) if self.authorizer_class else None
 
     def effective(self) -> dict[str, object]:
         return {
@@ -32,12 +40,16 @@ class ControllerConfig:
             "default.replication.factor": self.default_replication_factor,
             "embedded.broker.count": self.broker_count,
             "metadata.log.dir": str(self.metadata_dir) if self.metadata_dir else None,
+            "authorizer.class.name": self.authorizer_class or None,
             **self.transport.effective(),
         }
 
 
 def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     props = Properties(raw)
+    authorizer_class = props.get("authorizer.class.name") or ""
+    if authorizer_class:
+        load_authorizer(authorizer_class, props.raw)  # a plug-in that cannot be built is a config error now, not at the first request
     node_id = props.required_int("node.id", minimum=0)
     roles = props.list("process.roles", "controller")
     if "controller" not in roles or any(role not in ("controller", "broker") for role in roles):
@@ -61,6 +73,8 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
         broker_count=props.int("embedded.broker.count", 1, minimum=1),
         metadata_dir=Path(text) if (text := props.get("metadata.log.dir")) else None,
+        authorizer_class=authorizer_class,
+        properties=dict(props.raw),
         transport=parse_transport(props),
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 from authz import (
     AclBinding,
     AclBindingFilter,
+    AclStore,
     Action,
     Authorizer,
     Decision,
@@ -38,6 +39,8 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
+SECURITY_DISABLED = 54
+NO_ACL_STORE = "No Authorizer is configured."  # Kafka's words when ACL APIs meet a cluster without an ACL-keeping authorizer
 UNKNOWN_SERVER_ERROR = -1
 UNKNOWN_TOPIC_ID = 100
 
@@ -63,6 +66,7 @@ class Handlers:
     ) -> None:
         self.image = image
         self.authorizer = authorizer
+        self.acl_store: AclStore | None = authorizer if isinstance(authorizer, AclStore) else None
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.broker_count = broker_count
@@ -324,6 +328,8 @@ class Handlers:
     # -- ACLs ----------------------------------------------------------------------
 
     def create_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        if self.acl_store is None:
+            return {"throttle_time": 0, "results": [{"error_code": SECURITY_DISABLED, "error_message": NO_ACL_STORE} for _ in body.creations]}
         if not self._allowed(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             self._record("CreateAcls", ctx, "cluster:acls", CLUSTER_AUTHORIZATION_FAILED)
             return {
@@ -349,13 +355,20 @@ class Handlers:
             except ValueError as exc:
                 results.append({"error_code": INVALID_REQUEST, "error_message": str(exc)})
                 continue
-            (problem,) = self.authorizer.create_acls([binding])
+            (problem,) = self.acl_store.create_acls([binding])
             code = INVALID_REQUEST if problem else NONE
             self._record("CreateAcls", ctx, f"acl:{binding.resource_type.name}:{binding.resource_name}", code)
             results.append({"error_code": code, "error_message": problem})
         return {"throttle_time": 0, "results": results}
 
     def delete_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        if self.acl_store is None:
+            return {
+                "throttle_time": 0,
+                "filter_results": [
+                    {"error_code": SECURITY_DISABLED, "error_message": NO_ACL_STORE, "matching_acls": []} for _ in body.filters
+                ],
+            }
         if not self._allowed(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             self._record("DeleteAcls", ctx, "cluster:acls", CLUSTER_AUTHORIZATION_FAILED)
             return {
@@ -380,7 +393,7 @@ class Handlers:
             except ValueError as exc:
                 results.append({"error_code": INVALID_REQUEST, "error_message": str(exc), "matching_acls": []})
                 continue
-            (deleted,) = self.authorizer.delete_acls([binding_filter])
+            (deleted,) = self.acl_store.delete_acls([binding_filter])
             self._record("DeleteAcls", ctx, "acl-filter", NONE)
             results.append(
                 {

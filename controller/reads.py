@@ -8,7 +8,18 @@ the controller authorizes that caller, as a broker would.
 
 from typing import Any
 
-from authz import AclBindingFilter, Action, Authorizer, Decision, Operation, PatternType, PermissionType, RequestContext, ResourceType
+from authz import (
+    AclBindingFilter,
+    AclStore,
+    Action,
+    Authorizer,
+    Decision,
+    Operation,
+    PatternType,
+    PermissionType,
+    RequestContext,
+    ResourceType,
+)
 from authz.model import CLUSTER_NAME
 from controller.image import MetadataImage
 
@@ -16,6 +27,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
 CLUSTER_AUTHORIZATION_FAILED = 31
 INVALID_REQUEST = 42
+SECURITY_DISABLED = 54
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 CONFIG_RESOURCE_TOPIC = 2
 CONFIG_RESOURCE_BROKER = 4
@@ -27,6 +39,7 @@ class ReadHandlers:
     def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, broker_count: int) -> None:
         self.image = image
         self.authorizer = authorizer
+        self.acl_store: AclStore | None = authorizer if isinstance(authorizer, AclStore) else None
         self.node_id = node_id
         # The embedded controller has no brokers; replicas are numbered 1..broker_count like registered ones would be.
         self.broker_ids = list(range(1, broker_count + 1))
@@ -136,6 +149,8 @@ class ReadHandlers:
 
     def describe_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         empty = {"throttle_time": 0, "resources": []}
+        if self.acl_store is None:
+            return {**empty, "error_code": SECURITY_DISABLED, "error_message": "No Authorizer is configured."}
         if not self._allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
         try:
@@ -151,7 +166,7 @@ class ReadHandlers:
         except ValueError as exc:
             return {**empty, "error_code": INVALID_REQUEST, "error_message": str(exc)}
         grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-        for binding in self.authorizer.describe_acls(binding_filter):
+        for binding in self.acl_store.describe_acls(binding_filter):
             key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
             grouped.setdefault(key, []).append(
                 {"principal": binding.principal, "host": binding.host, "operation": binding.operation, "permission_type": binding.permission}

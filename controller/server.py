@@ -2,13 +2,14 @@
 
 import ipaddress
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
 
 import apiversions
 from apiversions import VersionRange
-from authz import AclAuthorizer, Action, Decision, Operation, RequestContext, ResourceType
+from authz import AclStore, Action, Authorizer, Decision, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
@@ -46,6 +47,13 @@ UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 
 
+class AllowEverything:
+    """Kafka without `authorizer.class.name`: every action is allowed."""
+
+    def authorize(self, context: RequestContext, actions: Sequence[Action]) -> list[Decision]:
+        return [Decision.ALLOWED for _ in actions]
+
+
 @dataclass
 class ControllerConnection:
     conn: KafkaConnection
@@ -65,9 +73,9 @@ class EmbeddedController:
         self.image = MetadataImage()
         self.store = MetadataStore(config.metadata_dir) if config.metadata_dir else None
         stored_acls = self.store.load(self.image) if self.store else []
-        self.authorizer = AclAuthorizer(
-            config.super_users, allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found, acls=stored_acls
-        )
+        self.authorizer: Authorizer = config.make_authorizer() or AllowEverything()
+        if stored_acls and isinstance(self.authorizer, AclStore):
+            self.authorizer.create_acls(stored_acls)
         self.handlers = Handlers(
             self.image,
             self.authorizer,
@@ -112,7 +120,7 @@ class EmbeddedController:
         async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
             await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
 
-        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions)
+        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions, on_refused=self.refusals)
         if authenticated is None:
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
@@ -191,6 +199,6 @@ class EmbeddedController:
         values = self.handlers.by_key[header.api_key](body, ctx)
         if self.store is not None and is_forwardable(header.api_key):
             # durable before the answer leaves: an acknowledged change survives a crash
-            self.store.save(self.image, self.authorizer.acls)
+            self.store.save(self.image, self.handlers.acl_store.acls if self.handlers.acl_store else [])
         entity = build_entity(response_schema(header.api_key, header.api_version), values)
         return encode_response(entity, correlation_id=header.correlation_id)

@@ -37,6 +37,7 @@ def controller_properties(
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.controller.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in logins.items()}),
         "super.users": super_users,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     }
 
 
