@@ -1,4 +1,4 @@
-"""`envelope-proxy`: run, controller, demo, audit, check-config, scram."""
+"""`envelope-proxy`: run, controller, demo, audit, check-config, scram, certs."""
 
 import argparse
 import json
@@ -10,9 +10,12 @@ from pathlib import Path
 
 import trio
 
+from proxy.certs_cli import add_certs_parser, run_certs
 from proxy.config_errors import ConfigError
 from proxy.properties import Properties, load_properties
 from proxy.scram_cli import add_scram_parser, run_scram
+from proxy.tls import ReloadingServerContext
+from proxy.tls_config import listener_contexts
 
 
 def _setup_logging(level: str) -> None:
@@ -21,15 +24,33 @@ def _setup_logging(level: str) -> None:
     )
 
 
-def _serve_until_signal(serve: Callable[[], Awaitable[None]]) -> int:
+def reload_tls(contexts: Sequence[ReloadingServerContext]) -> None:
+    """SIGHUP: rebuild every TLS context from its files; a failed one keeps the previous certificates (logged)."""
+    log = logging.getLogger(__name__)
+    if not contexts:
+        log.info("received SIGHUP: no TLS listener to reload")
+    for context in contexts:
+        if context.reload():
+            log.info("received SIGHUP: reloaded TLS %s (generation %d)", _describe(context), context.generation)
+
+
+def _describe(context: ReloadingServerContext) -> str:
+    return ", ".join(f"{key}={path}" for key, path in context.settings.watched_files()) or "inline PEM"
+
+
+def _serve_until_signal(serve: Callable[[], Awaitable[None]], tls_contexts: Sequence[ReloadingServerContext] = ()) -> int:
     """Run a server until SIGTERM or SIGINT, then cancel it so its `finally` blocks
-    (publishing the audit file) run before the process exits 0."""
+    (publishing the audit file) run before the process exits 0. SIGHUP reloads the
+    TLS certificates and stores of `tls_contexts` (new connections use them)."""
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(serve)
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        reload_tls(tls_contexts)
+                        continue
                     logging.getLogger(__name__).info("received %s, shutting down", signal.Signals(signum).name)
                     nursery.cancel_scope.cancel()
                     break
@@ -60,7 +81,10 @@ def _run_proxy(path: str) -> int:
     from proxy.config import load_proxy_config
 
     config = load_proxy_config(path)
-    return _serve_until_signal(lambda: run_proxy(config))
+    contexts = listener_contexts(config.listeners)
+    if config.upstream.tls_context is not None:
+        contexts.append(config.upstream.tls_context)  # read.bootstrap.servers shares it
+    return _serve_until_signal(lambda: run_proxy(config), contexts)
 
 
 def _run_controller(path: str) -> int:
@@ -74,7 +98,7 @@ def _run_controller(path: str) -> int:
     except MetadataStoreError as exc:
         print(f"cannot start the controller: {exc}", file=sys.stderr)
         return 2
-    return _serve_until_signal(controller.run)
+    return _serve_until_signal(controller.run, listener_contexts(config.listeners))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--output", required=True)
     audit.add_argument("--master", default="local[*]")
     add_scram_parser(commands)
+    add_certs_parser(commands)
     return parser
 
 
@@ -111,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_proxy(args.config)
         if args.command == "scram":
             return run_scram(args)
+        if args.command == "certs":
+            return run_certs(args)
         if args.command == "controller":
             return _run_controller(args.config)
         if args.command == "demo":

@@ -5,10 +5,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proxy.authorizer_loading import is_standard, load_authorizer
 from proxy.config_errors import ConfigError
-from proxy.edge_authz import STANDARD_AUTHORIZER, EdgeSettings
+from proxy.edge_authz import EdgeSettings
 from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.properties import Properties, load_properties
+from proxy.tls_config import parse_client_tls
 from proxy.upstream import UpstreamSettings
 from proxy.upstream_login import parse_upstream_login
 
@@ -30,7 +32,12 @@ class ProxyConfig:
 
     @property
     def forwarding_principal(self) -> str:
-        return f"User:{self.upstream.username}" if self.upstream.username else "User:ANONYMOUS"
+        """The proxy's principal on the controller: its SASL user, else (SSL) its certificate's DN as Kafka's DEFAULT rule names it."""
+        if self.upstream.username:
+            return f"User:{self.upstream.username}"
+        if self.upstream.security_protocol == "SSL" and self.upstream.certificate_dn:
+            return f"User:{self.upstream.certificate_dn}"
+        return "User:ANONYMOUS"
 
     def effective(self) -> dict[str, Any]:
         return {
@@ -44,6 +51,7 @@ class ProxyConfig:
                 "username": self.upstream.username,
                 "password": "[hidden]" if self.upstream.password else None,
                 "request.timeout.ms": int(self.upstream.request_timeout * 1000),
+                "ssl": _client_tls_effective(self.upstream),
             },
             "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
             "edge": self.edge.effective(),
@@ -52,6 +60,16 @@ class ProxyConfig:
             "cluster.id": self.cluster_id,
             **self.transport.effective(),
         }
+
+
+def _client_tls_effective(upstream: UpstreamSettings) -> dict[str, object] | None:
+    if upstream.tls is None:
+        return None
+    prefix = upstream.tls.key_prefix
+    shown: dict[str, object] = {key.removeprefix(prefix): value for key, value in upstream.tls.masked().items()}
+    shown.pop("ssl.client.auth", None)  # a server-side key
+    shown["certificate.dn"] = upstream.certificate_dn
+    return shown
 
 
 def parse_host_port(key: str, text: str) -> tuple[str, int]:
@@ -81,14 +99,11 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
             props.get("listener.security.protocol.map"),
             f"no security protocol defined for controller listener {name}",
         )
-    if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-        raise ConfigError(
-            "listener.security.protocol.map",
-            props.get("listener.security.protocol.map"),
-            f"controller listener {name} uses {protocol}; this version connects with PLAINTEXT or SASL_PLAINTEXT",
-        )
+    # Every security protocol is served (the map only holds those four); SSL and SASL_SSL read the
+    # controller listener's ssl.* keys: listener.name.<controller>.ssl.* falling back to ssl.*.
     host, port = parse_host_port("controller.quorum.bootstrap.servers", props.require("controller.quorum.bootstrap.servers"))
     login = parse_upstream_login(props, name, protocol)
+    tls = parse_client_tls(props, name, protocol)
     settings = UpstreamSettings(
         host=host,
         port=port,
@@ -97,6 +112,9 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
         username=login.username,
         password=login.password,
         request_timeout=props.int("request.timeout.ms", 30000, minimum=1) / 1000,
+        tls=tls.settings if tls else None,
+        tls_context=tls.context if tls else None,
+        certificate_dn=tls.certificate_dn if tls else None,
     )
     return name, settings
 
@@ -127,23 +145,22 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     )
 
 
-EDGE_POLICIES = {"": "deny", STANDARD_AUTHORIZER: "acl", "authz.acl.AclAuthorizer": "acl"}
-
-
 def _edge(props: Properties) -> EdgeSettings:
     name = props.get("authorizer.class.name") or ""
-    policy = EDGE_POLICIES.get(name)
-    if policy is None:
-        raise ConfigError(
-            "authorizer.class.name",
-            name,
-            f"the proxy's edge authorizer is either unset (reads are denied) or {STANDARD_AUTHORIZER} (ACLs mirrored from the controller)",
-        )
+    plugin = None
+    if not name:
+        policy = "deny"
+    elif is_standard(name):
+        policy = "acl"
+    else:
+        policy, plugin = "plugin", load_authorizer(name, props.raw)
     return EdgeSettings(
         policy=policy,
         super_users=frozenset(props.list("super.users", separator=";")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
+        plugin=plugin,
+        plugin_name=name if plugin is not None else None,
     )
 
 

@@ -22,17 +22,29 @@ class Peer:
 
 
 class KafkaConnection:
-    def __init__(self, stream: trio.SocketStream, *, listener: str, max_frame_size: int, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        *,
+        listener: str,
+        max_frame_size: int,
+        idle_timeout: float,
+        peer: tuple[str, int] | None = None,
+    ) -> None:
+        """`stream` is the TCP stream, or the TLS stream over it; `peer` is the TCP peer (read from the socket when None)."""
         self.stream = stream
         self.listener = listener
         self.connection_id = next_connection_id(listener)
         self.reader = FrameReader(max_frame_size)
         self.idle_timeout = idle_timeout
         self._send_lock = trio.Lock()
-        host, port, *_ = stream.socket.getpeername()
-        if host.startswith("::ffff:"):
-            host = host[len("::ffff:") :]
-        self.peer = Peer(host, port)
+        if peer is None:
+            assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
+            host, port, *_ = stream.socket.getpeername()
+            if host.startswith("::ffff:"):
+                host = host[len("::ffff:") :]
+            peer = (host, port)
+        self.peer = Peer(*peer)
 
     async def receive_frame(self) -> bytes | None:
         """The next frame, or None when the peer closed or stayed idle too long.
@@ -44,7 +56,7 @@ class KafkaConnection:
                 data = await self.stream.receive_some(_RECEIVE_CHUNK)
             if scope.cancelled_caught or not data:
                 return None
-            self.reader.feed(data)
+            self.reader.feed(bytes(data))
         return frame
 
     async def send(self, payload: bytes, *, timeout: float = 30.0) -> None:

@@ -5,6 +5,7 @@ forwardable, so the controller would see the proxy, not the client. The
 proxy therefore decides first. Two policies:
 
 - `deny` (the default): no client read reaches the upstream.
+- a plug-in named by entry point or dotted path (see authz.plugin) decides alone.
 - `acl`: Kafka's ACL semantics over a mirror of the upstream's own ACLs,
   fetched with DescribeAcls under the proxy's identity, plus the proxy's
   `super.users` and `allow.everyone.if.no.acl.found`. The mirror is
@@ -14,11 +15,22 @@ proxy therefore decides first. Two policies:
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
-from authz import AclAuthorizer, AclBinding, Action, Decision, Operation, PatternType, PermissionType, RequestContext, ResourceType
+from authz import (
+    AclAuthorizer,
+    AclBinding,
+    Action,
+    Authorizer,
+    Decision,
+    Operation,
+    PatternType,
+    PermissionType,
+    RequestContext,
+    ResourceType,
+)
 from envelope.apis import DESCRIBE_ACLS
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
@@ -26,16 +38,17 @@ from proxy.upstream import Upstream, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
 
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _DESCRIBE_ACLS_VERSION = 1  # v1 has pattern types; every Kafka 2.0+ controller serves it
 
 
 @dataclass(frozen=True)
 class EdgeSettings:
-    policy: str = "deny"  # "deny" or "acl"
+    policy: str = "deny"  # "deny", "acl" or "plugin"
     super_users: frozenset[str] = frozenset()
     allow_everyone_if_no_acl_found: bool = False
     refresh_seconds: float = 5.0
+    plugin: Authorizer | None = field(default=None, compare=False, repr=False)
+    plugin_name: str | None = None
 
     def effective(self) -> dict[str, object]:
         return {
@@ -43,6 +56,7 @@ class EdgeSettings:
             "super.users": sorted(self.super_users),
             "allow.everyone.if.no.acl.found": self.allow_everyone_if_no_acl_found,
             "edge.acl.refresh.ms": int(self.refresh_seconds * 1000),
+            "plugin": self.plugin_name,
         }
 
 
@@ -59,6 +73,8 @@ class EdgeAuthorizer:
         self._mirror = None
 
     async def authorize(self, ctx: RequestContext, actions: Sequence[Action]) -> list[Decision]:
+        if self.settings.plugin is not None:
+            return self.settings.plugin.authorize(ctx, actions)
         if self.settings.policy == "deny":
             return [Decision.DENIED for _ in actions]
         mirror = await self._current()

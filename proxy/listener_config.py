@@ -10,10 +10,10 @@ from proxy.ip_filter import IpFilter, parse_ip_filter
 from proxy.properties import Properties
 from proxy.sasl_config import parse_sasl
 from proxy.scram_source import ScramCredentialSource
+from proxy.tls_config import ListenerTls, parse_listener_tls
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-SUPPORTED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 _ENDPOINT = re.compile(r"^(?P<name>[A-Za-z0-9_\-.]+)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):(?P<port>-?\d+)$")
 
 
@@ -141,6 +141,8 @@ class ListenerConfig:
     idle_timeout: float = 600.0
     # Principals refused on this listener after they authenticate (KIP-590: the internal path only).
     privileged_principals: frozenset[str] = frozenset()
+    # SSL and SASL_SSL: the (reloading) server context, client-auth mode and principal mapping.
+    tls: ListenerTls | None = None
 
     @property
     def uses_sasl(self) -> bool:
@@ -160,6 +162,7 @@ class ListenerConfig:
             **self.limits.effective(),
             "connections.max.idle.ms": int(self.idle_timeout * 1000),
             "privileged.principals": sorted(self.privileged_principals),
+            "ssl": self.tls.effective() if self.tls else None,
         }
 
 
@@ -204,12 +207,6 @@ def parse_listeners(props: Properties, *, only: set[str] | None = None) -> list[
 
 
 def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: Endpoint | None) -> ListenerConfig:
-    if protocol not in SUPPORTED_PROTOCOLS:
-        raise ConfigError(
-            "listener.security.protocol.map",
-            props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP),
-            f"listener {endpoint.name} uses {protocol}, this version supports {', '.join(sorted(SUPPORTED_PROTOCOLS))}",
-        )
     sasl = parse_sasl(props, endpoint.name) if protocol.startswith("SASL_") else None
     name = endpoint.name
     type_key = props.listener_key(name, "security.ip.filter.rule.type")
@@ -233,4 +230,5 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         ip_filter_key=list_key,
         limits=limits,
         idle_timeout=idle_ms / 1000,
+        tls=parse_listener_tls(props, name, protocol),
     )

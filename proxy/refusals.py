@@ -1,4 +1,4 @@
-"""Connections refused as a whole (IP filter, connection limits, privileged principals).
+"""Connections refused as a whole (IP filter, connection limits, privileged principals, SSL principal mapping).
 
 The accept loop and the SASL exchange report each refusal once through an
 `OnRefused` callback; the proxy turns it into an audit record, every server
@@ -15,6 +15,7 @@ from proxy.audit import AuditLog, make_record
 
 IP_FILTER = "ip-filter"
 PRIVILEGED_PRINCIPAL = "privileged-principal"
+SSL_PRINCIPAL_MAPPING = "ssl-principal-mapping"  # an SSL client certificate's DN matched no ssl.principal.mapping.rules
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class RefusedConnection:
     security_protocol: str
     host: str
     port: int
-    reason: str  # IP_FILTER, PRIVILEGED_PRINCIPAL, or the limit's key (max.connections, max.connections.per.ip, ...)
+    reason: str  # IP_FILTER, PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, or the limit's key (max.connections, max.connections.per.ip, ...)
     detail: str  # the matching rule or the limit, for people reading the log or the audit
     connection_id: str | None = None
     principal: str | None = None

@@ -14,8 +14,10 @@ from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
 from proxy.listener_config import ListenerConfig, TransportSettings
-from proxy.refusals import PRIVILEGED_PRINCIPAL, OnRefused, RefusedConnection
+from proxy.refusals import PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, OnRefused, RefusedConnection
 from proxy.sasl_mechanisms import AuthenticationFailed, ServerExchange, server_exchange, verify_plain
+from proxy.ssl_principal import NoMatchingRule
+from proxy.tls_listener import SSL_MECHANISM, certificate_principal
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +130,7 @@ class SaslServer:
             principal = Principal("User", exchange.user)
             refusal = privileged_refusal(self.listener, principal)
             if refusal is not None:
-                report_privileged(self.conn, self.listener, principal, mechanism, refusal, self.on_refused)
+                report_refusal(self.conn, self.listener, principal, mechanism, refusal, self.on_refused)
                 await self._fail(header, f"Authentication failed: {refusal}")
                 return False
         if header is None:
@@ -145,9 +147,17 @@ class SaslServer:
         await trio.sleep(self.failure_delay)
 
 
-def report_privileged(
-    conn: KafkaConnection, listener: ListenerConfig, principal: Principal, mechanism: str | None, refusal: str, on_refused: OnRefused | None
+def report_refusal(
+    conn: KafkaConnection,
+    listener: ListenerConfig,
+    principal: Principal | None,
+    mechanism: str | None,
+    refusal: str,
+    on_refused: OnRefused | None,
+    *,
+    reason: str = PRIVILEGED_PRINCIPAL,
 ) -> None:
+    """Log and report a connection refused after (or while) authenticating; `reason` is the audit's."""
     log.warning("connection %s from %s:%s refused: %s", conn.connection_id, conn.peer.host, conn.peer.port, refusal)
     if on_refused is not None:
         on_refused(
@@ -156,13 +166,32 @@ def report_privileged(
                 security_protocol=listener.security_protocol,
                 host=conn.peer.host,
                 port=conn.peer.port,
-                reason=PRIVILEGED_PRINCIPAL,
+                reason=reason,
                 detail=refusal,
                 connection_id=conn.connection_id,
-                principal=str(principal),
+                principal=None if principal is None else str(principal),
                 mechanism=mechanism,
             )
         )
+
+
+async def _certificate_login(
+    conn: KafkaConnection, listener: ListenerConfig, failure_delay: float, on_refused: OnRefused | None
+) -> Authenticated | None:
+    """SSL listeners: the client certificate's mapped DN (User:ANONYMOUS without one); None = close."""
+    try:
+        principal = certificate_principal(conn.stream, listener)
+    except NoMatchingRule as exc:
+        # Kafka: an authentication failure, so the connection closes after the failed-authentication delay.
+        report_refusal(conn, listener, None, SSL_MECHANISM, str(exc), on_refused, reason=SSL_PRINCIPAL_MAPPING)
+        await trio.sleep(failure_delay)
+        return None
+    refusal = privileged_refusal(listener, principal)
+    if refusal is not None:
+        report_refusal(conn, listener, principal, SSL_MECHANISM, refusal, on_refused)
+        await trio.sleep(failure_delay)
+        return None
+    return Authenticated(principal, SSL_MECHANISM)
 
 
 async def authenticate(
@@ -173,15 +202,19 @@ async def authenticate(
     *,
     on_refused: OnRefused | None = None,
 ) -> Authenticated | None:
-    """The session's principal: ANONYMOUS on PLAINTEXT, the SASL login otherwise (None = close).
+    """The session's principal: ANONYMOUS on PLAINTEXT, the mapped certificate DN on SSL (mechanism "SSL"),
+    the SASL login on SASL_PLAINTEXT and SASL_SSL (None = close).
 
     Frames are capped at `sasl.server.max.receive.size` until the login succeeds.
-    A principal in the listener's `privileged_principals` is refused and reported to `on_refused`.
+    A principal in the listener's `privileged_principals` is refused and reported to `on_refused`;
+    so is an SSL client whose DN matches no `ssl.principal.mapping.rules` (reason `ssl-principal-mapping`).
     """
+    if listener.security_protocol == "SSL":
+        return await _certificate_login(conn, listener, transport.failed_auth_delay, on_refused)
     if not listener.uses_sasl:
         refusal = privileged_refusal(listener, ANONYMOUS)
         if refusal is not None:
-            report_privileged(conn, listener, ANONYMOUS, None, refusal, on_refused)
+            report_refusal(conn, listener, ANONYMOUS, None, refusal, on_refused)
             return None
         return Authenticated(ANONYMOUS, None)
     conn.reader.max_frame_size = transport.sasl_max_receive_size

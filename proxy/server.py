@@ -13,6 +13,7 @@ from proxy.connection_limits import ConnectionTracker
 from proxy.ip_filter import parse_address
 from proxy.listener_config import ListenerConfig, TransportSettings
 from proxy.refusals import OnRefused, RefusedConnection
+from proxy.tls_listener import tls_handshake
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ async def serve_listener(
 
     Connection limits count against `tracker`; pass one tracker to every listener of a
     process so that per-IP and process-wide limits span them all. A connection refused
-    at accept time (IP filter, limits) is logged and reported to `on_refused`.
+    at accept time (IP filter, limits) is logged and reported to `on_refused`. On SSL and
+    SASL_SSL listeners the TLS handshake follows those checks; the peer stays the TCP peer.
     """
     tracker = tracker if tracker is not None else ConnectionTracker()
     sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
@@ -70,7 +72,13 @@ async def serve_listener(
                 await stream.aclose()
             return
         try:
-            await _serve(stream, bound, handler, transport)
+            served: trio.abc.Stream = stream
+            if bound.tls is not None:
+                secured = await tls_handshake(stream, bound, (host, peer_port))
+                if secured is None:
+                    return
+                served = secured
+            await _serve(served, bound, handler, transport, (host, peer_port))
         finally:
             tracker.release(bound.name, host)
 
@@ -80,8 +88,12 @@ async def serve_listener(
             nursery.start_soon(trio.serve_listeners, handle, [sock])
 
 
-async def _serve(stream: trio.SocketStream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings) -> None:
-    conn = KafkaConnection(stream, listener=listener.name, max_frame_size=transport.max_frame_size, idle_timeout=listener.idle_timeout)
+async def _serve(
+    stream: trio.abc.Stream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings, peer: tuple[str, int]
+) -> None:
+    conn = KafkaConnection(
+        stream, listener=listener.name, max_frame_size=transport.max_frame_size, idle_timeout=listener.idle_timeout, peer=peer
+    )
     try:
         await handler(conn, listener)
     except ProtocolError as exc:

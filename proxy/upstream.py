@@ -20,6 +20,7 @@ from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_correlation_id
 from proxy.sasl_client import LoginFailed, client_exchange
+from proxy.tls import ReloadingServerContext, TlsSettings
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,14 @@ class UpstreamAuthenticationError(Exception):
 class UpstreamSettings:
     host: str
     port: int
-    security_protocol: str  # PLAINTEXT or SASL_PLAINTEXT
+    security_protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
     sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    # SSL and SASL_SSL: the client context (truststore, optional client certificate), re-read when its files change.
+    tls: TlsSettings | None = None
+    tls_context: ReloadingServerContext | None = field(default=None, repr=False, compare=False)
+    certificate_dn: str | None = None  # the client certificate's subject (RFC 2253), if one is configured
     connect_timeout: float = 10.0
     request_timeout: float = 30.0
     backoff_initial: float = 0.05
@@ -57,10 +62,24 @@ class UpstreamSettings:
 async def open_stream(settings: UpstreamSettings) -> trio.abc.Stream:
     """The byte stream to the controller listener, before any Kafka protocol.
 
-    The seam for SSL and SASL_SSL: they wrap this TCP stream in a `trio.SSLStream`;
-    everything after (ApiVersions, SASL, envelopes) only needs a `trio.abc.Stream`.
+    SSL and SASL_SSL wrap the TCP stream in a `trio.SSLStream` and complete the handshake
+    here (the server certificate is checked against the truststore and, with
+    `ssl.endpoint.identification.algorithm=https`, against `settings.host`); everything
+    after (ApiVersions, SASL, envelopes) only needs a `trio.abc.Stream`.
     """
-    return await trio.open_tcp_stream(settings.host, settings.port)
+    tcp = await trio.open_tcp_stream(settings.host, settings.port)
+    if settings.tls_context is None:
+        return tcp
+    secured = trio.SSLStream(tcp, settings.tls_context.current(), server_hostname=settings.host)
+    try:
+        await secured.do_handshake()
+    except trio.BrokenResourceError as exc:
+        await trio.aclose_forcefully(secured)
+        raise trio.BrokenResourceError(f"TLS handshake with {settings.address} failed: {exc.__cause__ or exc}") from exc
+    except BaseException:
+        await trio.aclose_forcefully(secured)
+        raise
+    return secured
 
 
 class _Pending:
@@ -141,7 +160,8 @@ class Upstream:
         self._stream = stream
         self._reader = reader
         self._connected.set()
-        log.info("connected to controller %s as %s", self.settings.address, self.settings.username or "ANONYMOUS")
+        identity = self.settings.username or self.settings.certificate_dn or "ANONYMOUS"
+        log.info("connected to controller %s (%s) as %s", self.settings.address, self.settings.security_protocol, identity)
         if previous is not None and previous != ranges and self.on_versions_changed is not None:
             self.on_versions_changed()
         return stream

@@ -100,7 +100,10 @@ async def test_max_connections_per_listener(nursery: Any, tmp_path: Path) -> Non
     assert other_listener
     assert reopened
     refused = [r["data"] for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "refused"]
-    assert [(r["requestMetadata"]["clientAddress"], r["authorizationInfo"]["reason"]) for r in refused] == [("127.0.0.8", "max.connections")]
+    # _poll_open's attempts from 127.0.0.9 may be refused too until the server has noticed the close.
+    reasons = [(r["requestMetadata"]["clientAddress"], r["authorizationInfo"]["reason"]) for r in refused]
+    assert [item for item in reasons if item[0] != "127.0.0.9"] == [("127.0.0.8", "max.connections")]
+    assert {item for item in reasons if item[0] == "127.0.0.9"} <= {("127.0.0.9", "max.connections")}
 
 
 async def test_global_max_connections_spans_listeners(nursery: Any, tmp_path: Path) -> None:

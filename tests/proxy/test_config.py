@@ -3,6 +3,7 @@
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,6 +12,9 @@ from proxy.config import parse_proxy_config
 from proxy.config_errors import ConfigError
 from proxy.embedded import controller_properties, proxy_properties
 from proxy.jaas import parse_jaas
+
+if TYPE_CHECKING:
+    from proxy.certs import DevPki
 
 
 def test_the_embedded_defaults_parse() -> None:
@@ -330,3 +334,214 @@ def test_check_config_shows_security_settings_per_listener(tmp_path: Path) -> No
     assert client["privileged.principals"] == ["User:proxy"]
     assert effective["privileged.principals"] == ["User:proxy"]
     assert "alice-secret" not in result.stdout and "proxy-secret" not in result.stdout and "alice-scram" not in result.stdout
+
+
+# -- TLS: SSL and SASL_SSL listeners, the proxy's TLS connection to the controller -----------------
+
+_TLS_PASSWORD = "pki-secret"
+_SSL_CLIENT = {"listener.security.protocol.map": "CLIENT:SSL,PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}
+
+
+@pytest.fixture(scope="module")
+def dev_pki(tmp_path_factory: pytest.TempPathFactory) -> "DevPki":
+    from proxy.certs import generate_dev_pki
+
+    return generate_dev_pki(tmp_path_factory.mktemp("pki"), hosts=["localhost"], clients=["proxy"], password=_TLS_PASSWORD)
+
+
+def _tls_props(pki: "DevPki", prefix: str = "") -> dict[str, str]:
+    return {
+        f"{prefix}ssl.keystore.location": str(pki.server_p12),
+        f"{prefix}ssl.keystore.password": _TLS_PASSWORD,
+        f"{prefix}ssl.truststore.type": "PEM",
+        f"{prefix}ssl.truststore.location": str(pki.truststore_pem),
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        pytest.param(
+            _SSL_CLIENT,
+            "Invalid value None for configuration ssl.keystore.location: "
+            "a TLS server needs a keystore (ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)",
+            id="ssl-listener-without-keystore",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "listener.name.client.ssl.client.auth": "required"},
+            "Invalid value None for configuration listener.name.client.ssl.keystore.location: a TLS server needs a keystore "
+            "(listener.name.client.ssl.keystore.location, or listener.name.client.ssl.keystore.key with listener.name.client.ssl.keystore.certificate.chain)",
+            id="ssl-listener-without-keystore-named-per-listener",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "listener.name.client.ssl.client.auth": "want"},
+            "Invalid value 'want' for configuration listener.name.client.ssl.client.auth: "
+            "unknown client authentication mode; expected none, requested or required",
+            id="bad-client-auth",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "ssl.enabled.protocols": "TLSv1.2,TLSv1.1"},
+            "Invalid value 'TLSv1.2,TLSv1.1' for configuration ssl.enabled.protocols: TLSv1.1 is insecure and unsupported; use TLSv1.2 and/or TLSv1.3",
+            id="tls-1.1",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "ssl.cipher.suites": "TLS_RSA_WITH_RC4_128_SHA"},
+            "Invalid value 'TLS_RSA_WITH_RC4_128_SHA' for configuration ssl.cipher.suites: "
+            "unknown or unsupported cipher suite 'TLS_RSA_WITH_RC4_128_SHA'; use IANA names such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            id="unknown-cipher-suite",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "ssl.keystore.type": "JKS"},
+            "Invalid value 'JKS' for configuration ssl.keystore.type: "
+            "JKS stores are not supported; convert with `keytool -importkeystore -deststoretype PKCS12` or use PEM",
+            id="jks-keystore",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "listener.name.client.ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/,NOPE"},
+            "Invalid value 'RULE:^CN=(.*)$/$1/,NOPE' for configuration listener.name.client.ssl.principal.mapping.rules: "
+            "Invalid rule: `NOPE`, unmatched substring: `NOPE`",
+            id="malformed-mapping-rule",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "ssl.keystore.password": "wrong"},
+            "Invalid value '[hidden]' for configuration ssl.keystore.password: cannot open PKCS12 store {server.p12}: wrong password",
+            id="wrong-keystore-password",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "listener.name.client.ssl.keystore.location": "{server.p12}", "ssl.keystore.password": "wrong"},
+            "Invalid value '[hidden]' for configuration ssl.keystore.password: cannot open PKCS12 store {server.p12}: wrong password",
+            id="wrong-global-password-for-a-per-listener-keystore",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "ssl.truststore.location": "/nonexistent/ca.pem"},
+            "Invalid value '/nonexistent/ca.pem' for configuration ssl.truststore.location: cannot read the file: No such file or directory",
+            id="missing-truststore",
+        ),
+        pytest.param(
+            {**_SSL_CLIENT, "{tls}": "", "listener.name.client.ssl.handshake.timeout.ms": "0"},
+            "Invalid value '0' for configuration listener.name.client.ssl.handshake.timeout.ms: must be at least 1",
+            id="handshake-timeout",
+        ),
+        pytest.param(
+            {"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SSL", "listener.name.controller.ssl.keystore.location": "{server.p12}"},
+            "Invalid value None for configuration listener.name.controller.ssl.keystore.password: a PKCS12 keystore ({server.p12}) needs its password",
+            id="controller-client-keystore-without-password",
+        ),
+        pytest.param(
+            {
+                "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SASL_SSL",
+                "listener.name.controller.ssl.truststore.location": "/nonexistent/truststore.p12",
+            },
+            "Invalid value '/nonexistent/truststore.p12' for configuration listener.name.controller.ssl.truststore.location: "
+            "cannot read the file: No such file or directory",
+            id="controller-client-missing-truststore",
+        ),
+        pytest.param(
+            {
+                "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SSL",
+                "listener.name.controller.ssl.endpoint.identification.algorithm": "dns",
+            },
+            "Invalid value 'dns' for configuration listener.name.controller.ssl.endpoint.identification.algorithm: "
+            "unsupported algorithm; use https, or an empty value to turn host name verification off",
+            id="controller-endpoint-identification",
+        ),
+    ],
+)
+def test_tls_config_rejections(dev_pki: "DevPki", changes: dict[str, str], message: str) -> None:
+    props = proxy_properties(9093, Path("/tmp/audit"))
+    for key, value in changes.items():
+        if key == "{tls}":
+            props.update(_tls_props(dev_pki))
+        else:
+            props[key] = value.replace("{server.p12}", str(dev_pki.server_p12))
+    with pytest.raises(ConfigError) as error:
+        parse_proxy_config(props)
+    assert str(error.value) == message.replace("{server.p12}", str(dev_pki.server_p12))
+
+
+def test_the_embedded_controller_rejects_an_ssl_listener_without_a_keystore() -> None:
+    props = {**controller_properties(), "listener.security.protocol.map": "CONTROLLER:SSL"}
+    with pytest.raises(ConfigError) as error:
+        parse_controller_config(props)
+    assert str(error.value).startswith("Invalid value None for configuration ssl.keystore.location: a TLS server needs a keystore")
+
+
+def test_tls_keys_fall_back_per_key_and_kip_684_ignores_the_global_client_auth_on_sasl_ssl(dev_pki: "DevPki") -> None:
+    props = proxy_properties(9093, Path("/tmp/audit"))
+    props.update(
+        {
+            "listeners": "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0,MTLS://127.0.0.1:0",
+            "listener.security.protocol.map": "CLIENT:SASL_SSL,PLAIN:PLAINTEXT,MTLS:SSL,CONTROLLER:SASL_PLAINTEXT",
+            **_tls_props(dev_pki),
+            "ssl.client.auth": "required",
+            "listener.name.mtls.ssl.enabled.protocols": "TLSv1.3",
+            "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=clients.*$/$1/L,DEFAULT",
+        }
+    )
+    client, plain, mtls = parse_proxy_config(props).listeners
+    assert plain.tls is None
+    assert client.tls is not None and mtls.tls is not None
+    assert (client.tls.settings.client_auth, mtls.tls.settings.client_auth) == ("none", "required")
+    assert (client.tls.settings.enabled_protocols, mtls.tls.settings.enabled_protocols) == (("TLSv1.2", "TLSv1.3"), ("TLSv1.3",))
+    assert mtls.tls.settings.keystore_location == str(dev_pki.server_p12)  # from the global key
+    assert mtls.tls.mapper.map("CN=Alice,OU=clients,O=x") == "alice"
+    assert client.tls.mapper.map("CN=Alice,OU=clients,O=x") == "CN=Alice,OU=clients,O=x"  # DEFAULT
+
+
+def test_the_proxy_connects_to_the_controller_with_the_controller_listeners_tls_keys(dev_pki: "DevPki") -> None:
+    proxy_cert = dev_pki.clients[0]
+    props = proxy_properties(9093, Path("/tmp/audit"))
+    props.update(
+        {
+            "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SSL",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(dev_pki.truststore_pem),
+            "listener.name.controller.ssl.keystore.location": str(proxy_cert.p12),
+            "listener.name.controller.ssl.keystore.password": _TLS_PASSWORD,
+        }
+    )
+    config = parse_proxy_config(props)
+    upstream = config.upstream
+    assert upstream.security_protocol == "SSL" and upstream.tls is not None and upstream.tls_context is not None
+    assert upstream.tls.truststore_location == str(dev_pki.truststore_pem)  # global fallback
+    assert upstream.tls.endpoint_identification is True  # Kafka's default https
+    assert upstream.certificate_dn == proxy_cert.dn
+    assert config.forwarding_principal == f"User:{proxy_cert.dn}"
+
+
+def test_check_config_shows_tls_settings_per_listener_with_passwords_hidden(tmp_path: Path, dev_pki: "DevPki") -> None:
+    import json
+
+    props = proxy_properties(9093, tmp_path)
+    props.update(
+        {
+            "listeners": "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
+            "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:SSL,CONTROLLER:SASL_SSL",
+            **_tls_props(dev_pki, "listener.name.plain."),
+            "listener.name.plain.ssl.client.auth": "requested",
+            "listener.name.plain.ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=clients.*$/$1/,DEFAULT",
+            "listener.name.controller.ssl.truststore.type": "PEM",
+            "listener.name.controller.ssl.truststore.location": str(dev_pki.truststore_pem),
+        }
+    )
+    path = tmp_path / "proxy.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    result = subprocess.run(
+        [sys.executable, "-m", "proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    effective = json.loads(result.stdout)
+    client, plain = effective["listeners"]
+    assert client["ssl"] is None
+    assert plain["security.protocol"] == "SSL"
+    ssl_shown = plain["ssl"]
+    assert ssl_shown["ssl.keystore.location"] == str(dev_pki.server_p12)
+    assert ssl_shown["ssl.keystore.password"] == "[hidden]"
+    assert ssl_shown["ssl.client.auth"] == "requested"
+    assert ssl_shown["ssl.enabled.protocols"] == "TLSv1.2,TLSv1.3"
+    assert ssl_shown["ssl.principal.mapping.rules"] == ["RULE:^CN=(.*?),OU=clients.*$/$1", "DEFAULT"]  # Kafka's Rule.toString()
+    assert ssl_shown["ssl.handshake.timeout.ms"] == 10000
+    controller_ssl = effective["controller"]["ssl"]
+    assert controller_ssl["ssl.truststore.location"] == str(dev_pki.truststore_pem)
+    assert controller_ssl["ssl.endpoint.identification.algorithm"] == "https"
+    assert _TLS_PASSWORD not in result.stdout
