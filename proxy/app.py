@@ -1,4 +1,4 @@
-"""Wiring of the proxy: upstream connection, listeners, audit sink."""
+"""Wiring of the proxy: upstream connections, listeners, audit sink, operations endpoint, graceful drain."""
 
 import logging
 from dataclasses import dataclass, field
@@ -8,7 +8,9 @@ import trio
 from proxy.audit import AuditLog
 from proxy.config import ProxyConfig
 from proxy.connection_limits import ConnectionTracker
+from proxy.http_endpoint import OperationsEndpoint, serve_operations
 from proxy.listener_config import ListenerConfig
+from proxy.metrics import ProxyMetrics
 from proxy.server import serve_listener
 from proxy.session import ProxyService
 from proxy.upstream import Upstream
@@ -21,37 +23,85 @@ class RunningProxy:
     service: ProxyService
     listeners: list[ListenerConfig]
     tracker: ConnectionTracker = field(default_factory=ConnectionTracker)
+    metrics_port: int | None = None
+    state: dict[str, bool] = field(default_factory=dict)
 
     def listener(self, name: str) -> ListenerConfig:
         return next(item for item in self.listeners if item.name == name.upper())
 
+    def ready(self) -> bool:
+        """Listeners bound, the controller connected with known ApiVersions, and not shutting down."""
+        upstream = self.service.upstream
+        return (
+            self.state.get("bound", False)
+            and not self.state.get("draining", False)
+            and upstream.connected
+            and upstream.controller_ranges is not None
+        )
 
-async def run_proxy(config: ProxyConfig, *, task_status: trio.TaskStatus[RunningProxy] = trio.TASK_STATUS_IGNORED) -> None:
-    audit = AuditLog(config.audit_log_dir, config.node_id)
+
+async def run_proxy(
+    config: ProxyConfig,
+    *,
+    shutdown: trio.Event | None = None,
+    task_status: trio.TaskStatus[RunningProxy] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled, or until `shutdown` is set: then drain (stop accepting, let requests in
+    flight finish and be audited, for at most `shutdown.timeout.ms`) and return."""
+    metrics = ProxyMetrics()
+    audit = AuditLog(config.audit_log_dir, config.node_id, metrics=metrics)
     upstream = Upstream(config.upstream)
     read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
-    service = ProxyService(config, upstream, audit, read_upstream=read_upstream)
+    service = ProxyService(config, upstream, audit, read_upstream=read_upstream, metrics=metrics)
     tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
+    running = RunningProxy(service, [], tracker)
+    metrics.ready.set_function(lambda: 1.0 if running.ready() else 0.0)
+    stop_accepting = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
+            if config.metrics_listen is not None:
+                host, port = config.metrics_listen
+                running.metrics_port = await nursery.start(
+                    serve_operations, OperationsEndpoint(metrics.registry, running.ready), host, port
+                )
             await nursery.start(upstream.run)
             if read_upstream is not None:
                 await nursery.start(read_upstream.run)
-            bound = []
             for listener in config.listeners:
-                bound.append(
+                running.listeners.append(
                     await nursery.start(
                         lambda task_status, listener=listener: serve_listener(
                             listener,
                             service.handle_connection,
                             transport=config.transport,
                             tracker=tracker,
-                            on_refused=service.refusals,
+                            on_refused=service.on_refused,
+                            on_error=service.on_connection_error,
+                            stop_accepting=stop_accepting,
                             task_status=task_status,
                         )
                     )
                 )
-            task_status.started(RunningProxy(service, bound, tracker))
+            running.state["bound"] = True
+            task_status.started(running)
+            if shutdown is None:
+                await trio.sleep_forever()
+            else:
+                await shutdown.wait()
+                await _drain(running, stop_accepting, config.shutdown_timeout)
+                nursery.cancel_scope.cancel()
     finally:
         audit.close()
         log.info("proxy stopped; audit files published in %s", config.audit_log_dir)
+
+
+async def _drain(running: RunningProxy, stop_accepting: trio.Event, timeout: float) -> None:
+    running.state["draining"] = True  # /readyz turns false first, so load balancers stop sending
+    stop_accepting.set()
+    running.service.drain()
+    with trio.move_on_after(timeout) as waited:
+        await running.service.wait_drained()
+    if waited.cancelled_caught:
+        log.warning("shutdown.timeout.ms passed with %d sessions still busy; closing them", len(running.service.sessions))
+    else:
+        log.info("drained: every request in flight was answered")

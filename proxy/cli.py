@@ -12,6 +12,7 @@ import trio
 
 from proxy.certs_cli import add_certs_parser, run_certs
 from proxy.config_errors import ConfigError
+from proxy.log_format import apply_log_format
 from proxy.properties import Properties, load_properties
 from proxy.scram_cli import add_scram_parser, run_scram
 from proxy.tls import ReloadingServerContext
@@ -38,25 +39,50 @@ def _describe(context: ReloadingServerContext) -> str:
     return ", ".join(f"{key}={path}" for key, path in context.settings.watched_files()) or "inline PEM"
 
 
-def _serve_until_signal(serve: Callable[[], Awaitable[None]], tls_contexts: Sequence[ReloadingServerContext] = ()) -> int:
-    """Run a server until SIGTERM or SIGINT, then cancel it so its `finally` blocks
-    (publishing the audit file) run before the process exits 0. SIGHUP reloads the
-    TLS certificates and stores of `tls_contexts` (new connections use them)."""
+def _serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]], tls_contexts: Sequence[ReloadingServerContext] = ()) -> int:
+    """Run a server until SIGTERM or SIGINT, which set its shutdown event: it drains and returns,
+    publishing its audit file, and the process exits 0. A second signal cancels at once.
+    SIGHUP reloads the TLS certificates and stores of `tls_contexts` (new connections use them)."""
 
     async def main() -> None:
+        shutdown = trio.Event()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve)
+
+            async def serve_then_stop() -> None:
+                await serve(shutdown)
+                nursery.cancel_scope.cancel()  # the server is done: stop listening for signals
+
+            nursery.start_soon(serve_then_stop)
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
                     if signum == signal.SIGHUP:
                         reload_tls(tls_contexts)
                         continue
-                    logging.getLogger(__name__).info("received %s, shutting down", signal.Signals(signum).name)
-                    nursery.cancel_scope.cancel()
-                    break
+                    if shutdown.is_set():
+                        logging.getLogger(__name__).warning("second %s: stopping now", signal.Signals(signum).name)
+                        nursery.cancel_scope.cancel()
+                        break
+                    logging.getLogger(__name__).info("received %s, draining", signal.Signals(signum).name)
+                    shutdown.set()
 
     trio.run(main)
     return 0
+
+
+async def _until(shutdown: trio.Event, serve: Callable[[], Awaitable[None]]) -> None:
+    """For servers without a drain of their own: run until `shutdown`, then cancel."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        await shutdown.wait()
+        nursery.cancel_scope.cancel()
+
+
+def _apply_log_format(raw: dict[str, str]) -> None:
+    text = (raw.get("log.format") or "text").strip()
+    try:
+        apply_log_format(text)
+    except ValueError as exc:
+        raise ConfigError("log.format", text, str(exc)) from None
 
 
 def _is_controller(raw: dict[str, str]) -> bool:
@@ -80,11 +106,12 @@ def _run_proxy(path: str) -> int:
     from proxy.app import run_proxy
     from proxy.config import load_proxy_config
 
+    _apply_log_format(load_properties(path))
     config = load_proxy_config(path)
     contexts = listener_contexts(config.listeners)
     if config.upstream.tls_context is not None:
         contexts.append(config.upstream.tls_context)  # read.bootstrap.servers shares it
-    return _serve_until_signal(lambda: run_proxy(config), contexts)
+    return _serve_until_signal(lambda shutdown: run_proxy(config, shutdown=shutdown), contexts)
 
 
 def _run_controller(path: str) -> int:
@@ -92,13 +119,14 @@ def _run_controller(path: str) -> int:
     from controller.persistence import MetadataStoreError
     from controller.server import EmbeddedController
 
+    _apply_log_format(load_properties(path))
     config = load_controller_config(path)
     try:
         controller = EmbeddedController(config)
     except MetadataStoreError as exc:
         print(f"cannot start the controller: {exc}", file=sys.stderr)
         return 2
-    return _serve_until_signal(controller.run, listener_contexts(config.listeners))
+    return _serve_until_signal(lambda shutdown: _until(shutdown, controller.run), listener_contexts(config.listeners))
 
 
 def build_parser() -> argparse.ArgumentParser:

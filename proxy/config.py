@@ -8,6 +8,7 @@ from typing import Any
 from proxy.authorizer_loading import is_standard, load_authorizer
 from proxy.config_errors import ConfigError
 from proxy.edge_authz import EdgeSettings
+from proxy.http_endpoint import parse_listen
 from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.properties import Properties, load_properties
 from proxy.tls_config import parse_client_tls
@@ -24,6 +25,10 @@ class ProxyConfig:
     audit_log_dir: Path
     cluster_id: str | None
     transport: TransportSettings
+    metrics_listen: tuple[str, int] | None = None
+    """`metrics.listen`: host and port of /metrics, /healthz and /readyz; None = off."""
+    shutdown_timeout: float = 30.0
+    """`shutdown.timeout.ms`: how long requests in flight may take to finish on SIGTERM."""
     read_upstream: UpstreamSettings | None = None
     """Where reads go (`read.bootstrap.servers`); None = the controller connection."""
     edge: EdgeSettings = field(default_factory=EdgeSettings)
@@ -54,6 +59,8 @@ class ProxyConfig:
                 "ssl": _client_tls_effective(self.upstream),
             },
             "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
+            "metrics.listen": f"{self.metrics_listen[0]}:{self.metrics_listen[1]}" if self.metrics_listen else None,
+            "shutdown.timeout.ms": int(self.shutdown_timeout * 1000),
             "edge": self.edge.effective(),
             "privileged.principals": sorted(self.privileged_principals),
             "audit.log.dir": str(self.audit_log_dir),
@@ -140,6 +147,8 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         cluster_id=props.get("cluster.id"),
         transport=parse_transport(props),
         read_upstream=_read_upstream(props, upstream),
+        metrics_listen=_metrics_listen(props),
+        shutdown_timeout=props.int("shutdown.timeout.ms", 30000, minimum=0) / 1000,
         edge=_edge(props),
         privileged_principals=privileged,
     )
@@ -162,6 +171,16 @@ def _edge(props: Properties) -> EdgeSettings:
         plugin=plugin,
         plugin_name=name if plugin is not None else None,
     )
+
+
+def _metrics_listen(props: Properties) -> tuple[str, int] | None:
+    text = props.get("metrics.listen")
+    if not text:
+        return None
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise ConfigError("metrics.listen", text, str(exc)) from None
 
 
 def _read_upstream(props: Properties, controller: UpstreamSettings) -> UpstreamSettings | None:

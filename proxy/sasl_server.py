@@ -53,7 +53,9 @@ class SaslServer:
         *,
         failure_delay: float,
         on_refused: OnRefused | None = None,
+        on_login_failed: Callable[[str], None] | None = None,
     ) -> None:
+        self.on_login_failed = on_login_failed
         self.conn = conn
         self.listener = listener
         self.answer_api_versions = answer_api_versions
@@ -124,6 +126,8 @@ class SaslServer:
             challenge = exchange.evaluate(token)
         except AuthenticationFailed as exc:
             log.info("connection %s from %s: %s login failed: %s", self.conn.connection_id, self.conn.peer.host, mechanism, exc.reason)
+            if self.on_login_failed is not None:
+                self.on_login_failed(mechanism)
             await self._fail(header, str(exc))
             return False
         if exchange.complete and exchange.user is not None:
@@ -201,6 +205,7 @@ async def authenticate(
     answer_api_versions: ApiVersionsAnswer,
     *,
     on_refused: OnRefused | None = None,
+    on_login_failed: Callable[[str], None] | None = None,
 ) -> Authenticated | None:
     """The session's principal: ANONYMOUS on PLAINTEXT, the mapped certificate DN on SSL (mechanism "SSL"),
     the SASL login on SASL_PLAINTEXT and SASL_SSL (None = close).
@@ -218,7 +223,9 @@ async def authenticate(
             return None
         return Authenticated(ANONYMOUS, None)
     conn.reader.max_frame_size = transport.sasl_max_receive_size
-    server = SaslServer(conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay, on_refused=on_refused)
+    server = SaslServer(
+        conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay, on_refused=on_refused, on_login_failed=on_login_failed
+    )
     result = await server.run()
     conn.reader.max_frame_size = transport.max_frame_size
     return result

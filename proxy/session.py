@@ -46,7 +46,7 @@ from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
 from proxy.metrics import ProxyMetrics
 from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
-from proxy.refusals import AuditedRefusals
+from proxy.refusals import IP_FILTER, PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, AuditedRefusals, RefusedConnection
 from proxy.sasl_server import authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
@@ -116,6 +116,10 @@ def _error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
 
 
+# RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
+_REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_principal", SSL_PRINCIPAL_MAPPING: "tls"}
+
+
 class CloseConnection(Exception):
     """Kafka's answer to this request is to close the connection."""
 
@@ -139,12 +143,39 @@ class ProxyService:
         self.own = own_ranges()
         self.edge = EdgeAuthorizer(config.edge, upstream)
         self.sessions: set[Session] = set()
+        self.draining = False
         self._advertised_before = self.advertised()
         upstream.on_versions_changed = self._versions_changed
+        upstream.on_event = self._upstream_event
+        self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
         self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=config.node_id, cluster_id=config.cluster_id)
 
     def advertised(self) -> dict[int, VersionRange]:
         return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
+
+    def on_refused(self, event: RefusedConnection) -> None:
+        """A connection refused as a whole: audited and counted by cause (bounded label values)."""
+        self.refusals(event)
+        self.metrics.connections_refused.labels(event.listener, _REFUSAL_CAUSES.get(event.reason, "limit")).inc()
+
+    def _upstream_event(self, event: str) -> None:
+        if event == "apiversions":
+            self.metrics.upstream_apiversions_refreshes.inc()
+        elif event == "reconnect":
+            self.metrics.upstream_reconnects.inc()
+
+    def drain(self) -> None:
+        """Shutdown: every session closes after its request in flight (whose audit record completes)."""
+        self.draining = True
+        for session in list(self.sessions):
+            session.close_when_idle()
+
+    async def wait_drained(self) -> None:
+        while self.sessions:
+            await trio.sleep(0.05)
+
+    def on_connection_error(self, listener: str, cause: str) -> None:
+        self.metrics.connections_refused.labels(listener, cause).inc()
 
     def _versions_changed(self) -> None:
         """KIP-590: a controller with other versions means clients must ask ApiVersions again, so close them."""
@@ -174,7 +205,13 @@ class ProxyService:
         async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
             await self._api_versions(session, header, frame)
 
-        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions, on_refused=self.refusals)
+        def login_failed(mechanism: str) -> None:
+            self.metrics.authentications.labels(listener.name, mechanism, "failure").inc()
+            self.metrics.connections_refused.labels(listener.name, "auth").inc()
+
+        authenticated = await authenticate(
+            conn, listener, self.config.transport, answer_api_versions, on_refused=self.on_refused, on_login_failed=login_failed
+        )
         if authenticated is None:
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
@@ -182,6 +219,7 @@ class ProxyService:
             self.metrics.authentications.labels(listener.name, authenticated.mechanism, "success").inc()
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
         self.sessions.add(session)
+        session.closing = self.draining  # logged in while the proxy drains: answer nothing more
         try:
             while not session.closing:
                 frame = None

@@ -96,6 +96,8 @@ class Upstream:
         self.settings = settings
         self.controller_ranges: dict[int, VersionRange] | None = None
         self.on_versions_changed = on_versions_changed
+        self.on_event: Callable[[str], None] | None = None
+        """Told "apiversions" after each (re)connect's ApiVersions, "reconnect" after a lost connection."""
         self.reconnects = 0
         self._connected = trio.Event()
         self._stream: trio.abc.Stream | None = None
@@ -136,6 +138,8 @@ class Upstream:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
             self.reconnects += 1
+            if self.on_event is not None:
+                self.on_event("reconnect")
 
     def _disconnect(self, error: Exception) -> None:
         self._stream = None
@@ -162,6 +166,8 @@ class Upstream:
         self._connected.set()
         identity = self.settings.username or self.settings.certificate_dn or "ANONYMOUS"
         log.info("connected to controller %s (%s) as %s", self.settings.address, self.settings.security_protocol, identity)
+        if self.on_event is not None:
+            self.on_event("apiversions")  # every connection starts with a fresh ApiVersions
         if previous is not None and previous != ranges and self.on_versions_changed is not None:
             self.on_versions_changed()
         return stream
