@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck tools kafka kafka-jars clean
+.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 # kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
 tools:
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1; } || echo "promtool not installed (Debian package prometheus): the deploy/prometheus checks will be skipped (fail when CI=true)"
+	@command -v systemd-analyze >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd) >/dev/null 2>&1; } || echo "systemd-analyze not installed (Debian package systemd): the deploy/systemd checks will be skipped (fail when CI=true)"
 	@command -v java >/dev/null || { echo "java not found: the Spark and interop tests need Java 17+"; [ "$$CI" != true ]; }
 	@command -v javac >/dev/null || { echo "javac not found: the Java AdminClient interop test compiles a program"; [ "$$CI" != true ]; }
 	@command -v mvn >/dev/null || { echo "mvn not found: needed once to download the Kafka jars for the interop tests"; [ "$$CI" != true ]; }
@@ -39,6 +41,10 @@ typecheck: $(STAMP)
 
 test: $(STAMP) tools lint typecheck
 	$(PY) -m pytest -q
+
+# Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.
+deploy-check: $(STAMP) tools
+	$(PY) -m pytest -q tests/deploy
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

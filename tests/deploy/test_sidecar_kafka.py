@@ -1,0 +1,270 @@
+"""The sidecar's configuration (deploy/kubernetes/sidecar.yaml) against a real Apache Kafka KRaft controller.
+
+What docs/deploy.md walks an operator through, on loopback: the init container's render.sh produces the
+two files, Kafka formats its storage and starts as a controller-only node with the CONTROLLER and the
+loopback PROXY listener (SASL_SSL), the proxy logs in over 127.0.0.1, a SCRAM client's CreateAcls is
+refused until User:proxy holds ClusterAction (granted with Kafka's own AclCommand --bootstrap-controller,
+as the guide shows), then forwarded, answered and audited. Only addresses, ports and file paths are
+changed; every other key is the manifest's. Marker `interop`: needs Java 17+ (and Maven until the Kafka
+jars are cached); skipped without them, failed when CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import javaproperties
+import pytest
+
+from proxy.certs import DevPki
+from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file
+from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+
+pytestmark = pytest.mark.interop
+
+CLUSTER_ID = "ZGVwbG95LXNpZGVjYXIxAA"  # a Kafka Uuid in base64url, as `kafka-storage.sh random-uuid` prints it
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"exited with {process.returncode} before listening on {port}:\n{log.read_text()[-4000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"nothing listening on {port} after {timeout:.0f}s:\n{log.read_text()[-4000:]}")
+
+
+def _stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def kafka_lib() -> Path:
+    if "java" in missing_tools():
+        _skip_or_fail("java not installed: a real Kafka controller needs Java 17+")
+    try:
+        return ensure_kafka_jars()
+    except KafkaToolingMissing as exc:
+        _skip_or_fail(str(exc))
+        raise
+
+
+class Sidecar:
+    """One rendered sidecar pod on loopback: Kafka's controller and the proxy."""
+
+    def __init__(self, workdir: Path, lib: Path) -> None:
+        self.workdir = workdir
+        self.java = [
+            "java",
+            "-Xmx384m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={workdir}",
+            "-cp",
+            f"{lib}/*",
+        ]
+        self.pki: DevPki = dev_pki(workdir / "pki")
+        kafka_raw, proxy_raw = render_sidecar(workdir / "render", "kafka-controller-0")
+        scram = scram_file(workdir, {"alice": "alice-secret"})
+        self.controller_port, self.proxy_listener_port, self.client_port = _free_port(), _free_port(), _free_port()
+
+        kafka = localize(kafka_raw, self.pki, scram)
+        assert kafka["listeners"] == "CONTROLLER://:9093,PROXY://127.0.0.1:9095"
+        kafka["listeners"] = f"CONTROLLER://127.0.0.1:{self.controller_port},PROXY://127.0.0.1:{self.proxy_listener_port}"
+        kafka["controller.quorum.voters"] = f"0@127.0.0.1:{self.controller_port}"  # one voter instead of three
+        kafka["log.dirs"] = kafka["metadata.log.dir"] = str(workdir / "data")
+        self.kafka_properties = workdir / "controller.properties"
+        self.kafka_properties.write_text(javaproperties.dumps(kafka, timestamp=False))
+
+        proxy = localize(proxy_raw, self.pki, scram)
+        assert proxy["controller.quorum.bootstrap.servers"] == "127.0.0.1:9095"
+        proxy["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{self.proxy_listener_port}"
+        proxy["listeners"] = proxy["advertised.listeners"] = f"CLIENT://127.0.0.1:{self.client_port}"
+        self.metrics_port = _free_port()
+        proxy["metrics.listen"] = f"127.0.0.1:{self.metrics_port}"
+        proxy["audit.log.dir"] = str(workdir / "audit")
+        del proxy["read.bootstrap.servers"]  # no broker here: the controller answers the proxy's reads
+        self.proxy_properties = workdir / "proxy.properties"
+        self.proxy_properties.write_text(javaproperties.dumps(proxy, timestamp=False))
+
+        self.admin_properties = workdir / "kafka-admin.properties"
+        self.admin_properties.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            + javaproperties.dumps(
+                {
+                    # User:kafka's login, as in the Secret kafka-controller-secrets
+                    "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="kafka" password="change-me-kafka";',
+                    "ssl.truststore.type": "PKCS12",
+                    "ssl.truststore.location": str(self.pki.truststore_p12),
+                    "ssl.truststore.password": self.pki.password,
+                },
+                timestamp=False,
+            )
+        )
+
+    def kafka_tool(self, main_class: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.java, main_class, *args], capture_output=True, text=True, timeout=180, check=False)
+
+    def grant(self, principal: str, *operations: str) -> None:
+        """kafka-acls.sh --bootstrap-controller ... --add --allow-principal P --operation O --cluster, as User:kafka."""
+        args = ["--bootstrap-controller", f"127.0.0.1:{self.controller_port}", "--command-config", str(self.admin_properties)]
+        args += ["--add", "--allow-principal", principal, "--cluster"]
+        for operation in operations:
+            args += ["--operation", operation]
+        result = self.kafka_tool("org.apache.kafka.tools.AclCommand", *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def admin_client(self, user: str, password: str) -> object:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(
+            {
+                "bootstrap.servers": f"127.0.0.1:{self.client_port}",
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": user,
+                "sasl.password": password,
+                "ssl.ca.location": str(self.pki.truststore_pem),
+            }
+        )
+
+
+@pytest.fixture
+def sidecar(kafka_lib: Path, tmp_path: Path) -> Iterator[Sidecar]:
+    pod = Sidecar(tmp_path, kafka_lib)
+    kafka_log = tmp_path / "kafka.log"
+    with open(kafka_log, "wb") as log:
+        formatted = subprocess.run(
+            [
+                *pod.java,
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                CLUSTER_ID,
+                "--config",
+                str(pod.kafka_properties),
+                "--ignore-formatted",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=180,
+            check=False,
+        )
+    assert formatted.returncode == 0, kafka_log.read_text()[-4000:]
+    with open(kafka_log, "ab") as log:  # the child keeps its own descriptor
+        kafka = subprocess.Popen(
+            [*pod.java, "kafka.Kafka", str(pod.kafka_properties)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        _wait_for_port(pod.proxy_listener_port, kafka, kafka_log)
+        yield pod
+    finally:
+        if kafka.poll() is None:
+            os.killpg(kafka.pid, signal.SIGTERM)
+        try:
+            kafka.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(kafka.pid, signal.SIGKILL)
+            kafka.wait(10)
+
+
+def _create_acl(client: object, topic: str) -> str:
+    """Forward one CreateAcls through the proxy; 'ok' or the Kafka error name."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    binding = AclBinding(
+        ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
+    try:
+        client.create_acls([binding], request_timeout=30)[binding].result()  # type: ignore[attr-defined]
+    except KafkaException as exc:
+        return str(exc.args[0].name())
+    return "ok"
+
+
+def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -> None:
+    proxy_log = sidecar.workdir / "proxy.log"
+    with open(proxy_log, "wb") as log:
+        proxy = subprocess.Popen(
+            [sys.executable, "-m", "proxy.cli", "run", "--config", str(sidecar.proxy_properties)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_for_port(sidecar.client_port, proxy, proxy_log, timeout=60)
+        alice = sidecar.admin_client("alice", "alice-secret")
+
+        # Step 1 of the guide's ACLs not done yet: the controller refuses the proxy's Envelope.
+        assert _create_acl(alice, "before-grant") == "CLUSTER_AUTHORIZATION_FAILED"
+        assert "--operation ClusterAction --cluster" in proxy_log.read_text()
+
+        sidecar.grant("User:proxy", "ClusterAction", "Describe")
+        # The Envelope is accepted now, and the controller authorizes alice herself: she may not alter the cluster yet.
+        assert _create_acl(alice, "before-alice") == "CLUSTER_AUTHORIZATION_FAILED"
+        sidecar.grant("User:alice", "Alter")
+        assert _create_acl(alice, "orders") == "ok"
+
+        # What the probes (and Prometheus) of the manifest ask for.
+        proxy_container = f"http://127.0.0.1:{sidecar.metrics_port}"
+        with (
+            urllib.request.urlopen(f"{proxy_container}/healthz", timeout=5) as healthz,
+            urllib.request.urlopen(f"{proxy_container}/readyz", timeout=5) as readyz,
+        ):
+            assert (healthz.status, readyz.status) == (200, 200)
+        with urllib.request.urlopen(f"{proxy_container}/metrics", timeout=5) as response:
+            assert "envelope_proxy_upstream_connected 1.0" in response.read().decode()
+    finally:
+        assert _stop(proxy) == 0, proxy_log.read_text()[-4000:]
+
+    records = [json.loads(line) for path in sorted((sidecar.workdir / "audit").glob("*.jsonl")) for line in path.read_text().splitlines()]
+    outcomes = [
+        (r["data"]["authenticationInfo"]["principal"], r["data"]["result"]["status"])
+        for r in records
+        if r["data"]["stage"] == "outcome" and r["data"]["methodName"] == "kafka.CreateAcls"
+    ]
+    assert outcomes == [("User:alice", "ERROR"), ("User:alice", "FAILURE"), ("User:alice", "SUCCESS")]
+    assert {r["data"]["forwardingPrincipal"] for r in records if r["data"]["stage"] == "outcome"} == {"User:proxy"}
+    assert (sidecar.workdir / "audit" / ".staging").is_dir() and not list((sidecar.workdir / "audit" / ".staging").glob("*.jsonl"))
+
+    # The ACL went through the Envelope into the controller's metadata.
+    listed = sidecar.kafka_tool(
+        "org.apache.kafka.tools.AclCommand",
+        "--bootstrap-controller",
+        f"127.0.0.1:{sidecar.controller_port}",
+        "--command-config",
+        str(sidecar.admin_properties),
+        "--list",
+        "--topic",
+        "orders",
+    )
+    assert listed.returncode == 0 and "principal=User:bob" in listed.stdout, listed.stdout + listed.stderr
