@@ -381,15 +381,7 @@ class Handlers:
         results = []
         for item in body.filters:
             try:
-                binding_filter = AclBindingFilter(
-                    ResourceType(int(item.resource_type_filter)),
-                    item.resource_name_filter,
-                    PatternType(int(getattr(item, "pattern_type_filter", PatternType.LITERAL))),
-                    item.principal_filter,
-                    item.host_filter,
-                    Operation(int(item.operation)),
-                    PermissionType(int(item.permission_type)),
-                )
+                binding_filter = binding_filter_of(item)
             except ValueError as exc:
                 results.append({"error_code": INVALID_REQUEST, "error_message": str(exc), "matching_acls": []})
                 continue
@@ -431,3 +423,16 @@ def _filter_only_value(creation: Any) -> bool:
 def _already_answered(results: list[dict[str, Any]], name: str) -> bool:
     """Kafka answers a name duplicated within one request once, with INVALID_REQUEST."""
     return any(r["name"] == name for r in results)
+
+
+def binding_filter_of(item: Any) -> AclBindingFilter:
+    """A DeleteAcls filter or a DescribeAcls request as a filter; ValueError for unknown codes."""
+    return AclBindingFilter(
+        ResourceType(int(item.resource_type_filter)),
+        item.resource_name_filter,
+        PatternType(int(getattr(item, "pattern_type_filter", PatternType.LITERAL))),
+        item.principal_filter,
+        item.host_filter,
+        Operation(int(item.operation)),
+        PermissionType(int(item.permission_type)),
+    )

@@ -9,19 +9,18 @@ the controller authorizes that caller, as a broker would.
 from typing import Any
 
 from authz import (
-    AclBindingFilter,
     AclStore,
     Action,
     Authorizer,
     Decision,
     Operation,
-    PatternType,
-    PermissionType,
     RequestContext,
     ResourceType,
 )
 from authz.model import CLUSTER_NAME
+from controller.handlers import binding_filter_of
 from controller.image import MetadataImage
+from envelope.responses import metadata_topic_error
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
@@ -59,9 +58,9 @@ class ReadHandlers:
         for name in names:
             topic = self.image.topics.get(name)
             if explicit and not self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(_missing_topic(name, TOPIC_AUTHORIZATION_FAILED))
+                topics.append(metadata_topic_error(name, TOPIC_AUTHORIZATION_FAILED))
             elif topic is None:
-                topics.append(_missing_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(metadata_topic_error(name, UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(
                     {
@@ -154,15 +153,7 @@ class ReadHandlers:
         if not self._allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
         try:
-            binding_filter = AclBindingFilter(
-                ResourceType(int(body.resource_type_filter)),
-                body.resource_name_filter,
-                PatternType(int(getattr(body, "pattern_type_filter", PatternType.LITERAL))),
-                body.principal_filter,
-                body.host_filter,
-                Operation(int(body.operation)),
-                PermissionType(int(body.permission_type)),
-            )
+            binding_filter = binding_filter_of(body)
         except ValueError as exc:
             return {**empty, "error_code": INVALID_REQUEST, "error_message": str(exc)}
         grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
@@ -176,14 +167,3 @@ class ReadHandlers:
             for (kind, name, pattern), acls in sorted(grouped.items())
         ]
         return {"throttle_time": 0, "error_code": 0, "error_message": None, "resources": resources}
-
-
-def _missing_topic(name: str, code: int) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": None,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }

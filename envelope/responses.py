@@ -95,3 +95,15 @@ def response_errors(api_key: int, response_body: Any) -> tuple[int, list[Resourc
 
 
 SERVED_ADMIN_APIS: frozenset[int] = frozenset(_RESPONSE_ITEMS)
+
+
+def metadata_topic_error(name: str, code: int) -> dict[str, Any]:
+    """A Metadata topic entry that only carries an error (unknown, or not DESCRIBE-able)."""
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": None,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": -(2**31),  # "not requested", as Kafka encodes it
+    }

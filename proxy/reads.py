@@ -22,6 +22,7 @@ from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo
+from envelope.responses import metadata_topic_error
 from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import AUTHORIZED_OPERATIONS_OMITTED
@@ -103,7 +104,7 @@ class ReadPath:
         allowed_names = [a.name for a, ok in zip(accesses, await self._allowed(ctx, accesses), strict=True) if ok]
         denied = [a for a in accesses if a.name not in allowed_names]
         for access in denied:
-            topics[access.name] = _topic_error(access.name, TOPIC_AUTHORIZATION_FAILED)
+            topics[access.name] = metadata_topic_error(access.name, TOPIC_AUTHORIZATION_FAILED)
         cluster_id = self.cluster_id
         if not explicit or allowed_names:
             request = {
@@ -118,7 +119,7 @@ class ReadPath:
                 log.warning("Metadata for %s: %s", ctx.principal, exc)
                 error = (UNKNOWN_SERVER_ERROR, str(exc))
                 for name in allowed_names:
-                    topics[name] = _topic_error(name, UNKNOWN_SERVER_ERROR)
+                    topics[name] = metadata_topic_error(name, UNKNOWN_SERVER_ERROR)
             else:
                 cluster_id = cluster_id or response.cluster_id
                 upstream_topics = [_as_dict(t) for t in response.topics]
@@ -201,17 +202,6 @@ def _plain(value: Any) -> Any:
 
 def _topic(name: str, operation: Operation) -> ResourceAccess:
     return ResourceAccess(ResourceType.TOPIC, name, PatternType.LITERAL, operation)
-
-
-def _topic_error(name: str, code: int) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": None,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
 
 
 def _config_access(resource_type: int, name: str) -> ResourceAccess:
