@@ -24,7 +24,8 @@ class RunningProxy:
     listeners: list[ListenerConfig]
     tracker: ConnectionTracker = field(default_factory=ConnectionTracker)
     metrics_port: int | None = None
-    state: dict[str, bool] = field(default_factory=dict)
+    bound: bool = False
+    draining: bool = False
 
     def listener(self, name: str) -> ListenerConfig:
         return next(item for item in self.listeners if item.name == name.upper())
@@ -33,8 +34,8 @@ class RunningProxy:
         """Listeners bound, the controller connected with known ApiVersions, and not shutting down."""
         upstream = self.service.upstream
         return (
-            self.state.get("bound", False)
-            and not self.state.get("draining", False)
+            self.bound
+            and not self.draining
             and upstream.connected
             and upstream.controller_ranges is not None
         )
@@ -82,7 +83,7 @@ async def run_proxy(
                         )
                     )
                 )
-            running.state["bound"] = True
+            running.bound = True
             task_status.started(running)
             if shutdown is None:
                 await trio.sleep_forever()
@@ -96,7 +97,7 @@ async def run_proxy(
 
 
 async def _drain(running: RunningProxy, stop_accepting: trio.Event, timeout: float) -> None:
-    running.state["draining"] = True  # /readyz turns false first, so load balancers stop sending
+    running.draining = True  # /readyz turns false first, so load balancers stop sending
     stop_accepting.set()
     running.service.drain()
     with trio.move_on_after(timeout) as waited:

@@ -7,6 +7,7 @@ from typing import Any
 
 from authz import ENTRY_POINT_GROUP, AclAuthorizer, Authorizer
 from proxy.config_errors import ConfigError
+from proxy.properties import Properties
 
 KEY = "authorizer.class.name"
 STANDARD_NAMES = frozenset(
@@ -44,9 +45,10 @@ def _factory(name: str) -> Any:
 def load_authorizer(name: str, properties: Mapping[str, str]) -> Authorizer:
     """The authorizer named `name`, built from `properties`; ConfigError naming the problem otherwise."""
     if is_standard(name):
+        props = Properties(properties)
         return AclAuthorizer(
-            [p.strip() for p in properties.get("super.users", "").split(";") if p.strip()],
-            allow_everyone_if_no_acl_found=properties.get("allow.everyone.if.no.acl.found", "false").strip().lower() == "true",
+            props.list("super.users", separator=";"),
+            allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         )
     factory = _factory(name)
     try:

@@ -98,11 +98,11 @@ class ReadPath:
         explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
         names = [str(t.name) for t in body.topics or () if t.name is not None]
         topics: dict[str, dict[str, Any]] = {}
-        denied: list[ResourceAccess] = []
         error: tuple[int, str | None] = (0, None)
         accesses = [_topic(name, Operation.DESCRIBE) for name in names]
-        allowed_names = [a.name for a, ok in zip(accesses, await self._allowed(ctx, accesses), strict=True) if ok]
-        denied = [a for a in accesses if a.name not in allowed_names]
+        decisions = await self._allowed(ctx, accesses)
+        allowed_names = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
+        denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
         for access in denied:
             topics[access.name] = metadata_topic_error(access.name, TOPIC_AUTHORIZATION_FAILED)
         cluster_id = self.cluster_id

@@ -490,7 +490,6 @@ class ProxyService:
         envelope_error: int,
         embedded: bytes,
     ) -> None:
-        data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
         try:
             _, response = decode_response_body(header.api_key, header.api_version, embedded)
             top, results = response_errors(header.api_key, response)
@@ -498,16 +497,13 @@ class ProxyService:
             log.warning("cannot decode the controller's %s answer for the audit: %s", api_name(header.api_key), exc)
             top, results = UNKNOWN_SERVER_ERROR, []
         failed = [r for r in results if r.error_code != 0]
-        data["result"] = {
+        result = {
             "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
             "envelopeErrorCode": envelope_error,
             "errorCode": top,
             "errors": [_error_row(r.resource, r.error_code, r.message) for r in failed],
         }
-        # The proxy does not queue yet, so the whole wait after the intent is upstream time.
-        data["timings"] = self._timings(started, upstream_ms=(time.perf_counter() - started) * 1000)
-        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
-        self._count(session, header, "forwarded", started, forwarded=True)
+        self._write_outcome(session, header, resources, request_id, started, result, "forwarded", answered_by_upstream=True)
 
     def _audit_error(
         self,
@@ -520,13 +516,31 @@ class ProxyService:
         code: int,
         message: str,
     ) -> None:
-        data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
-        data["result"] = {
+        result = {
             "status": "ERROR",
             "envelopeErrorCode": envelope_error,
             "errorCode": code,
             "errors": [_error_row(r.name, code, message) for r in resources],
         }
-        data["timings"] = self._timings(started)
+        self._write_outcome(session, header, resources, request_id, started, result, "failed", answered_by_upstream=False)
+
+    def _write_outcome(
+        self,
+        session: Session,
+        header: RequestHeaderInfo,
+        resources: list[ResourceAccess],
+        request_id: str,
+        started: float,
+        result: dict[str, Any],
+        outcome: str,
+        *,
+        answered_by_upstream: bool,
+    ) -> None:
+        """The outcome record that pairs with the intent (same requestId), and its metrics."""
+        data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
+        data["result"] = result
+        # The proxy does not queue yet, so the whole wait after the intent is upstream time.
+        upstream_ms = (time.perf_counter() - started) * 1000 if answered_by_upstream else 0.0
+        data["timings"] = self._timings(started, upstream_ms=upstream_ms)
         self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
-        self._count(session, header, "failed", started, forwarded=True)
+        self._count(session, header, outcome, started, forwarded=True)
