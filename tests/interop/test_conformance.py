@@ -6,7 +6,6 @@ state read around the proxy. The expected outcomes are written once and hold
 for both upstreams; where they did not, the embedded controller was fixed.
 """
 
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ import trio
 
 from proxy.embedded import client_config
 from tests.integration import wire
-from tests.interop.upstreams import Target, embedded_target, kafka_target
+from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 
 TIMEOUT = 60.0
 
@@ -129,7 +128,9 @@ async def test_configs_incremental_and_legacy(target: Target) -> None:
         seen["legacy replace"] = outcomes(admin.alter_configs([ConfigResource("TOPIC", topic, set_config={"cleanup.policy": "compact"})]))
         # AlterConfigs replaces the whole set: retention.ms goes back to its default
         seen["after replace"] = target.wait_for_configs(topic, {"cleanup.policy": "compact"})
-        seen["delete key"] = outcomes(admin.incremental_alter_configs([incremental(topic, "cleanup.policy", None, AlterConfigOpType.DELETE)]))
+        seen["delete key"] = outcomes(
+            admin.incremental_alter_configs([incremental(topic, "cleanup.policy", None, AlterConfigOpType.DELETE)])
+        )
         seen["after delete key"] = target.wait_for_configs(topic, {})
         outcomes(admin.delete_topics([topic]))
         return seen
@@ -162,7 +163,9 @@ async def test_acls_decide_for_the_forwarded_principal(target: Target) -> None:
     )
 
     prefix = unique("conf-alice")
-    grant = AclBinding(ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.CREATE, AclPermissionType.ALLOW)
+    grant = AclBinding(
+        ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.CREATE, AclPermissionType.ALLOW
+    )
     grant_filter = AclBindingFilter(
         ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ANY, AclPermissionType.ANY
     )
@@ -173,13 +176,20 @@ async def test_acls_decide_for_the_forwarded_principal(target: Target) -> None:
         seen["alice creates before grant"] = outcomes(alice.create_topics([NewTopic(f"{prefix}-a", 1, 1)]))
         seen["alice grants herself"] = [outcome(alice.create_acls([grant])[grant])]
         seen["admin grants"] = [outcome(admin.create_acls([grant])[grant])]
-        seen["alice creates after grant"] = _until_ok(lambda: outcomes(alice.create_topics([NewTopic(f"{prefix}-b", 1, 1)])))
+        seen["alice creates after grant"] = poll(
+            lambda: outcomes(alice.create_topics([NewTopic(f"{prefix}-b", 1, 1)])),
+            lambda seen: seen != ["TOPIC_AUTHORIZATION_FAILED"],
+            ACL_PROPAGATION,
+            0.25,
+        )
         seen["alice creates elsewhere"] = outcomes(alice.create_topics([NewTopic(unique("conf-other"), 1, 1)]))
         seen["alice deletes without DELETE"] = outcomes(alice.delete_topics([f"{prefix}-b"]))
         seen["alice deletes acls"] = [outcome(alice.delete_acls([grant_filter])[grant_filter])]
         deleted = admin.delete_acls([grant_filter])[grant_filter].result(timeout=TIMEOUT)
         seen["deleted"] = [(b.principal, b.name, b.operation.name, b.permission_type.name) for b in deleted]
-        seen["alice creates after revoke"] = _until_denied(lambda: outcomes(alice.create_topics([NewTopic(f"{prefix}-c", 1, 1)])))
+        seen["alice creates after revoke"] = poll(
+            lambda: outcomes(alice.create_topics([NewTopic(f"{prefix}-c", 1, 1)])), lambda seen: seen != ["OK"], ACL_PROPAGATION, 0.25
+        )
         seen["cleanup"] = outcomes(admin.delete_topics([f"{prefix}-b"]))
         return seen
 
@@ -196,27 +206,6 @@ async def test_acls_decide_for_the_forwarded_principal(target: Target) -> None:
         "alice creates after revoke": ["TOPIC_AUTHORIZATION_FAILED"],
         "cleanup": ["OK"],
     }
-
-
-def _until_ok(attempt: Callable[[], list[str]], tries: int = 20) -> list[str]:
-    """A real controller's authorizer applies a new ACL once it is committed; give it a bounded moment."""
-    result = attempt()
-    for _ in range(tries):
-        if result != ["TOPIC_AUTHORIZATION_FAILED"]:
-            return result
-        time.sleep(0.25)
-        result = attempt()
-    return result
-
-
-def _until_denied(attempt: Callable[[], list[str]], tries: int = 20) -> list[str]:
-    result = attempt()
-    for _ in range(tries):
-        if result != ["OK"]:
-            return result
-        time.sleep(0.25)
-        result = attempt()
-    return result
 
 
 async def test_malformed_requests_get_the_same_error_codes(target: Target) -> None:

@@ -18,7 +18,7 @@ from proxy.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
 from tests.interop.test_conformance import unique
-from tests.interop.upstreams import kafka_target
+from tests.interop.upstreams import kafka_target, poll
 
 pytestmark = pytest.mark.interop
 REQUEST_TIMEOUT_MS = 3000
@@ -62,15 +62,6 @@ class Trickle:
             return f"closed: {exc!r}"
 
 
-def _wait_for(condition: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return bool(condition())
-
-
 async def test_a_controller_crash_leaves_no_request_unanswered(
     own_kafka_node: KafkaNode, nursery: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -83,14 +74,14 @@ async def test_a_controller_crash_leaves_no_request_unanswered(
         runner = threading.Thread(target=trickle.run, daemon=True)
         runner.start()
         try:
-            assert _wait_for(lambda: trickle.successes("before") >= 3, 60), trickle.outcomes
+            assert poll(lambda: trickle.successes("before") >= 3, bool, 60, 0.1), trickle.outcomes
             trickle.phase = "down"
             own_kafka_node.kill()
             time.sleep(2 * REQUEST_TIMEOUT_MS / 1000)  # long enough for requests to time out while it is gone
             trickle.phase = "restarting"
             own_kafka_node.restart()
             trickle.phase = "after"
-            back = _wait_for(lambda: trickle.successes("after") >= 3, 90)
+            back = poll(lambda: trickle.successes("after") >= 3, bool, 90, 0.1)
         finally:
             trickle.stop.set()
             runner.join(CLIENT_WAIT + 5)

@@ -15,7 +15,7 @@ import trio
 from proxy.embedded import DEFAULT_USERS, _jaas
 from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, unique
-from tests.interop.upstreams import Target, embedded_target, kafka_target
+from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 
 TOPIC_AUTHORIZATION_FAILED = 29
 
@@ -64,16 +64,25 @@ async def test_a_host_acl_admits_only_that_host(target: Target) -> None:
     ipv6 = f"[::1]:{target.proxy.listener('CLIENT6').port}"
 
     def grant(prefix: str, host: str) -> AclBinding:
-        return AclBinding(ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", host, AclOperation.CREATE, AclPermissionType.ALLOW)
+        return AclBinding(
+            ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", host, AclOperation.CREATE, AclPermissionType.ALLOW
+        )
 
     def work() -> dict[str, int | list[str]]:
         admin = admin_for(target, "admin")
         bindings = [grant(v4_prefix, "127.0.0.7"), grant(v6_prefix, JAVA_IPV6_LOOPBACK)]
         seen: dict[str, int | list[str]] = {"grants": [outcome(f) for f in admin.create_acls(bindings).values()]}
-        seen["alice from 127.0.0.7"] = _until_allowed(lambda: create_as_alice(ipv4, "127.0.0.7", f"{v4_prefix}-a"))
+        seen["alice from 127.0.0.7"] = poll(
+            lambda: create_as_alice(ipv4, "127.0.0.7", f"{v4_prefix}-a"),
+            lambda code: code != TOPIC_AUTHORIZATION_FAILED,
+            ACL_PROPAGATION,
+            0.25,
+        )
         seen["alice from 127.0.0.1"] = create_as_alice(ipv4, "127.0.0.1", f"{v4_prefix}-b")
         seen["alice from ::1, v4 grant"] = create_as_alice(ipv6, "::1", f"{v4_prefix}-c")
-        seen["alice from ::1"] = _until_allowed(lambda: create_as_alice(ipv6, "::1", f"{v6_prefix}-a"))
+        seen["alice from ::1"] = poll(
+            lambda: create_as_alice(ipv6, "::1", f"{v6_prefix}-a"), lambda code: code != TOPIC_AUTHORIZATION_FAILED, ACL_PROPAGATION, 0.25
+        )
         seen["alice from 127.0.0.7, v6 grant"] = create_as_alice(ipv4, "127.0.0.7", f"{v6_prefix}-b")
         for prefix in (v4_prefix, v6_prefix):
             wildcard = AclBindingFilter(
@@ -93,16 +102,3 @@ async def test_a_host_acl_admits_only_that_host(target: Target) -> None:
         "alice from 127.0.0.7, v6 grant": TOPIC_AUTHORIZATION_FAILED,
         "cleanup": ["OK", "OK"],
     }
-
-
-def _until_allowed(attempt: Any, tries: int = 20) -> int:
-    """A real controller applies a new ACL once committed: retry a denial a bounded number of times."""
-    import time
-
-    code = int(attempt())
-    for _ in range(tries):
-        if code != TOPIC_AUTHORIZATION_FAILED:
-            return code
-        time.sleep(0.25)
-        code = int(attempt())
-    return code

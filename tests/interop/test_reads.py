@@ -12,7 +12,7 @@ import trio
 from proxy.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, outcomes, target, unique
-from tests.interop.upstreams import Target
+from tests.interop.upstreams import ACL_PROPAGATION, Target, poll
 
 __all__ = ["target"]  # the parametrized upstream fixture
 
@@ -75,7 +75,7 @@ async def test_reads_are_authorized_at_the_edge(target: Target) -> None:
         seen["admin sees the grant"] = [
             (b.name, b.principal, b.operation.name) for b in admin.describe_acls(everything).result(timeout=TIMEOUT) if b.name == topic
         ]
-        seen["alice lists it after grant"] = _eventually(lambda: topic in alice.list_topics(timeout=TIMEOUT).topics)
+        seen["alice lists it after grant"] = poll(lambda: topic in alice.list_topics(timeout=TIMEOUT).topics, bool, ACL_PROPAGATION, 0.25)
         (future,) = alice.describe_configs([ConfigResource("TOPIC", topic)]).values()
         seen["alice still may not describe configs"] = _error_name(lambda: future.result(timeout=TIMEOUT))
 
@@ -110,17 +110,6 @@ def _describe_acls_error(address: str, user: str) -> int:
         assert wire.sasl_plain_login(sock, user, DEFAULT_USERS[user]) == 0
         body = wire.call(sock, 29, 3, {**match_all, "host_filter": None, "operation": 1, "permission_type": 1}, 5)
         return int(body.error_code)
-
-
-def _eventually(check: Any, tries: int = 20) -> bool:
-    """The real controller applies a new ACL when committed; the edge mirror reloads right after the grant."""
-    import time
-
-    for _ in range(tries):
-        if check():
-            return True
-        time.sleep(0.25)
-    return bool(check())
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -55,9 +55,7 @@ def _topic_command(jars: Path, bootstrap: str, config: Path, topic: str) -> tupl
 
 async def test_topic_command_over_sasl_ssl_and_mtls(tls_stack: EmbeddedStack, pki: DevPki, tmp_path: Path) -> None:
     jars = _jars()
-    truststore = (
-        f"ssl.truststore.type=PKCS12\nssl.truststore.location={pki.truststore_p12}\nssl.truststore.password={PASSWORD}\n"
-    )
+    truststore = f"ssl.truststore.type=PKCS12\nssl.truststore.location={pki.truststore_p12}\nssl.truststore.password={PASSWORD}\n"
     sasl = tmp_path / "sasl-ssl.properties"
     sasl.write_text(
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
@@ -81,4 +79,3 @@ async def test_topic_command_over_sasl_ssl_and_mtls(tls_stack: EmbeddedStack, pk
     seen = changes(tls_stack)
     assert ("CreateTopics", "User:admin", "User:proxy", "topic:java-sasl-ssl", 0) in seen
     assert ("CreateTopics", "User:alice", "User:proxy", "topic:java-mtls", 0) in seen
-

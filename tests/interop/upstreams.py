@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -23,6 +23,9 @@ from proxy.embedded import proxy_properties, start_stack
 from tests.interop.kafka_node import KafkaNode
 
 READ_TIMEOUT = 30.0
+ACL_PROPAGATION = 5.0
+"""How long a real controller may take to apply a committed ACL change to its decisions."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -41,20 +44,20 @@ class Target:
 
     def wait_for_partitions(self, topic: str, expected: int | None, timeout: float = READ_TIMEOUT) -> int | None:
         """The real node's broker learns metadata a moment after the controller commits it; poll, bounded."""
-        deadline = time.monotonic() + timeout
-        seen = self.topic_partitions(topic)
-        while seen != expected and time.monotonic() < deadline:
-            time.sleep(0.2)
-            seen = self.topic_partitions(topic)
-        return seen
+        return poll(lambda: self.topic_partitions(topic), lambda seen: seen == expected, timeout)
 
     def wait_for_configs(self, topic: str, expected: dict[str, str], timeout: float = READ_TIMEOUT) -> dict[str, str]:
-        deadline = time.monotonic() + timeout
-        seen = self.topic_configs(topic)
-        while seen != expected and time.monotonic() < deadline:
-            time.sleep(0.2)
-            seen = self.topic_configs(topic)
-        return seen
+        return poll(lambda: self.topic_configs(topic), lambda seen: seen == expected, timeout)
+
+
+def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float, pause: float = 0.2) -> T:
+    """`read()` again until `done` says so or `timeout` passes; the last value either way (the test asserts on it)."""
+    deadline = time.monotonic() + timeout
+    seen = read()
+    while not done(seen) and time.monotonic() < deadline:
+        time.sleep(pause)
+        seen = read()
+    return seen
 
 
 async def embedded_target(nursery: trio.Nursery, audit_dir: Path, overrides: dict[str, str] | None = None) -> Target:
