@@ -1,5 +1,12 @@
 """The action map: which operations on which resources each admin API needs.
 
+CreateTopics: CREATE on CLUSTER or on each TOPIC. DeleteTopics: DELETE on
+TOPIC. CreatePartitions: ALTER on TOPIC. (Incremental)AlterConfigs:
+ALTER_CONFIGS on the TOPIC, or on CLUSTER for broker resources;
+DescribeConfigs likewise with DESCRIBE_CONFIGS. Create/DeleteAcls: ALTER on
+CLUSTER. The cluster-level APIs are in `CLUSTER_OPERATIONS`. The interop
+suite checks each entry against a real Kafka controller.
+
 Used by the embedded controller to authorize and by the proxy to describe a
 request's resources in its audit record.
 """
@@ -55,6 +62,25 @@ def _acl_target(item: Any, pattern_field: str) -> ResourceAccess:
     return ResourceAccess(resource_type, str(name), pattern, Operation.ALTER)
 
 
+def _cluster(operation: Operation) -> list[ResourceAccess]:
+    return [ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, operation)]
+
+
+# Cluster-level admin APIs and the one operation on CLUSTER each needs (Kafka's ControllerApis / KafkaApis).
+CLUSTER_OPERATIONS: dict[int, Operation] = {
+    29: Operation.DESCRIBE,  # DescribeAcls
+    43: Operation.ALTER,  # ElectLeaders
+    45: Operation.ALTER,  # AlterPartitionReassignments
+    46: Operation.DESCRIBE,  # ListPartitionReassignments
+    48: Operation.DESCRIBE_CONFIGS,  # DescribeClientQuotas
+    49: Operation.ALTER_CONFIGS,  # AlterClientQuotas
+    50: Operation.DESCRIBE,  # DescribeUserScramCredentials
+    51: Operation.ALTER,  # AlterUserScramCredentials
+    55: Operation.DESCRIBE,  # DescribeQuorum
+    57: Operation.ALTER,  # UpdateFeatures
+}
+
+
 def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
     """What a decoded admin request touches, with the operation Kafka checks."""
     match api_key:
@@ -73,6 +99,10 @@ def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
             return [_acl_target(c, "resource_pattern_type") for c in body.creations]
         case 31:
             return [_acl_target(f, "pattern_type_filter") for f in body.filters]
+        case 32:
+            return [_config_resource(int(r.resource_type), str(r.resource_name), Operation.DESCRIBE_CONFIGS) for r in body.resources]
+    if api_key in CLUSTER_OPERATIONS:
+        return _cluster(CLUSTER_OPERATIONS[api_key])
     return []
 
 

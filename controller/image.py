@@ -11,6 +11,15 @@ class Topic:
     partitions: int
     replication_factor: int
     configs: dict[str, str] = field(default_factory=dict)
+    # Partitions whose replicas were reassigned; the others follow the default placement.
+    assignments: dict[int, list[int]] = field(default_factory=dict)
+
+    def replicas(self, partition: int, broker_ids: list[int]) -> list[int]:
+        """Kafka's round-robin placement over the registered brokers unless reassigned."""
+        if partition in self.assignments:
+            return list(self.assignments[partition])
+        count = len(broker_ids)
+        return [broker_ids[(partition + r) % count] for r in range(min(self.replication_factor, count))]
 
 
 @dataclass(frozen=True)
@@ -25,8 +34,25 @@ class Change:
     error_code: int
 
 
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""A client-quota entity: sorted (entity type, name or None for the default) pairs."""
+
+
+@dataclass(frozen=True)
+class StoredScramCredential:
+    """What AlterUserScramCredentials stores: the salted password, never the password."""
+
+    salt: bytes
+    salted_password: bytes
+    iterations: int
+
+
 @dataclass
 class MetadataImage:
     topics: dict[str, Topic] = field(default_factory=dict)
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
+    # user -> mechanism name (SCRAM-SHA-256 / SCRAM-SHA-512) -> credential
+    scram_credentials: dict[str, dict[str, StoredScramCredential]] = field(default_factory=dict)
+    finalized_features: dict[str, int] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""The embedded controller's metadata image on disk: topics, configs and ACLs survive a crash.
+"""The embedded controller's metadata image on disk: topics, configs, ACLs, quotas, SCRAM credentials and features survive a crash.
 
 After every request that changed something, and before its response is sent,
 the whole image is written to a temporary file, fsynced, renamed over
@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from authz import AclBinding, Operation, PatternType, PermissionType, ResourceType
-from controller.image import MetadataImage, Topic
+from controller.image import MetadataImage, StoredScramCredential, Topic
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "metadata.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1 had no quotas, SCRAM credentials, features or reassignments
 
 
 class MetadataStoreError(Exception):
@@ -38,10 +39,27 @@ def image_state(image: MetadataImage, acls: list[AclBinding]) -> dict[str, Any]:
                 "partitions": topic.partitions,
                 "replicationFactor": topic.replication_factor,
                 "configs": dict(sorted(topic.configs.items())),
+                "assignments": {str(p): replicas for p, replicas in sorted(topic.assignments.items())},
             }
             for name, topic in sorted(image.topics.items())
         },
         "brokerConfigs": {name: dict(sorted(configs.items())) for name, configs in sorted(image.broker_configs.items())},
+        "quotas": [
+            {"entity": [{"type": kind, "name": name} for kind, name in entity], "values": dict(sorted(values.items()))}
+            for entity, values in sorted(image.quotas.items(), key=lambda item: str(item[0]))
+        ],
+        "scramCredentials": {
+            user: {
+                mechanism: {
+                    "salt": base64.b64encode(c.salt).decode(),
+                    "saltedPassword": base64.b64encode(c.salted_password).decode(),
+                    "iterations": c.iterations,
+                }
+                for mechanism, c in sorted(credentials.items())
+            }
+            for user, credentials in sorted(image.scram_credentials.items())
+        },
+        "finalizedFeatures": dict(sorted(image.finalized_features.items())),
         "acls": sorted(
             (
                 {
@@ -79,13 +97,30 @@ class MetadataStore:
             raise MetadataStoreError(f"{self.path}: cannot read: {exc.strerror}") from exc
         try:
             state = json.loads(raw)
-            if state.get("version") != FORMAT_VERSION:
+            if state.get("version") not in READABLE_VERSIONS:
                 raise MetadataStoreError(f"{self.path}: unsupported format version {state.get('version')!r}")
             for name, item in state["topics"].items():
                 image.topics[name] = Topic(
-                    name, uuid.UUID(item["id"]), int(item["partitions"]), int(item["replicationFactor"]), dict(item["configs"])
+                    name,
+                    uuid.UUID(item["id"]),
+                    int(item["partitions"]),
+                    int(item["replicationFactor"]),
+                    dict(item["configs"]),
+                    {int(p): [int(r) for r in replicas] for p, replicas in item.get("assignments", {}).items()},
                 )
             image.broker_configs.update({name: dict(configs) for name, configs in state["brokerConfigs"].items()})
+            for quota in state.get("quotas", []):
+                entity = tuple(sorted((str(e["type"]), None if e["name"] is None else str(e["name"])) for e in quota["entity"]))
+                image.quotas[entity] = {str(k): float(v) for k, v in quota["values"].items()}
+            for user, credentials in state.get("scramCredentials", {}).items():
+                image.scram_credentials[user] = {
+                    mechanism: StoredScramCredential(
+                        base64.b64decode(c["salt"]), base64.b64decode(c["saltedPassword"]), int(c["iterations"])
+                    )
+                    for mechanism, c in credentials.items()
+                }
+            if "finalizedFeatures" in state:
+                image.finalized_features = {str(k): int(v) for k, v in state["finalizedFeatures"].items()}
             acls = [
                 AclBinding(
                     ResourceType[a["resourceType"]],

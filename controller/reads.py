@@ -72,10 +72,10 @@ class ReadHandlers:
                             {
                                 "error_code": 0,
                                 "partition_index": p,
-                                "leader_id": self._replicas(p, topic.replication_factor)[0],
+                                "leader_id": topic.replicas(p, self.broker_ids)[0],
                                 "leader_epoch": 0,
-                                "replica_nodes": self._replicas(p, topic.replication_factor),
-                                "isr_nodes": self._replicas(p, topic.replication_factor),
+                                "replica_nodes": topic.replicas(p, self.broker_ids),
+                                "isr_nodes": topic.replicas(p, self.broker_ids),
                                 "offline_replicas": [],
                             }
                             for p in range(topic.partitions)
@@ -92,10 +92,6 @@ class ReadHandlers:
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             "error_code": 0,
         }
-
-    def _replicas(self, partition: int, replication_factor: int) -> list[int]:
-        count = len(self.broker_ids)
-        return [self.broker_ids[(partition + r) % count] for r in range(min(replication_factor, count))]
 
     def describe_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """Only explicitly set values (what `kafka-configs --describe` lists as dynamic configs)."""

@@ -14,16 +14,29 @@ from authz.model import CLUSTER_NAME
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
+from controller.partition_admin import PartitionAdminHandlers
 from controller.persistence import MetadataStore
+from controller.quorum import INITIAL_FEATURES, QuorumHandlers
+from controller.quotas import QuotaHandlers
 from controller.reads import ReadHandlers
+from controller.scram_credentials import ScramCredentialHandlers
 from envelope.apis import (
+    ALTER_CLIENT_QUOTAS,
+    ALTER_PARTITION_REASSIGNMENTS,
+    ALTER_USER_SCRAM_CREDENTIALS,
     API_VERSIONS,
     DESCRIBE_ACLS,
+    DESCRIBE_CLIENT_QUOTAS,
     DESCRIBE_CONFIGS,
+    DESCRIBE_QUORUM,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ELECT_LEADERS,
     ENVELOPE,
+    LIST_PARTITION_REASSIGNMENTS,
     METADATA,
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
+    UPDATE_FEATURES,
     api_name,
     is_forwardable,
 )
@@ -83,9 +96,30 @@ class EmbeddedController:
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
         )
+        if not self.image.finalized_features:
+            self.image.finalized_features.update(INITIAL_FEATURES)
         reads = ReadHandlers(self.image, self.authorizer, node_id=config.node_id, broker_count=config.broker_count)
-        # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
-        self.handlers.by_key.update({METADATA: reads.metadata, DESCRIBE_CONFIGS: reads.describe_configs, DESCRIBE_ACLS: reads.describe_acls})
+        quotas = QuotaHandlers(self.image, self.authorizer)
+        scram = ScramCredentialHandlers(self.image, self.authorizer)
+        partitions = PartitionAdminHandlers(self.image, self.authorizer, broker_ids=reads.broker_ids)
+        quorum = QuorumHandlers(self.image, self.authorizer, node_id=config.node_id, offset=lambda: len(self.image.changes))
+        self.handlers.by_key.update(
+            {
+                ELECT_LEADERS: partitions.elect_leaders,
+                ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,
+                LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,
+                ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
+                ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
+                DESCRIBE_QUORUM: quorum.describe_quorum,
+                UPDATE_FEATURES: quorum.update_features,
+                # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
+                METADATA: reads.metadata,
+                DESCRIBE_CONFIGS: reads.describe_configs,
+                DESCRIBE_ACLS: reads.describe_acls,
+                DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
+                DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
+            }
+        )
         self.ranges: dict[int, VersionRange] = {
             API_VERSIONS: VersionRange(0, 4),
             SASL_HANDSHAKE: VersionRange(0, 1),

@@ -61,6 +61,36 @@ def _error_answer(api_key: int, body: Any, code: int, message: str | None) -> di
             return {"results": [error for _ in body.creations]}
         case 31:
             return {"filter_results": [{**error, "matching_acls": []} for _ in body.filters]}
+        case 43:
+            return {
+                "error_code": code,
+                "replica_election_results": [
+                    {"topic": t.topic, "partition_result": [{"partition_id": p, **error} for p in t.partitions]}
+                    for t in body.topic_partitions or ()
+                ],
+            }
+        case 45:
+            return {
+                **error,
+                "allow_replication_factor_change": getattr(body, "allow_replication_factor_change", True),
+                "responses": [
+                    {"name": t.name, "partitions": [{"partition_index": p.partition_index, **error} for p in t.partitions]} for t in body.topics
+                ],
+            }
+        case 46 | 55:
+            return {**error, "topics": [], "nodes": []}
+        case 49:
+            return {
+                "entries": [
+                    {**error, "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
+                    for entry in body.entries
+                ]
+            }
+        case 51:
+            users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+            return {"results": [{"user": user, **error} for user in users]}
+        case 57:
+            return {**error, "results": [{"feature": u.feature, **error} for u in body.feature_updates]}
     raise ValueError(f"no error answer for api key {api_key}")
 
 
@@ -70,28 +100,55 @@ def error_response(api_key: int, api_version: int, request_body: Any, code: int,
     return build_entity(response_schema(api_key, api_version), values)
 
 
-def _items(body: Any, field: str, name: Callable[[Any], str]) -> list[ResourceError]:
-    return [ResourceError(name(item), int(item.error_code), getattr(item, "error_message", None)) for item in getattr(body, field)]
+def _items(field: str, name: Callable[[Any], str]) -> Callable[[Any], list[ResourceError]]:
+    def items(body: Any) -> list[ResourceError]:
+        return [ResourceError(name(item), int(item.error_code), getattr(item, "error_message", None)) for item in getattr(body, field)]
+
+    return items
 
 
-_RESPONSE_ITEMS: dict[int, tuple[str, Callable[[Any], str]]] = {
-    19: ("topics", lambda t: str(t.name)),
-    20: ("responses", lambda t: str(t.name)),
-    37: ("results", lambda t: str(t.name)),
-    33: ("responses", lambda r: str(r.resource_name)),
-    44: ("responses", lambda r: str(r.resource_name)),
-    30: ("results", lambda _: "acl"),
-    31: ("filter_results", lambda _: "acl-filter"),
+def _partitions(topics: str, topic_name: str, partitions: str, index: str) -> Callable[[Any], list[ResourceError]]:
+    """Per-partition results nested in per-topic ones, named `topic-partition` as Kafka logs them."""
+
+    def items(body: Any) -> list[ResourceError]:
+        return [
+            ResourceError(f"{getattr(t, topic_name)}-{getattr(p, index)}", int(p.error_code), getattr(p, "error_message", None))
+            for t in getattr(body, topics)
+            for p in getattr(t, partitions)
+        ]
+
+    return items
+
+
+def _quota_entity(entry: Any) -> str:
+    return ",".join(f"{e.entity_type}={'<default>' if e.entity_name is None else e.entity_name}" for e in entry.entity)
+
+
+_RESPONSE_ITEMS: dict[int, Callable[[Any], list[ResourceError]]] = {
+    19: _items("topics", lambda t: str(t.name)),
+    20: _items("responses", lambda t: str(t.name)),
+    37: _items("results", lambda t: str(t.name)),
+    33: _items("responses", lambda r: str(r.resource_name)),
+    44: _items("responses", lambda r: str(r.resource_name)),
+    30: _items("results", lambda _: "acl"),
+    31: _items("filter_results", lambda _: "acl-filter"),
+    43: _partitions("replica_election_results", "topic", "partition_result", "partition_id"),
+    45: _partitions("responses", "name", "partitions", "partition_index"),
+    46: lambda _: [],
+    49: _items("entries", _quota_entity),
+    51: _items("results", lambda r: str(r.user)),
+    55: _partitions("topics", "topic_name", "partitions", "partition_index"),
+    57: lambda body: _items("results", lambda r: str(r.feature))(body) if hasattr(body, "results") else [],
 }
 
 
 def response_errors(api_key: int, response_body: Any) -> tuple[int, list[ResourceError]]:
     """(top-level error code, every per-resource result) of an admin response."""
     top = int(getattr(response_body, "error_code", 0))
-    spec = _RESPONSE_ITEMS.get(api_key)
-    if spec is None:
+    items = _RESPONSE_ITEMS.get(api_key)
+    if items is None:
         return top, []
-    return top, _items(response_body, *spec)
+    return top, items(response_body)
 
 
 SERVED_ADMIN_APIS: frozenset[int] = frozenset(_RESPONSE_ITEMS)

@@ -1,4 +1,5 @@
-"""Reads through the proxy, authorized at the edge: Metadata with topics, DescribeConfigs, DescribeAcls.
+"""Reads through the proxy, authorized at the edge: Metadata with topics, DescribeConfigs, DescribeAcls,
+DescribeClientQuotas and DescribeUserScramCredentials.
 
 None of them may travel in an Envelope, so the upstream would see the proxy
 rather than the client. The proxy asks its edge authorizer first and sends
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from authz import Action, Decision, Operation, PatternType, RequestContext, ResourceType
-from authz.actions import CONFIG_TOPIC, ResourceAccess
+from authz.actions import CLUSTER_OPERATIONS, CONFIG_TOPIC, ResourceAccess
 from authz.model import CLUSTER_NAME
-from envelope.apis import DESCRIBE_ACLS, DESCRIBE_CONFIGS, METADATA
+from envelope.apis import DESCRIBE_ACLS, DESCRIBE_CLIENT_QUOTAS, DESCRIBE_CONFIGS, DESCRIBE_USER_SCRAM_CREDENTIALS, METADATA, api_name
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
 from envelope.errors import ProtocolError
@@ -30,7 +31,9 @@ from proxy.upstream import Upstream, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
 
-READ_APIS = frozenset({METADATA, DESCRIBE_CONFIGS, DESCRIBE_ACLS})
+# Reads gated by one operation on CLUSTER, then passed through as the client asked.
+CLUSTER_GATED_READS = frozenset({DESCRIBE_ACLS, DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS})
+READ_APIS = frozenset({METADATA, DESCRIBE_CONFIGS}) | CLUSTER_GATED_READS
 UNKNOWN_SERVER_ERROR = -1
 REQUEST_TIMED_OUT = 7
 TOPIC_AUTHORIZATION_FAILED = 29
@@ -66,7 +69,7 @@ class ReadPath:
             return await self._metadata(ctx, listener, header, body)
         if header.api_key == DESCRIBE_CONFIGS:
             return await self._describe_configs(ctx, header, body)
-        return await self._describe_acls(ctx, header, body)
+        return await self._cluster_gated(ctx, header, body)
 
     async def _allowed(self, ctx: RequestContext, accesses: list[ResourceAccess]) -> list[bool]:
         actions = [Action(a.operation, a.resource_type, a.name) for a in accesses]
@@ -168,19 +171,21 @@ class ReadPath:
         frame = self._encode(header, {"throttle_time": 0, "results": results})
         return ReadResult(frame, accesses, denied, *error)
 
-    # -- DescribeAcls --------------------------------------------------------------------
+    # -- DescribeAcls, DescribeClientQuotas, DescribeUserScramCredentials ------------------
 
-    async def _describe_acls(self, ctx: RequestContext, header: RequestHeaderInfo, body: Any) -> ReadResult:
-        access = ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, Operation.DESCRIBE)
+    async def _cluster_gated(self, ctx: RequestContext, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        operation = CLUSTER_OPERATIONS[header.api_key]
+        access = ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, operation)
         (ok,) = await self._allowed(ctx, [access])
-        empty = {"throttle_time": 0, "resources": []}
+        # One shape for the three answers: build_entity keeps the list field the API has.
+        empty = {"throttle_time": 0, "resources": [], "results": [], "entries": None}
         if not ok:
             values = {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
             return ReadResult(self._encode(header, values), [access], [access], CLUSTER_AUTHORIZATION_FAILED)
         try:
-            response = await self._upstream_call(DESCRIBE_ACLS, header.api_version, _as_dict(body))
+            response = await self._upstream_call(header.api_key, header.api_version, _as_dict(body))
         except ReadUnavailable as exc:
-            log.warning("DescribeAcls for %s: %s", ctx.principal, exc)
+            log.warning("%s for %s: %s", api_name(header.api_key), ctx.principal, exc)
             values = {**empty, "error_code": UNKNOWN_SERVER_ERROR, "error_message": str(exc)}
             return ReadResult(self._encode(header, values), [access], [], UNKNOWN_SERVER_ERROR, str(exc))
         answer = _as_dict(response)

@@ -1,0 +1,121 @@
+"""The controller's own state: DescribeQuorum (55) and UpdateFeatures (57).
+
+The embedded controller is a single-voter quorum that is always its leader.
+Finalized feature levels are part of the persisted image.
+"""
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from authz import Authorizer, Operation, RequestContext
+from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
+from controller.image import MetadataImage
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_REQUEST = 42
+INVALID_UPDATE_VERSION = 95
+METADATA_TOPIC = "__cluster_metadata"
+
+# feature -> (lowest, highest) level the embedded controller supports
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
+    "metadata.version": (7, 27),
+    "kraft.version": (0, 1),
+    "transaction.version": (0, 2),
+    "group.version": (0, 1),
+}
+INITIAL_FEATURES = {"metadata.version": 27}
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+class QuorumHandlers:
+    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, offset: Callable[[], int]) -> None:
+        self.image = image
+        self.authorizer = authorizer
+        self.node_id = node_id
+        self.offset = offset  # the number of applied changes stands in for the metadata log's end offset
+
+    def describe_quorum(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
+            return {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "topics": [], "nodes": []}
+        now_ms = int(time.time() * 1000)
+        end = self.offset()
+        topics = []
+        for topic in body.topics:
+            partitions = []
+            for partition in topic.partitions:
+                index = int(partition.partition_index)
+                if str(topic.topic_name) != METADATA_TOPIC or index != 0:
+                    partitions.append(_partition(index, UNKNOWN_TOPIC_OR_PARTITION, -1, 0, []))
+                    continue
+                voter = {
+                    "replica_id": self.node_id,
+                    "replica_directory_id": None,
+                    "log_end_offset": end,
+                    "last_fetch_timestamp": now_ms,
+                    "last_caught_up_timestamp": now_ms,
+                }
+                partitions.append(_partition(index, NONE, self.node_id, end, [voter]))
+            topics.append({"topic_name": str(topic.topic_name), "partitions": partitions})
+        return {"error_code": NONE, "error_message": None, "topics": topics, "nodes": [{"node_id": self.node_id, "listeners": []}]}
+
+    def update_features(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        names = [str(u.feature) for u in body.feature_updates]
+        if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
+            return _features_answer(CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED, {n: (CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED) for n in names})
+        if len(set(names)) != len(names):
+            return _features_answer(INVALID_REQUEST, "The request contains multiple updates for the same feature.", {})
+        outcomes = {str(u.feature): self._problem(str(u.feature), int(u.max_version_level), int(getattr(u, "upgrade_type", UPGRADE))) for u in body.feature_updates}
+        failed = next(((code, message) for code, message in outcomes.values() if code != NONE), None)
+        if failed is None and not body.validate_only:
+            for update in body.feature_updates:
+                level = int(update.max_version_level)
+                if level == 0:
+                    self.image.finalized_features.pop(str(update.feature), None)
+                else:
+                    self.image.finalized_features[str(update.feature)] = level
+        # v2 answers only at the top level: the first failure, as Kafka's controller does.
+        return _features_answer(failed[0] if failed else NONE, failed[1] if failed else None, outcomes)
+
+    def _problem(self, feature: str, level: int, upgrade_type: int) -> tuple[int, str | None]:
+        prefix = f"Invalid update version {level} for feature {feature}."
+        supported = SUPPORTED_FEATURES.get(feature)
+        if supported is None:
+            return INVALID_UPDATE_VERSION, f"{prefix} The controller does not support the given feature."
+        if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+            return INVALID_REQUEST, f"Unknown upgrade type {upgrade_type}"
+        lowest, highest = supported
+        if level != 0 and not lowest <= level <= highest:
+            return INVALID_UPDATE_VERSION, f"{prefix} The controller only supports versions {lowest}-{highest}."
+        if feature == "metadata.version" and level == 0:
+            return INVALID_UPDATE_VERSION, f"{prefix} A metadata.version can't be deleted."
+        current = self.image.finalized_features.get(feature, 0)
+        if level < current and upgrade_type == UPGRADE:
+            return (
+                INVALID_UPDATE_VERSION,
+                f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.",
+            )
+        return NONE, None
+
+
+def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "error_message": None,
+        "leader_id": leader,
+        "leader_epoch": 1 if code == NONE else -1,
+        "high_watermark": end,
+        "current_voters": voters,
+        "observers": [],
+    }
+
+
+def _features_answer(code: int, message: str | None, outcomes: dict[str, tuple[int, str | None]]) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "error_message": message,
+        "results": [{"feature": f, "error_code": c, "error_message": m} for f, (c, m) in outcomes.items()],
+    }
