@@ -68,6 +68,9 @@ class QuorumHandlers:
             return _features_answer(INVALID_REQUEST, "The request contains multiple updates for the same feature.", {})
         outcomes = {str(u.feature): self._problem(str(u.feature), int(u.max_version_level), int(getattr(u, "upgrade_type", UPGRADE))) for u in body.feature_updates}
         failed = next(((code, message) for code, message in outcomes.values() if code != NONE), None)
+        if failed is not None:
+            # One failure fails the whole request, named at the top level only (Kafka 4.x, every version).
+            return _features_answer(failed[0], f"The update failed for all features since the following feature had an error: {failed[1]}", {})
         if failed is None and not body.validate_only:
             for update in body.feature_updates:
                 level = int(update.max_version_level)
@@ -75,14 +78,13 @@ class QuorumHandlers:
                     self.image.finalized_features.pop(str(update.feature), None)
                 else:
                     self.image.finalized_features[str(update.feature)] = level
-        # v2 answers only at the top level: the first failure, as Kafka's controller does.
-        return _features_answer(failed[0] if failed else NONE, failed[1] if failed else None, outcomes)
+        return _features_answer(NONE, None, outcomes)
 
     def _problem(self, feature: str, level: int, upgrade_type: int) -> tuple[int, str | None]:
         prefix = f"Invalid update version {level} for feature {feature}."
         supported = SUPPORTED_FEATURES.get(feature)
         if supported is None:
-            return INVALID_UPDATE_VERSION, f"{prefix} The controller does not support the given feature."
+            return INVALID_UPDATE_VERSION, f"{prefix} Local controller {self.node_id} does not support this feature."
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
             return INVALID_REQUEST, f"Unknown upgrade type {upgrade_type}"
         lowest, highest = supported

@@ -37,11 +37,7 @@ class ScramCredentialHandlers:
             }
         mentions = Counter([str(d.name) for d in body.deletions] + [str(u.name) for u in body.upsertions])
         problems: dict[str, tuple[int, str]] = {}
-        for user, count in mentions.items():
-            if count > 1:
-                problems[user] = (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-            elif not user:
-                problems[user] = (UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        # Kafka's order: a deletion of what is not there, then a user named twice, then each upsertion's values.
         for deletion in body.deletions:
             name, mechanism = str(deletion.name), MECHANISMS.get(int(deletion.mechanism))
             if name in problems:
@@ -50,6 +46,13 @@ class ScramCredentialHandlers:
                 problems[name] = (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
             elif mechanism not in self.image.scram_credentials.get(name, {}):
                 problems[name] = (RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+        for user, count in mentions.items():
+            if user in problems:
+                continue
+            if count > 1:
+                problems[user] = (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+            elif not user:
+                problems[user] = (UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
         for upsertion in body.upsertions:
             name, mechanism, iterations = str(upsertion.name), MECHANISMS.get(int(upsertion.mechanism)), int(upsertion.iterations)
             if name in problems:

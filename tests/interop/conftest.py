@@ -9,6 +9,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+from tests.interop.envelope_client import Controller, run_embedded_controller
 from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
 NODE_FIXTURES = ("kafka_node", "kafka_node_acl", "own_kafka_node")
@@ -56,6 +57,21 @@ def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNo
 def own_kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
     """A node for one test alone, which may kill and restart it."""
     yield from _start(tmp_path_factory, proxy_super_user=True, name="own-kafka-node")
+
+
+@pytest.fixture(scope="session")
+def embedded_controller() -> Iterator[Controller]:
+    yield from run_embedded_controller()
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.interop)])
+def controller(request: pytest.FixtureRequest) -> Controller:
+    """A controller listener to send Envelopes to: the embedded one, then a real Kafka node's."""
+    if request.param == "embedded":
+        embedded: Controller = request.getfixturevalue("embedded_controller")
+        return embedded
+    node: KafkaNode = request.getfixturevalue("kafka_node")
+    return Controller("kafka", node.controller_address, node.users["proxy"])
 
 
 @pytest.hookimpl(wrapper=True)
