@@ -3,6 +3,7 @@
 import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from authz.model import (
     WILDCARD_HOST,
@@ -18,7 +19,20 @@ from authz.model import (
     RequestContext,
 )
 
-log = logging.getLogger(__name__)
+# Kafka's kafka.authorizer.logger: denials at INFO, grants at DEBUG, each with the rule that decided.
+decision_log = logging.getLogger("authz.decisions")
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """A decision and what made it: the deciding binding, or why none was needed."""
+
+    decision: Decision
+    reason: str  # "super user", "no ACL found", "matched DENY", "matched ALLOW", "no matching ALLOW"
+    binding: AclBinding | None = None
+
+    def __str__(self) -> str:
+        return f"{self.decision.name} ({self.reason}{f': {self.binding}' if self.binding else ''})"
 
 # An ALLOW for any of these operations also allows the key (Kafka's implied operations).
 _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
@@ -44,29 +58,31 @@ class AclAuthorizer:
         return list(self._acls)
 
     def authorize(self, context: RequestContext, actions: Sequence[Action]) -> list[Decision]:
-        return [self._authorize_one(context, action) for action in actions]
+        decisions = []
+        for action in actions:
+            explanation = self.explain(context, action)
+            _log_decision(context, action, explanation)
+            decisions.append(explanation.decision)
+        return decisions
 
-    def _authorize_one(self, context: RequestContext, action: Action) -> Decision:
+    def explain(self, context: RequestContext, action: Action) -> Explanation:
+        """The decision for one action and the rule behind it (what `envelope-proxy authz check` prints)."""
         principal = str(context.principal)
         if principal in self.super_users:
-            return Decision.ALLOWED
+            return Explanation(Decision.ALLOWED, "super user")
         matching = [acl for acl in self._acls if _applies_to_resource(acl, action)]
         if not matching:
-            decision = Decision.ALLOWED if self.allow_everyone_if_no_acl_found else Decision.DENIED
-            log.debug("%s %s on %s: no ACL found -> %s", principal, action.operation.name, action, decision.name)
-            return decision
+            return Explanation(Decision.ALLOWED if self.allow_everyone_if_no_acl_found else Decision.DENIED, "no ACL found")
         host = str(context.client_address)
         applicable = [acl for acl in matching if _applies_to(acl, principal, host)]
         for acl in applicable:
             if acl.permission is PermissionType.DENY and acl.operation in (Operation.ALL, action.operation):
-                log.debug("%s %s denied by %s", principal, action, acl)
-                return Decision.DENIED
+                return Explanation(Decision.DENIED, "matched DENY", acl)
         allowed_ops = _IMPLIED_BY.get(action.operation, frozenset({action.operation}))
         for acl in applicable:
             if acl.permission is PermissionType.ALLOW and (acl.operation is Operation.ALL or acl.operation in allowed_ops):
-                log.debug("%s %s allowed by %s", principal, action, acl)
-                return Decision.ALLOWED
-        return Decision.DENIED
+                return Explanation(Decision.ALLOWED, "matched ALLOW", acl)
+        return Explanation(Decision.DENIED, "no matching ALLOW")
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> list[str | None]:
         results: list[str | None] = []
@@ -109,3 +125,22 @@ def _same_host(acl_host: str, client_host: str) -> bool:
 
 def _applies_to(acl: AclBinding, principal: str, host: str) -> bool:
     return acl.principal in (principal, WILDCARD_PRINCIPAL) and _same_host(acl.host, host)
+
+
+def _log_decision(context: RequestContext, action: Action, explanation: Explanation) -> None:
+    level = logging.INFO if explanation.decision is Decision.DENIED else logging.DEBUG
+    if not decision_log.isEnabledFor(level):
+        return
+    forwarded = f" forwarded by {context.forwarding_principal}" if context.forwarding_principal else ""
+    decision_log.log(
+        level,
+        "Principal = %s is %s operation = %s from host = %s%s on resource = %s:%s based on %s",
+        context.principal,
+        "Allowed" if explanation.decision is Decision.ALLOWED else "Denied",
+        action.operation.name,
+        context.client_address,
+        forwarded,
+        action.resource_type.name,
+        action.resource_name,
+        f"{explanation.reason} {explanation.binding}" if explanation.binding else explanation.reason,
+    )

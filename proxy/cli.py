@@ -10,6 +10,7 @@ from pathlib import Path
 
 import trio
 
+from proxy.authz_cli import add_authz_parser, run_authz
 from proxy.certs_cli import add_certs_parser, run_certs
 from proxy.config_errors import ConfigError
 from proxy.log_format import apply_log_format
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--master", default="local[*]")
     add_scram_parser(commands)
     add_certs_parser(commands)
+    add_authz_parser(commands)
     return parser
 
 
@@ -166,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_scram(args)
         if args.command == "certs":
             return run_certs(args)
+        if args.command == "authz":
+            return run_authz(args)
         if args.command == "controller":
             return _run_controller(args.config)
         if args.command == "demo":

@@ -44,31 +44,38 @@ class EnvelopeClient:
         assert wire.sasl_plain_login(self.sock, PROXY_USER, controller.proxy_password) == 0
         self.correlation_id = 10
 
-    def call(self, principal: Principal, api_key: int, version: int, values: dict[str, Any]) -> Any:
+    def call(self, principal: Principal, api_key: int, version: int, values: dict[str, Any], host: str = "127.0.0.1") -> Any:
         self.correlation_id += 1
-        inner = wire.request(api_key, version, values, correlation_id=self.correlation_id, client_id="action-map")
-        frame = wire.exchange(self.sock, wrap(inner, principal, "127.0.0.1", correlation_id=self.correlation_id, client_id="proxy"))
+        inner = wire.request(api_key, version, values, correlation_id=self.correlation_id, client_id="envelope-client")
+        frame = wire.exchange(self.sock, wrap(inner, principal, host, correlation_id=self.correlation_id, client_id="proxy"))
         code, data = unwrap(frame)
         assert code == 0 and data is not None, f"envelope error {code}"
         _, body = decode_response_body(api_key, version, data)
         return body
 
-    def codes(self, principal: Principal, api_key: int, version: int, values: dict[str, Any]) -> set[int]:
-        top, items = response_errors(api_key, self.call(principal, api_key, version, values))
+    def codes(self, principal: Principal, api_key: int, version: int, values: dict[str, Any], host: str = "127.0.0.1") -> set[int]:
+        top, items = response_errors(api_key, self.call(principal, api_key, version, values, host))
         return {top, *(item.error_code for item in items)}
 
     def grant(self, principal: Principal, resource_type: ResourceType, name: str, operation: Operation) -> None:
-        creation = {
-            "resource_type": resource_type,
-            "resource_name": name,
-            "resource_pattern_type": PatternType.LITERAL,
-            "principal": str(principal),
-            "host": "*",
-            "operation": operation,
-            "permission_type": PermissionType.ALLOW,
-        }
-        answer = self.call(ADMIN, 30, 3, {"creations": [creation]})
-        assert [int(r.error_code) for r in answer.results] == [0]
+        self.create_acls(
+            [
+                {
+                    "resource_type": resource_type,
+                    "resource_name": name,
+                    "resource_pattern_type": PatternType.LITERAL,
+                    "principal": str(principal),
+                    "host": "*",
+                    "operation": operation,
+                    "permission_type": PermissionType.ALLOW,
+                }
+            ]
+        )
+
+    def create_acls(self, creations: list[dict[str, Any]]) -> None:
+        """As the super user; CreateAcls v3 fields."""
+        answer = self.call(ADMIN, 30, 3, {"creations": creations})
+        assert [int(r.error_code) for r in answer.results] == [0] * len(creations), [r.error_message for r in answer.results]
 
     def admin_codes(self, api_key: int, version: int, values: dict[str, Any]) -> set[int]:
         return self.codes(ADMIN, api_key, version, values)
