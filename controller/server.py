@@ -222,7 +222,7 @@ class EmbeddedController:
         return wrap_response(cid, 0, response)
 
     def execute(self, header: RequestHeaderInfo, frame: bytes, offset: int, ctx: RequestContext) -> bytes:
-        body = decode_body(header.api_key, header.api_version, frame, offset)
+        body = decode_body(header.api_key, header.api_version, frame, offset, allow_trailing=True)  # as Kafka does
         log.info(
             "controller: %s as %s from %s%s",
             api_name(header.api_key),

@@ -290,7 +290,8 @@ class ProxyService:
         key, version = header.api_key, header.api_version
         body: Any = None
         try:
-            body = decode_body(key, version, frame, header.header_size)
+            # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
+            body = decode_body(key, version, frame, header.header_size, allow_trailing=True)
         except UnknownTaggedFieldError as exc:
             # Tagged fields newer than our schemas: the controller may know them, and
             # the bytes go through untouched, so forward without a decoded body.

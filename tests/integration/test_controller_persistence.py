@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from controller.image import MetadataImage, Topic
+from controller.image import MetadataImage, StoredScramCredential, Topic
 from controller.persistence import MetadataStore, MetadataStoreError
-from proxy.embedded import client_config, controller_properties, proxy_properties
+from proxy.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
+from tests.integration import wire
 from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
 
 TIMEOUT = 30
@@ -41,6 +42,9 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
         NewTopic,
         ResourcePatternType,
         ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
     )
 
     controller_port, proxy_port = _free_port(), _free_port()
@@ -70,6 +74,10 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
         admin.create_acls([grant])[grant].result(timeout=TIMEOUT)
         for future in admin.delete_topics(["kept-4"]).values():
             future.result(timeout=TIMEOUT)
+        scram = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"carol-secret")
+        for future in admin.alter_user_scram_credentials([scram]).values():
+            future.result(timeout=TIMEOUT)
+        assert _quota_call(proxy_port, 49, {"entries": [_QUOTA_ENTRY], "validate_only": False}).entries[0].error_code == 0
 
         controller.send_signal(signal.SIGKILL)  # no shutdown hook runs
         controller.wait(10)
@@ -85,6 +93,15 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
             "kept-0 partitions": len(topics["kept-0"].partitions),
             "kept-1 retention": configs.result(timeout=TIMEOUT)["retention.ms"].value,
             "acls": [(b.name, b.principal, b.operation.name) for b in acls],
+            "scram": {
+                user: [(info.mechanism.name, info.iterations) for info in description.scram_credential_infos]
+                for user, future in admin.describe_user_scram_credentials(["carol"]).items()
+                for description in [future.result(timeout=TIMEOUT)]
+            },
+            "quotas": [
+                ([(e.entity_type, e.entity_name) for e in entry.entity], [(v.key, v.value) for v in entry.values])
+                for entry in _quota_call(proxy_port, 48, {"components": [], "strict": False}).entries
+            ],
         }
     finally:
         _stop(proxy)
@@ -94,7 +111,41 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
         "kept-0 partitions": 4,
         "kept-1 retention": "86400000",
         "acls": [("kept-", "User:alice", "READ")],
+        "scram": {"carol": [("SCRAM_SHA_512", 8192)]},
+        "quotas": [([("user", "carol")], [("consumer_byte_rate", 2048.0), ("producer_byte_rate", 1024.0)])],
     }
+
+
+_QUOTA_ENTRY = {
+    "entity": [{"entity_type": "user", "entity_name": "carol"}],
+    "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}, {"key": "consumer_byte_rate", "value": 2048.0, "remove": False}],
+}
+
+
+def _quota_call(proxy_port: int, api_key: int, values: dict[str, Any]) -> Any:
+    """Client quotas through the proxy as admin (confluent-kafka has no quota API)."""
+    with wire.connect(f"127.0.0.1:{proxy_port}", timeout=TIMEOUT) as sock:
+        assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
+        return wire.call(sock, api_key, 1, values, correlation_id=3)
+
+
+def test_quotas_credentials_features_and_reassignments_round_trip(tmp_path: Path) -> None:
+    store = MetadataStore(tmp_path)
+    image = MetadataImage()
+    image.topics["t"] = Topic("t", uuid.uuid4(), 2, 1, {}, {1: [3, 1]})
+    image.quotas[(("client-id", None), ("user", "alice"))] = {"request_percentage": 12.5}
+    image.scram_credentials["alice"] = {"SCRAM-SHA-256": StoredScramCredential(b"salt", b"salted-password", 4096)}
+    image.finalized_features = {"metadata.version": 27, "group.version": 1}
+    store.save(image, [])
+    restored = MetadataImage()
+    MetadataStore(tmp_path).load(restored)
+    assert (restored.topics, restored.quotas, restored.scram_credentials, restored.finalized_features) == (
+        image.topics,
+        image.quotas,
+        image.scram_credentials,
+        image.finalized_features,
+    )
+    assert b"salted-password" not in (tmp_path / "metadata.json").read_bytes()  # stored base64, never as given
 
 
 def test_a_torn_write_is_ignored_and_a_damaged_image_is_a_clear_error(tmp_path: Path) -> None:

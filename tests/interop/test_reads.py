@@ -113,3 +113,49 @@ def _describe_acls_error(address: str, user: str) -> int:
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _call_as(address: str, user: str, api_key: int, version: int, values: dict[str, Any]) -> Any:
+    with wire.connect(address, timeout=TIMEOUT) as sock:
+        assert wire.sasl_plain_login(sock, user, DEFAULT_USERS[user]) == 0
+        return wire.call(sock, api_key, version, values, 5)
+
+
+async def test_quota_and_credential_reads_are_authorized_at_the_edge(target: Target) -> None:
+    """kafka-configs --describe --entity-type users: DescribeClientQuotas and DescribeUserScramCredentials through the proxy."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    user = unique("reader")
+    quota = {"entity": [{"entity_type": "user", "entity_name": user}], "ops": [{"key": "consumer_byte_rate", "value": 4096.0, "remove": False}]}
+    exact = {"components": [{"entity_type": "user", "match_type": 0, "match": user}], "strict": True}
+
+    def quotas(who: str) -> tuple[int, list[Any]]:
+        body = _call_as(target.address, who, 48, 1, exact)
+        return int(body.error_code), [[(v.key, v.value) for v in entry.values] for entry in body.entries or ()]
+
+    def credentials(who: str) -> tuple[int, list[Any]]:
+        body = _call_as(target.address, who, 50, 0, {"users": [{"name": user}]})
+        return int(body.error_code), [(r.user, int(r.error_code), [(int(c.mechanism), int(c.iterations)) for c in r.credential_infos]) for r in body.results]
+
+    def work() -> dict[str, Any]:
+        admin = admin_for(target, "admin")
+        seen: dict[str, Any] = {}
+        altered = _call_as(target.address, "admin", 49, 1, {"entries": [quota], "validate_only": False})
+        seen["alter quota"] = [int(e.error_code) for e in altered.entries]
+        upsertion = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"reader-secret")
+        seen["alter credential"] = outcomes(admin.alter_user_scram_credentials([upsertion]))
+        seen["admin quotas"] = poll(lambda: quotas("admin"), lambda q: q[1] != [], TIMEOUT)
+        seen["admin credentials"] = poll(lambda: credentials("admin"), lambda c: c[1] and c[1][0][1] == 0, TIMEOUT)
+        seen["alice quotas"] = quotas("alice")
+        seen["alice credentials"] = credentials("alice")
+        return seen
+
+    seen = await trio.to_thread.run_sync(work)
+    assert seen == {
+        "alter quota": [0],
+        "alter credential": ["OK"],
+        "admin quotas": (0, [[("consumer_byte_rate", 4096.0)]]),
+        "admin credentials": (0, [(user, 0, [(1, 4096)])]),
+        "alice quotas": (31, []),
+        "alice credentials": (31, []),
+    }, target.kind
