@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.embedded import DEFAULT_USERS, PLAIN_MODULE
+from proxy.embedded import DEFAULT_USERS, PLAIN_MODULE, client_config
 from tests.interop.kafka_node import KafkaNode, ensure_kafka_jars
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcomes, unique
-from tests.interop.upstreams import Target, kafka_target
+from tests.interop.upstreams import ACL_PROPAGATION, Target, kafka_target, poll
 
 pytestmark = pytest.mark.interop
 JAVA_SOURCE = Path(__file__).parent / "java" / "AdminProbe.java"
@@ -233,4 +233,72 @@ async def test_kafka_python_and_confluent_kafka(target: Target) -> None:
         "confluent create": ["OK"],
         "confluent delete": ["OK"],
         "confluent alice": ["TOPIC_AUTHORIZATION_FAILED"],
+    }
+
+
+async def test_read_tools_work_with_describe_rights_and_are_denied_without(target: Target, tmp_path: Path) -> None:
+    """kafka-topics --list/--describe, kafka-configs --describe, kafka-acls --list and the users' describe, for bob
+    (granted DESCRIBE rights only, through the proxy) and for alice (no rights)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        NewTopic,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    alice, bob = (_client_properties(tmp_path, user) for user in ("alice", "bob"))
+    topic = unique("tools-read")
+    grants = [
+        AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+        AclBinding(
+            ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW
+        ),
+    ]
+
+    def work() -> dict[str, Any]:
+        proxy_admin: Any = AdminClient(client_config(target.address, "admin"))
+        for future in proxy_admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(timeout=TOOL_TIMEOUT)
+        for future in proxy_admin.create_acls(grants).values():
+            future.result(timeout=TOOL_TIMEOUT)
+        bob_client: Any = AdminClient(client_config(target.address, "bob"))
+        poll(lambda: topic in bob_client.list_topics(timeout=30).topics, bool, ACL_PROPAGATION + 30)
+        seen: dict[str, Any] = {}
+        for user, config in (("bob", bob), ("alice", alice)):
+            code, out = _tool(TOPICS, target, config, "--list")
+            seen[f"{user} topics --list"] = (code, topic in out.split())
+            code, out = _tool(TOPICS, target, config, "--describe", "--topic", topic)
+            seen[f"{user} topics --describe"] = (code, "PartitionCount: 1" in out)
+            code, out = _tool(CONFIGS, target, config, "--describe", "--entity-type", "topics", "--entity-name", topic)
+            # The tool lists topics first; one the user may not DESCRIBE looks absent, as on a real broker.
+            seen[f"{user} configs --describe"] = (code, f"Dynamic configs for topic {topic}" in out, "doesn't exist" in out)
+            code, out = _tool(ACLS, target, config, "--list", "--topic", topic)
+            seen[f"{user} acls --list"] = (code, "User:bob" in out, "ClusterAuthorizationException" in out)
+            code, out = _tool(CONFIGS, target, config, "--describe", "--entity-type", "users")
+            seen[f"{user} configs --describe users"] = (code, "Authorization" in out)
+        filters = [
+            AclBindingFilter(g.restype, g.name, g.resource_pattern_type, g.principal, g.host, g.operation, g.permission_type) for g in grants
+        ]
+        for future in proxy_admin.delete_acls(filters).values():
+            future.result(timeout=TOOL_TIMEOUT)
+        return seen
+
+    seen = await trio.to_thread.run_sync(work)
+    assert seen == {
+        "bob topics --list": (0, True),
+        "bob topics --describe": (0, True),
+        "bob configs --describe": (0, True, False),
+        "bob acls --list": (0, True, False),
+        "bob configs --describe users": (0, False),
+        "alice topics --list": (0, False),
+        "alice topics --describe": (1, False),
+        "alice configs --describe": (0, False, True),
+        "alice acls --list": (1, False, True),
+        "alice configs --describe users": (1, True),
     }
