@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from authz.json_lines import json_lines
 from authz.model import AclBinding, Operation, PatternType, PermissionType, ResourceType
 
 FIELDS = ("resourceType", "resourceName", "patternType", "principal", "host", "operation", "permission")
@@ -67,16 +68,7 @@ def parse_acls(text: str, source: str = "<acls>") -> list[AclBinding]:
         if not isinstance(entries, list):
             raise AclFileError(f"{source}: expected an 'acls' list")
         return [binding_from_json(item, f"{source} acls[{index}]") for index, item in enumerate(entries)]
-    bindings = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise AclFileError(f"{source}:{number}: not JSON: {exc.msg}") from None
-        bindings.append(binding_from_json(item, f"{source}:{number}"))
-    return bindings
+    return [binding_from_json(item, where) for where, item in json_lines(text, source, AclFileError)]
 
 
 def load_acls(path: str | Path) -> list[AclBinding]:

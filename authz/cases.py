@@ -13,12 +13,12 @@ mismatch, explained when the authorizer can say why.
 """
 
 import ipaddress
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from authz.json_lines import json_lines
 from authz.model import Action, Decision, Operation, RequestContext, ResourceType
 from authz.plugin import Authorizer
 from envelope.principal import Principal
@@ -99,16 +99,7 @@ def case_from_json(item: Any, where: str) -> Case:
 
 
 def parse_cases(text: str, source: str = "<cases>") -> list[Case]:
-    cases = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError(f"{source}:{number}: not JSON: {exc.msg}") from None
-        cases.append(case_from_json(item, f"{source}:{number}"))
-    return cases
+    return [case_from_json(item, where) for where, item in json_lines(text, source, CaseFileError)]
 
 
 def load_cases(path: str | Path) -> list[Case]:
