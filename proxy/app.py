@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from proxy.audit import AuditLog
+from proxy.audit_config import audit_running, open_audit_log
 from proxy.config import ProxyConfig
 from proxy.connection_limits import ConnectionTracker
 from proxy.http_endpoint import OperationsEndpoint, serve_operations
@@ -50,7 +50,7 @@ async def run_proxy(
     """Serve until cancelled, or until `shutdown` is set: then drain (stop accepting, let requests in
     flight finish and be audited, for at most `shutdown.timeout.ms`) and return."""
     metrics = ProxyMetrics()
-    audit = AuditLog(config.audit_log_dir, config.node_id, metrics=metrics)
+    audit = open_audit_log(config.audit, config.audit_log_dir, config.node_id, metrics)
     upstream = Upstream(config.upstream)
     read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
     service = ProxyService(config, upstream, audit, read_upstream=read_upstream, metrics=metrics)
@@ -59,7 +59,8 @@ async def run_proxy(
     metrics.ready.set_function(lambda: 1.0 if running.ready() else 0.0)
     stop_accepting = trio.Event()
     try:
-        async with trio.open_nursery() as nursery:
+        # The audit writer outlives the sessions: their last records (outcomes, disconnects) are committed on the way out.
+        async with audit_running(audit, config.shutdown_timeout), trio.open_nursery() as nursery:
             if config.metrics_listen is not None:
                 host, port = config.metrics_listen
                 running.metrics_port = await nursery.start(
@@ -92,7 +93,6 @@ async def run_proxy(
                 await _drain(running, stop_accepting, config.shutdown_timeout)
                 nursery.cancel_scope.cancel()
     finally:
-        audit.close()
         log.info("proxy stopped; audit files published in %s", config.audit_log_dir)
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proxy.audit_config import AuditSettings, parse_audit_settings
 from proxy.authorizer_loading import is_standard, load_authorizer
 from proxy.config_errors import ConfigError
 from proxy.edge_authz import EdgeSettings
@@ -34,6 +35,8 @@ class ProxyConfig:
     edge: EdgeSettings = field(default_factory=EdgeSettings)
     privileged_principals: frozenset[str] = frozenset()
     """Refused on every client listener once authenticated (KIP-590: they act through the internal path only)."""
+    audit: AuditSettings = field(default_factory=AuditSettings)
+    """The other `audit.*` keys: sinks, durability, failure policy, filters (proxy/audit_config.py)."""
 
     @property
     def forwarding_principal(self) -> str:
@@ -64,6 +67,7 @@ class ProxyConfig:
             "edge": self.edge.effective(),
             "privileged.principals": sorted(self.privileged_principals),
             "audit.log.dir": str(self.audit_log_dir),
+            "audit": self.audit.effective(),
             "cluster.id": self.cluster_id,
             **self.transport.effective(),
         }
@@ -138,12 +142,14 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         raise ConfigError(
             "listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener"
         )
+    audit_log_dir = Path(props.get("audit.log.dir") or "audit")
     return ProxyConfig(
         node_id=node_id,
         listeners=listeners,
         upstream=upstream,
         controller_listener=controller_listener,
-        audit_log_dir=Path(props.get("audit.log.dir") or "audit"),
+        audit_log_dir=audit_log_dir,
+        audit=parse_audit_settings(props, audit_log_dir),
         cluster_id=props.get("cluster.id"),
         transport=parse_transport(props),
         read_upstream=_read_upstream(props, upstream),

@@ -37,6 +37,8 @@ class KafkaConnection:
         self.connection_id = next_connection_id(listener)
         self.reader = FrameReader(max_frame_size)
         self.idle_timeout = idle_timeout
+        self.idle_expired = False
+        """True once `receive_frame` gave up on an idle peer (connections.max.idle.ms), for the audit's disconnect cause."""
         self._send_lock = trio.Lock()
         if peer is None:
             assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
@@ -55,6 +57,7 @@ class KafkaConnection:
             with trio.move_on_after(self.idle_timeout) as scope:
                 data = await self.stream.receive_some(_RECEIVE_CHUNK)
             if scope.cancelled_caught or not data:
+                self.idle_expired = scope.cancelled_caught
                 return None
             self.reader.feed(bytes(data))
         return frame

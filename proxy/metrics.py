@@ -13,6 +13,7 @@ OUTCOMES = ("forwarded", "local", "read", "refused", "failed")
 REFUSAL_CAUSES = ("ip_filter", "limit", "tls", "auth", "protocol_error", "privileged_principal")
 # Admin calls take milliseconds to seconds; Kafka's request-time buckets span the same range.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+AUDIT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 class ProxyMetrics:
@@ -62,9 +63,33 @@ class ProxyMetrics:
         self.upstream_not_controller_retries = Counter(
             f"{PREFIX}_upstream_not_controller_retries", "Envelopes re-sent after NOT_CONTROLLER", registry=r
         )
-        self.audit_records = Counter(f"{PREFIX}_audit_records", "Audit records written, by stage", ["stage"], registry=r)
-        self.audit_write_errors = Counter(f"{PREFIX}_audit_write_errors", "Audit records that could not be written", registry=r)
+        self.audit_records = Counter(
+            f"{PREFIX}_audit_records", "Audit records committed, by sink (file, kafka, spool) and stage", ["sink", "stage"], registry=r
+        )
+        self.audit_write_errors = Counter(
+            f"{PREFIX}_audit_write_errors", "Audit records in write attempts that failed, by sink (retries count again)", ["sink"], registry=r
+        )
+        self.audit_records_lost = Counter(
+            f"{PREFIX}_audit_records_lost", "Audit records given up on (audit.on.failure=reject, or a sink still failing at shutdown)", registry=r
+        )
+        self.audit_rejected_requests = Counter(
+            f"{PREFIX}_audit_rejected_requests", "Requests answered with an error, not forwarded, because their intent record failed", registry=r
+        )
         self.audit_files_published = Counter(f"{PREFIX}_audit_files_published", "Audit files renamed out of staging", registry=r)
+        self.audit_queue_depth = Gauge(f"{PREFIX}_audit_queue_depth", "Audit records waiting for the writer", registry=r)
+        self.audit_commit_batch = Histogram(
+            f"{PREFIX}_audit_commit_batch_records",
+            "Records committed together (one write, flush or fsync, one Kafka delivery round)",
+            buckets=AUDIT_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.audit_commit_time = Histogram(
+            f"{PREFIX}_audit_commit_seconds", "Time a sink took to commit one batch", ["sink"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.audit_spooled = Counter(f"{PREFIX}_audit_spooled_records", "Audit records written to the Kafka sink's spool", registry=r)
+        self.audit_spool_records = Gauge(f"{PREFIX}_audit_spool_records", "Audit records in the spool, waiting for Kafka", registry=r)
+        self.audit_spool_bytes = Gauge(f"{PREFIX}_audit_spool_bytes", "Size of the spool's segment files", registry=r)
+        self.audit_spooling = Gauge(f"{PREFIX}_audit_spooling", "1 while audit records go to the spool instead of Kafka", registry=r)
         self.ready = Gauge(
             f"{PREFIX}_ready", "1 when listeners are bound and the controller is connected with known ApiVersions", registry=r
         )

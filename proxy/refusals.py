@@ -5,13 +5,13 @@ The accept loop and the SASL exchange report each refusal once through an
 counts it (until metrics are wired, `RefusalCounter.counts` is the metric).
 """
 
-import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.audit import AuditLog, make_record
+from proxy.audit import AuditLog
+from proxy.connection_events import REFUSED, connection_record
 
 IP_FILTER = "ip-filter"
 PRIVILEGED_PRINCIPAL = "privileged-principal"
@@ -31,7 +31,7 @@ class RefusedConnection:
     mechanism: str | None = None
 
 
-OnRefused = Callable[[RefusedConnection], None]
+OnRefused = Callable[[RefusedConnection], Awaitable[None]]
 
 
 class RefusalCounter:
@@ -40,51 +40,36 @@ class RefusalCounter:
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str]] = Counter()
 
-    def __call__(self, event: RefusedConnection) -> None:
+    async def __call__(self, event: RefusedConnection) -> None:
         self.counts[(event.listener, event.reason)] += 1
 
 
 def refusal_record(node_id: int, event: RefusedConnection) -> dict[str, Any]:
-    """An audit record (stage `refused`, method `kafka.Connection`) for a connection refused before any request."""
-    data: dict[str, Any] = {
-        "requestId": str(uuid.uuid4()),
-        "stage": "refused",
-        "methodName": "kafka.Connection",
-        "apiKey": None,
-        "apiVersion": None,
-        "authenticationInfo": {
-            "principal": event.principal,
-            "mechanism": event.mechanism,
-            "listener": event.listener,
-            "securityProtocol": event.security_protocol,
-        },
-        "forwardingPrincipal": None,
-        "requestMetadata": {
-            "clientAddress": event.host,
-            "clientPort": event.port,
-            "clientId": None,
-            "clientSoftwareName": None,
-            "clientSoftwareVersion": None,
-            "correlationId": None,
-            "connectionId": event.connection_id,
-        },
-        "resources": [],
-        "authorizationInfo": {"decision": "DENIED", "reason": event.reason, "detail": event.detail},
-        "result": {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": None, "errors": []},
-        "timings": {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0},
-        "upstream": None,
-    }
-    return make_record(node_id, None, data)
+    """A connection event (stage `refused`) for a connection refused before any request."""
+    return connection_record(
+        node_id,
+        REFUSED,
+        listener=event.listener,
+        security_protocol=event.security_protocol,
+        host=event.host,
+        port=event.port,
+        connection_id=event.connection_id,
+        principal=event.principal,
+        mechanism=event.mechanism,
+        authorization={"decision": "DENIED", "reason": event.reason, "detail": event.detail},
+        result={"status": "REFUSED", "envelopeErrorCode": None, "errorCode": None, "errors": []},
+        timings={"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0},
+    )
 
 
 class AuditedRefusals(RefusalCounter):
-    """The proxy's callback: count, then write the audit record."""
+    """The proxy's callback: count, then write the audit record (before the connection is closed)."""
 
     def __init__(self, audit: AuditLog, node_id: int) -> None:
         super().__init__()
         self.audit = audit
         self.node_id = node_id
 
-    def __call__(self, event: RefusedConnection) -> None:
-        super().__call__(event)
-        self.audit.write(refusal_record(self.node_id, event))
+    async def __call__(self, event: RefusedConnection) -> None:
+        await super().__call__(event)
+        await self.audit.write(refusal_record(self.node_id, event))

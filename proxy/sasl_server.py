@@ -13,6 +13,7 @@ from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
+from proxy.connection_events import CAUSE_AUTHENTICATION_FAILED, CAUSE_PRIVILEGED_PRINCIPAL, CAUSE_PROTOCOL_ERROR, attempted_user
 from proxy.listener_config import ListenerConfig, TransportSettings
 from proxy.refusals import PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, OnRefused, RefusedConnection
 from proxy.sasl_mechanisms import AuthenticationFailed, ServerExchange, server_exchange, verify_plain
@@ -30,6 +31,32 @@ SASL_AUTHENTICATION_FAILED = 58
 class Authenticated:
     principal: Principal
     mechanism: str | None
+
+
+@dataclass(frozen=True)
+class LoginFailure:
+    """A failed SASL login, for the audit: the mechanism, the user the client tried (None if unreadable), Kafka's answer."""
+
+    mechanism: str
+    user: str | None
+    message: str
+    error_code: int
+
+
+@dataclass
+class AuthReport:
+    """Filled by `authenticate` when it returns None: why the connection closes (a `disconnected` cause of
+    proxy/connection_events.py; None when the client left) and, for a failed login, what failed.
+    `on_failure` (the audit) is awaited before the client is told its login failed."""
+
+    cause: str | None = None
+    failure: LoginFailure | None = None
+    on_failure: Callable[[LoginFailure], Awaitable[None]] | None = None
+
+    async def login_failed(self, failure: LoginFailure) -> None:
+        self.cause, self.failure = CAUSE_AUTHENTICATION_FAILED, failure
+        if self.on_failure is not None:
+            await self.on_failure(failure)
 
 
 ApiVersionsAnswer = Callable[[RequestHeaderInfo, bytes], Awaitable[None]]
@@ -54,8 +81,11 @@ class SaslServer:
         failure_delay: float,
         on_refused: OnRefused | None = None,
         on_login_failed: Callable[[str], None] | None = None,
+        report: AuthReport | None = None,
     ) -> None:
         self.on_login_failed = on_login_failed
+        self.report = report if report is not None else AuthReport()
+        self._first_token: bytes | None = None
         self.conn = conn
         self.listener = listener
         self.answer_api_versions = answer_api_versions
@@ -87,6 +117,7 @@ class SaslServer:
                     raw_tokens = header.api_version == 0
                     continue
                 if header.api_key != SASL_AUTHENTICATE or exchange is None or raw_tokens:
+                    self.report.cause = CAUSE_PROTOCOL_ERROR
                     log.info(
                         "connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing",
                         self.conn.connection_id,
@@ -106,9 +137,11 @@ class SaslServer:
         body = decode_body(header.api_key, header.api_version, frame, header.header_size)
         requested = str(body.mechanism).upper()
         ok = requested in self.listener.sasl_mechanisms
-        await self._respond(header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)})
         if not ok:
             log.info("connection %s from %s: unsupported SASL mechanism %s", self.conn.connection_id, self.conn.peer.host, requested)
+            await self.report.login_failed(LoginFailure(requested, None, f"Unsupported SASL mechanism {requested}", UNSUPPORTED_SASL_MECHANISM))
+        await self._respond(header, {"error_code": 0 if ok else UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.listener.sasl_mechanisms)})
+        if not ok:
             return None
         return requested
 
@@ -121,20 +154,25 @@ class SaslServer:
         if exchange.complete:
             # Nothing may follow a completed exchange here; there is no valid answer, so close.
             log.info("connection %s from %s: SASL token after completion, closing", self.conn.connection_id, self.conn.peer.host)
+            self.report.cause = CAUSE_PROTOCOL_ERROR
             return False
+        if self._first_token is None:
+            self._first_token = token  # names the user, for the audit of a failed login
         try:
             challenge = exchange.evaluate(token)
         except AuthenticationFailed as exc:
             log.info("connection %s from %s: %s login failed: %s", self.conn.connection_id, self.conn.peer.host, mechanism, exc.reason)
             if self.on_login_failed is not None:
                 self.on_login_failed(mechanism)
+            await self.report.login_failed(LoginFailure(mechanism, attempted_user(mechanism, self._first_token), str(exc), SASL_AUTHENTICATION_FAILED))
             await self._fail(header, str(exc))
             return False
         if exchange.complete and exchange.user is not None:
             principal = Principal("User", exchange.user)
             refusal = privileged_refusal(self.listener, principal)
             if refusal is not None:
-                report_refusal(self.conn, self.listener, principal, mechanism, refusal, self.on_refused)
+                self.report.cause = CAUSE_PRIVILEGED_PRINCIPAL
+                await report_refusal(self.conn, self.listener, principal, mechanism, refusal, self.on_refused)
                 await self._fail(header, f"Authentication failed: {refusal}")
                 return False
         if header is None:
@@ -151,7 +189,7 @@ class SaslServer:
         await trio.sleep(self.failure_delay)
 
 
-def report_refusal(
+async def report_refusal(
     conn: KafkaConnection,
     listener: ListenerConfig,
     principal: Principal | None,
@@ -164,7 +202,7 @@ def report_refusal(
     """Log and report a connection refused after (or while) authenticating; `reason` is the audit's."""
     log.warning("connection %s from %s:%s refused: %s", conn.connection_id, conn.peer.host, conn.peer.port, refusal)
     if on_refused is not None:
-        on_refused(
+        await on_refused(
             RefusedConnection(
                 listener=listener.name,
                 security_protocol=listener.security_protocol,
@@ -180,19 +218,21 @@ def report_refusal(
 
 
 async def _certificate_login(
-    conn: KafkaConnection, listener: ListenerConfig, failure_delay: float, on_refused: OnRefused | None
+    conn: KafkaConnection, listener: ListenerConfig, failure_delay: float, on_refused: OnRefused | None, report: AuthReport
 ) -> Authenticated | None:
     """SSL listeners: the client certificate's mapped DN (User:ANONYMOUS without one); None = close."""
     try:
         principal = certificate_principal(conn.stream, listener)
     except NoMatchingRule as exc:
         # Kafka: an authentication failure, so the connection closes after the failed-authentication delay.
-        report_refusal(conn, listener, None, SSL_MECHANISM, str(exc), on_refused, reason=SSL_PRINCIPAL_MAPPING)
+        report.cause = CAUSE_AUTHENTICATION_FAILED
+        await report_refusal(conn, listener, None, SSL_MECHANISM, str(exc), on_refused, reason=SSL_PRINCIPAL_MAPPING)
         await trio.sleep(failure_delay)
         return None
     refusal = privileged_refusal(listener, principal)
     if refusal is not None:
-        report_refusal(conn, listener, principal, SSL_MECHANISM, refusal, on_refused)
+        report.cause = CAUSE_PRIVILEGED_PRINCIPAL
+        await report_refusal(conn, listener, principal, SSL_MECHANISM, refusal, on_refused)
         await trio.sleep(failure_delay)
         return None
     return Authenticated(principal, SSL_MECHANISM)
@@ -206,6 +246,7 @@ async def authenticate(
     *,
     on_refused: OnRefused | None = None,
     on_login_failed: Callable[[str], None] | None = None,
+    report: AuthReport | None = None,
 ) -> Authenticated | None:
     """The session's principal: ANONYMOUS on PLAINTEXT, the mapped certificate DN on SSL (mechanism "SSL"),
     the SASL login on SASL_PLAINTEXT and SASL_SSL (None = close).
@@ -213,22 +254,31 @@ async def authenticate(
     Frames are capped at `sasl.server.max.receive.size` until the login succeeds.
     A principal in the listener's `privileged_principals` is refused and reported to `on_refused`;
     so is an SSL client whose DN matches no `ssl.principal.mapping.rules` (reason `ssl-principal-mapping`).
+    When it returns None, `report` says why (for the audit's connection events).
     """
+    report = report if report is not None else AuthReport()
     if listener.security_protocol == "SSL":
-        return await _certificate_login(conn, listener, transport.failed_auth_delay, on_refused)
+        return await _certificate_login(conn, listener, transport.failed_auth_delay, on_refused, report)
     if not listener.uses_sasl:
         refusal = privileged_refusal(listener, ANONYMOUS)
         if refusal is not None:
-            report_refusal(conn, listener, ANONYMOUS, None, refusal, on_refused)
+            report.cause = CAUSE_PRIVILEGED_PRINCIPAL
+            await report_refusal(conn, listener, ANONYMOUS, None, refusal, on_refused)
             return None
         return Authenticated(ANONYMOUS, None)
     conn.reader.max_frame_size = transport.sasl_max_receive_size
     server = SaslServer(
-        conn, listener, answer_api_versions, failure_delay=transport.failed_auth_delay, on_refused=on_refused, on_login_failed=on_login_failed
+        conn,
+        listener,
+        answer_api_versions,
+        failure_delay=transport.failed_auth_delay,
+        on_refused=on_refused,
+        on_login_failed=on_login_failed,
+        report=report,
     )
     result = await server.run()
     conn.reader.max_frame_size = transport.max_frame_size
     return result
 
 
-__all__ = ["Authenticated", "AuthenticationFailed", "ProtocolError", "SaslServer", "authenticate", "privileged_refusal", "verify_plain"]
+__all__ = ["AuthReport", "Authenticated", "AuthenticationFailed", "LoginFailure", "ProtocolError", "SaslServer", "authenticate", "privileged_refusal", "verify_plain"]

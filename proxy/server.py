@@ -77,7 +77,8 @@ async def serve_listener(
         if refusal is not None:
             log.warning("connection from %s:%s refused on listener %s: %s", host, peer_port, bound.name, refusal.detail)
             if on_refused is not None:
-                on_refused(RefusedConnection(bound.name, bound.security_protocol, host, peer_port, refusal.reason, refusal.detail))
+                # Awaited: the refusal is audited before the client sees its connection closed.
+                await on_refused(RefusedConnection(bound.name, bound.security_protocol, host, peer_port, refusal.reason, refusal.detail))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
             return

@@ -36,16 +36,30 @@ from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.responses import SERVED_ADMIN_APIS, error_name, error_response, response_errors
 from envelope.wrap import unwrap, wrap
-from proxy.audit import AuditLog, make_record
+from proxy.audit import AuditLog, AuditUnavailable, make_record
 from proxy.config import ProxyConfig
 from proxy.connection import KafkaConnection
+from proxy.connection_events import (
+    AUTHENTICATED,
+    AUTHENTICATION_FAILED,
+    CAUSE_CLIENT,
+    CAUSE_ERROR,
+    CAUSE_IDLE,
+    CAUSE_PROTOCOL_ERROR,
+    CAUSE_SHUTDOWN,
+    CAUSE_VERSIONS_CHANGED,
+    CONNECTED,
+    DISCONNECTED,
+    authentication_failed_result,
+    connection_record,
+)
 from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
 from proxy.metrics import ProxyMetrics
 from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
 from proxy.refusals import IP_FILTER, PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, AuditedRefusals, RefusedConnection
-from proxy.sasl_server import authenticate
+from proxy.sasl_server import AuthReport, LoginFailure, authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -56,6 +70,10 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 NOT_CONTROLLER = 41
 UNKNOWN_SERVER_ERROR = -1
 NOT_CONTROLLER_RETRIES = 3
+# audit.on.failure=reject: the answer to a request whose intent record could not be written. Kafka's
+# "disk error when accessing a log" is what the proxy met; clients and operators know it as a broker-side storage fault.
+KAFKA_STORAGE_ERROR = 56
+_DISCONNECT_AUDIT_TIMEOUT = 10.0
 
 
 def own_ranges() -> dict[int, VersionRange]:
@@ -84,13 +102,19 @@ class Session:
     client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
     closing: bool = False
     idle: trio.CancelScope | None = None
+    close_cause: str | None = None
+    """Why the proxy closes the connection (a `disconnected` cause); None while the client decides."""
+    authenticated: bool = False
+    requests: int = 0
+    opened: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         self.client_address = ipaddress.ip_address(self.conn.peer.host)
 
-    def close_when_idle(self) -> None:
+    def close_when_idle(self, cause: str = CAUSE_SHUTDOWN) -> None:
         """Close now if waiting for a request, else right after the one in flight (its audit completes)."""
         self.closing = True
+        self.close_cause = self.close_cause or cause
         if self.idle is not None:
             self.idle.cancel()
 
@@ -119,6 +143,10 @@ _REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_pri
 
 class CloseConnection(Exception):
     """Kafka's answer to this request is to close the connection."""
+
+    def __init__(self, message: str, cause: str = CAUSE_PROTOCOL_ERROR) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class ProxyService:
@@ -150,9 +178,9 @@ class ProxyService:
     def advertised(self) -> dict[int, VersionRange]:
         return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
 
-    def on_refused(self, event: RefusedConnection) -> None:
+    async def on_refused(self, event: RefusedConnection) -> None:
         """A connection refused as a whole: audited and counted by cause (bounded label values)."""
-        self.refusals(event)
+        await self.refusals(event)
         self.metrics.connections_refused.labels(event.listener, _REFUSAL_CAUSES.get(event.reason, "limit")).inc()
 
     def _upstream_event(self, event: str) -> None:
@@ -182,21 +210,40 @@ class ProxyService:
             return
         log.warning("the controller's API versions changed: closing %d client connections so they ask again", len(self.sessions))
         for session in list(self.sessions):
-            session.close_when_idle()
+            session.close_when_idle(CAUSE_VERSIONS_CHANGED)
 
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         self.metrics.connections_accepted.labels(listener.name).inc()
         active = self.metrics.connections_active.labels(listener.name)
         active.inc()
+        session = Session(conn, listener)
+        cause: str | None = None
         try:
-            await self._session(conn, listener)
+            await self._audit_connection(session, CONNECTED)
+            await self._session(session)
+        except trio.Cancelled:
+            cause = CAUSE_SHUTDOWN
+            raise
+        except ProtocolError:
+            cause = CAUSE_PROTOCOL_ERROR
+            raise
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            cause = CAUSE_CLIENT  # the peer reset the connection while we wrote to it
+            raise
+        except BaseException:
+            cause = CAUSE_ERROR
+            raise
         finally:
             active.dec()
             self.metrics.connections_closed.labels(listener.name).inc()
             log.info("connection %s from %s:%s on %s closed", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+            cause = cause or session.close_cause or (CAUSE_IDLE if conn.idle_expired else CAUSE_CLIENT)
+            # Shielded and bounded: also a connection cancelled at shutdown gets its disconnect recorded.
+            with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
+                await self._audit_connection(session, DISCONNECTED, cause=cause)
 
-    async def _session(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
-        session = Session(conn, listener)
+    async def _session(self, session: Session) -> None:
+        conn, listener = session.conn, session.listener
         log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
 
         async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
@@ -206,17 +253,25 @@ class ProxyService:
             self.metrics.authentications.labels(listener.name, mechanism, "failure").inc()
             self.metrics.connections_refused.labels(listener.name, "auth").inc()
 
+        async def audit_login_failure(failure: LoginFailure) -> None:
+            await self._audit_login_failure(session, failure)
+
+        report = AuthReport(on_failure=audit_login_failure)
         authenticated = await authenticate(
-            conn, listener, self.config.transport, answer_api_versions, on_refused=self.on_refused, on_login_failed=login_failed
+            conn, listener, self.config.transport, answer_api_versions, on_refused=self.on_refused, on_login_failed=login_failed, report=report
         )
         if authenticated is None:
+            session.close_cause = report.cause
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+        session.authenticated = True
         if authenticated.mechanism is not None:
             self.metrics.authentications.labels(listener.name, authenticated.mechanism, "success").inc()
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+            await self._audit_connection(session, AUTHENTICATED)
         self.sessions.add(session)
-        session.closing = self.draining  # logged in while the proxy drains: answer nothing more
+        if self.draining:
+            session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
         try:
             while not session.closing:
                 frame = None
@@ -225,10 +280,12 @@ class ProxyService:
                 session.idle = None
                 if frame is None:
                     return
+                session.requests += 1
                 try:
                     await self.handle_request(session, frame)
                 except CloseConnection as exc:
                     log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
+                    session.close_cause = session.close_cause or exc.cause
                     return
         finally:
             self.sessions.discard(session)
@@ -240,35 +297,36 @@ class ProxyService:
             await self._api_versions(session, header, frame)
             return
         if key == ENVELOPE:
-            self._refuse(session, header, "Envelope is not accepted from clients")
+            await self._refuse(session, header, "Envelope is not accepted from clients")
             raise CloseConnection("client sent an Envelope")
         advertised = self.advertised().get(key)
         if advertised is None or key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
-            self._refuse(session, header, f"API {api_name(key)} is not served by this proxy")
+            await self._refuse(session, header, f"API {api_name(key)} is not served by this proxy")
             raise CloseConnection(f"unsupported api key {key}")
         if header.api_version not in advertised:
-            self._refuse(session, header, f"version {header.api_version} of {api_name(key)} is not in {advertised.min}..{advertised.max}")
+            await self._refuse(session, header, f"version {header.api_version} of {api_name(key)} is not in {advertised.min}..{advertised.max}")
             raise CloseConnection(f"unsupported version {header.api_version} of api key {key}")
         started = time.perf_counter()
         node_id, cluster_id = self.config.node_id, self.config.cluster_id
         if key == DESCRIBE_CLUSTER:
+            # Every answer is audited before the client can read it.
+            await self._audit_local(session, header, started)
             await session.conn.send(describe_cluster_response(header, node_id=node_id, listener=session.listener, cluster_id=cluster_id))
-            self._audit_local(session, header, started)
             return
         if key in READ_APIS:
             try:
                 body = decode_body(key, header.api_version, frame, header.header_size, allow_trailing=True)
             except ProtocolError as exc:
-                self._refuse(session, header, f"request body cannot be decoded: {exc}")
+                await self._refuse(session, header, f"request body cannot be decoded: {exc}")
                 raise
             if key == METADATA and body.topics is not None and not body.topics and header.api_version > 0:
                 # Only brokers and the controller asked for: the proxy knows those itself.
+                await self._audit_local(session, header, started)
                 await session.conn.send(metadata_response(header, body, node_id=node_id, listener=session.listener, cluster_id=cluster_id))
-                self._audit_local(session, header, started)
                 return
             result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
+            await self._audit_read(session, header, started, result)
             await session.conn.send(result.frame)
-            self._audit_read(session, header, started, result)
             return
         await self._forward(session, header, frame)
 
@@ -281,8 +339,9 @@ class ProxyService:
             except (ProtocolError, UnsupportedApiError):
                 pass  # a version we do not know gets the v0 fallback below
         started = time.perf_counter()
-        await session.conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.advertised()))
-        self._audit_local(session, header, started)
+        answer = apiversions.build_response(header.api_version, header.correlation_id, self.advertised())
+        await self._audit_local(session, header, started)
+        await session.conn.send(answer)
 
     # -- forwarding -----------------------------------------------------------------
 
@@ -297,13 +356,17 @@ class ProxyService:
             # the bytes go through untouched, so forward without a decoded body.
             log.info("forwarding %s with tagged fields unknown to the proxy: %s", api_name(key), exc)
         except ProtocolError:
-            self._refuse(session, header, "request body cannot be decoded")
+            await self._refuse(session, header, "request body cannot be decoded")
             raise
         resources = resources_of(key, body) if body is not None else []
         data = self._data(session, header, "intent", resources, forwarded=True)
         request_id = data["requestId"]
-        # The intent is on its way to disk before the controller sees the request.
-        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        # The intent is committed (as durable as audit.durability says) before the controller sees the request.
+        try:
+            await self.audit.write(make_record(self.config.node_id, subject_of(resources), data), required=True)
+        except AuditUnavailable as exc:
+            await self._reject_unaudited(session, header, body, exc)
+            return
         with self.metrics.forwarding_queue.track_inprogress():
             await self._send_envelope(session, header, frame, body, resources, request_id)
 
@@ -331,11 +394,11 @@ class ProxyService:
         if envelope_error == 0 and embedded is not None:
             if key in (CREATE_ACLS, DELETE_ACLS):
                 self.edge.invalidate()
+            await self._audit_outcome(session, header, resources, request_id, started, envelope_error, embedded)
             await session.conn.send(embedded)
-            self._audit_outcome(session, header, resources, request_id, started, envelope_error, embedded)
             return
         if envelope_error == UNSUPPORTED_VERSION:
-            self._audit_error(
+            await self._audit_error(
                 session,
                 header,
                 resources,
@@ -345,7 +408,7 @@ class ProxyService:
                 UNSUPPORTED_VERSION,
                 "controller refused the embedded version",
             )
-            raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION")
+            raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION", CAUSE_VERSIONS_CHANGED)
         if envelope_error == CLUSTER_AUTHORIZATION_FAILED:
             message = f"the proxy's principal {self.config.forwarding_principal} lacks CLUSTER_ACTION on the controller"
             log.error(
@@ -374,12 +437,21 @@ class ProxyService:
         started: float,
         envelope_error: int | None,
     ) -> None:
+        await self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
         if body is None:
-            self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
-            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request")
+            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request", CAUSE_ERROR)
         answer = error_response(header.api_key, header.api_version, body, code, message)
         await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
-        self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
+
+    async def _reject_unaudited(self, session: Session, header: RequestHeaderInfo, body: Any, exc: AuditUnavailable) -> None:
+        """audit.on.failure=reject and the intent could not be written: answer with an error, forward nothing."""
+        message = "the proxy could not write the audit record of this request; it was not forwarded"
+        log.error("connection %s (%s): %s %s: %s", session.conn.connection_id, session.principal, api_name(header.api_key), message, exc)
+        self._count(session, header, "failed", time.perf_counter())
+        if body is None:
+            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request", CAUSE_ERROR)
+        answer = error_response(header.api_key, header.api_version, body, KAFKA_STORAGE_ERROR, message)
+        await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
 
     # -- audit ---------------------------------------------------------------------
 
@@ -420,7 +492,46 @@ class ProxyService:
             "result": None,
             "timings": None,
             "upstream": {"address": self.upstream.settings.address, "nodeId": None} if forwarded else None,
+            "connection": None,
         }
+
+    async def _audit_connection(self, session: Session, stage: str, *, cause: str | None = None) -> None:
+        """`connected`, `authenticated` or `disconnected` (with its cause, duration and request count)."""
+        closing = stage == DISCONNECTED
+        principal = str(session.principal) if session.authenticated and stage != CONNECTED else None
+        record = connection_record(
+            self.config.node_id,
+            stage,
+            listener=session.listener.name,
+            security_protocol=session.listener.security_protocol,
+            host=session.conn.peer.host,
+            port=session.conn.peer.port,
+            connection_id=session.conn.connection_id,
+            principal=principal,
+            mechanism=session.mechanism if principal is not None else None,
+            cause=cause,
+            duration_ms=(time.monotonic() - session.opened) * 1000 if closing else None,
+            requests=session.requests if closing else None,
+            software=(session.software_name, session.software_version) if stage != CONNECTED else (None, None),
+        )
+        await self.audit.write(record)
+
+    async def _audit_login_failure(self, session: Session, failure: LoginFailure) -> None:
+        record = connection_record(
+            self.config.node_id,
+            AUTHENTICATION_FAILED,
+            listener=session.listener.name,
+            security_protocol=session.listener.security_protocol,
+            host=session.conn.peer.host,
+            port=session.conn.peer.port,
+            connection_id=session.conn.connection_id,
+            principal=f"User:{failure.user}" if failure.user is not None else None,
+            mechanism=failure.mechanism,
+            authorization={"decision": "DENIED", "reason": AUTHENTICATION_FAILED, "detail": failure.message},
+            result=authentication_failed_result(failure.error_code),
+            software=(session.software_name, session.software_version),
+        )
+        await self.audit.write(record)
 
     def _count(self, session: Session, header: RequestHeaderInfo, outcome: str, started: float, *, forwarded: bool = False) -> None:
         api = api_name(header.api_key)
@@ -436,14 +547,14 @@ class ProxyService:
         total = (time.perf_counter() - started) * 1000
         return {"queueMs": 0.0, "upstreamMs": round(upstream_ms, 3), "totalMs": round(total, 3)}
 
-    def _audit_local(self, session: Session, header: RequestHeaderInfo, started: float) -> None:
+    async def _audit_local(self, session: Session, header: RequestHeaderInfo, started: float) -> None:
         data = self._data(session, header, "local", [], forwarded=False)
         data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
         data["timings"] = self._timings(started)
-        self.audit.write(make_record(self.config.node_id, None, data))
+        await self.audit.write(make_record(self.config.node_id, None, data))
         self._count(session, header, "local", started)
 
-    def _audit_read(self, session: Session, header: RequestHeaderInfo, started: float, result: ReadResult) -> None:
+    async def _audit_read(self, session: Session, header: RequestHeaderInfo, started: float, result: ReadResult) -> None:
         data = self._data(session, header, "read", result.resources, forwarded=False)
         data["authorizationInfo"] = {
             "decision": "DENIED" if result.denied and len(result.denied) == len(result.resources) else "ALLOWED",
@@ -459,10 +570,10 @@ class ProxyService:
             + ([_error_row("upstream", result.error_code, result.error_message)] if failed else []),
         }
         data["timings"] = self._timings(started)
-        self.audit.write(make_record(self.config.node_id, subject_of(result.resources), data))
+        await self.audit.write(make_record(self.config.node_id, subject_of(result.resources), data))
         self._count(session, header, "read", started)
 
-    def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
+    async def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
         log.warning(
             "connection %s from %s (%s): refused %s: %s",
             session.conn.connection_id,
@@ -475,10 +586,10 @@ class ProxyService:
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
         data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 42, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
-        self.audit.write(make_record(self.config.node_id, None, data))
+        await self.audit.write(make_record(self.config.node_id, None, data))
         self._count(session, header, "refused", time.perf_counter())
 
-    def _audit_outcome(
+    async def _audit_outcome(
         self,
         session: Session,
         header: RequestHeaderInfo,
@@ -501,9 +612,9 @@ class ProxyService:
             "errorCode": top,
             "errors": [_error_row(r.resource, r.error_code, r.message) for r in failed],
         }
-        self._write_outcome(session, header, resources, request_id, started, result, "forwarded", answered_by_upstream=True)
+        await self._write_outcome(session, header, resources, request_id, started, result, "forwarded", answered_by_upstream=True)
 
-    def _audit_error(
+    async def _audit_error(
         self,
         session: Session,
         header: RequestHeaderInfo,
@@ -520,9 +631,9 @@ class ProxyService:
             "errorCode": code,
             "errors": [_error_row(r.name, code, message) for r in resources],
         }
-        self._write_outcome(session, header, resources, request_id, started, result, "failed", answered_by_upstream=False)
+        await self._write_outcome(session, header, resources, request_id, started, result, "failed", answered_by_upstream=False)
 
-    def _write_outcome(
+    async def _write_outcome(
         self,
         session: Session,
         header: RequestHeaderInfo,
@@ -540,5 +651,5 @@ class ProxyService:
         # The proxy does not queue yet, so the whole wait after the intent is upstream time.
         upstream_ms = (time.perf_counter() - started) * 1000 if answered_by_upstream else 0.0
         data["timings"] = self._timings(started, upstream_ms=upstream_ms)
-        self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
+        await self.audit.write(make_record(self.config.node_id, subject_of(resources), data))
         self._count(session, header, outcome, started, forwarded=True)

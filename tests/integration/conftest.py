@@ -1,10 +1,11 @@
-import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from proxy.embedded import EmbeddedStack, start_stack
+from tests.audit_records import assert_valid, records_under
 
 
 @pytest.fixture
@@ -14,7 +15,11 @@ async def stack(nursery: Any, tmp_path: Path) -> EmbeddedStack:
 
 def audit_records(directory: Path) -> list[dict[str, Any]]:
     """Every record written so far, published or still in staging."""
-    records = []
-    for path in sorted(directory.rglob("*.jsonl")):
-        records.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return records
+    return records_under(directory)
+
+
+@pytest.fixture(autouse=True)
+def _audit_records_match_the_schema(tmp_path: Path) -> Iterator[None]:
+    """After every integration test: each audit record it made (files, staging, spool) matches the JSON Schema."""
+    yield
+    assert_valid(records_under(tmp_path))

@@ -51,6 +51,38 @@ def test_the_embedded_defaults_parse() -> None:
             "inter.broker.listener.name",
             "only one of",
         ),
+        # the audit pipeline
+        ({"audit.durability": "always"}, "audit.durability", "expected one of none, flush, fsync"),
+        ({"audit.on.failure": "drop"}, "audit.on.failure", "expected one of block, reject"),
+        ({"audit.connection.events": "some"}, "audit.connection.events", "expected one of all, failures, none"),
+        ({"audit.file.max.bytes": "0"}, "audit.file.max.bytes", "at least 1"),
+        ({"audit.file.rotate.ms": "-1"}, "audit.file.rotate.ms", "at least 0"),
+        ({"audit.sinks": "file,syslog"}, "audit.sinks", "unknown sink 'syslog'"),
+        ({"audit.sinks": ","}, "audit.sinks", "needs at least one of file, kafka"),
+        ({"audit.excluded.principals": "User:CN=a,OU=b"}, "audit.excluded.principals", "'OU=b' is not of the form Type:name"),
+        ({"audit.sinks": "kafka"}, "audit.kafka.bootstrap.servers", "is required"),
+        ({"audit.kafka.bootstrap.servers": "k:9092"}, "audit.sinks", "audit.kafka.* keys are set but kafka is not among the sinks"),
+        ({"audit.sinks": "kafka", "audit.kafka.bootstrap.servers": "k:9092", "audit.kafka.topic": "a/b"}, "audit.kafka.topic", "a Kafka topic name"),
+        (
+            {"audit.sinks": "kafka", "audit.kafka.bootstrap.servers": "k:9092", "audit.kafka.delivery.timeout.ms": "0"},
+            "audit.kafka.delivery.timeout.ms",
+            "at least 1",
+        ),
+        (
+            {"audit.sinks": "kafka", "audit.kafka.bootstrap.servers": "k:9092", "audit.kafka.producer.acks": "1"},
+            "audit.kafka.producer.acks",
+            "acks=all",
+        ),
+        (
+            {"audit.sinks": "kafka", "audit.kafka.bootstrap.servers": "k:9092", "audit.kafka.producer.no.such.thing": "1"},
+            "audit.kafka.producer.no.such.thing",
+            'librdkafka: No such configuration property: "no.such.thing"',
+        ),
+        (
+            {"audit.sinks": "kafka", "audit.kafka.bootstrap.servers": "k:9092", "audit.kafka.producer.linger.ms": "soon"},
+            "audit.kafka.producer.linger.ms",
+            "librdkafka: Invalid value",
+        ),
     ],
 )
 def test_bad_proxy_config_names_key_value_and_reason(changes: dict[str, str | None], key: str, reason: str) -> None:
@@ -65,6 +97,35 @@ def test_bad_proxy_config_names_key_value_and_reason(changes: dict[str, str | No
     assert error.value.key == key
     assert reason in str(error.value)
     assert f"for configuration {key}" in str(error.value)
+
+
+def test_audit_settings_defaults_and_a_kafka_sink(tmp_path: Path) -> None:
+    default = parse_proxy_config(proxy_properties(9093, tmp_path / "audit")).audit
+    assert (default.sinks, default.durability, default.on_failure, default.connection_events) == (("file",), "flush", "block", "all")
+    assert default.file_max_bytes == 64 * 1024 * 1024 and default.file_rotate == 300.0 and default.kafka is None
+    props = {
+        **proxy_properties(9093, tmp_path / "audit"),
+        "audit.sinks": "file, kafka",
+        "audit.durability": "FSYNC",
+        "audit.file.rotate.ms": "0",
+        "audit.excluded.principals": "User:monitor;User:CN=a,OU=b",  # ';' when a name holds ','
+        "audit.kafka.bootstrap.servers": "k1:9092,k2:9092",
+        "audit.kafka.producer.security.protocol": "SASL_SSL",
+        "audit.kafka.producer.sasl.mechanism": "PLAIN",
+        "audit.kafka.producer.sasl.username": "auditor",
+        "audit.kafka.producer.sasl.password": "s3cret",
+    }
+    config = parse_proxy_config(props)
+    audit = config.audit
+    assert audit.sinks == ("file", "kafka") and audit.durability == "fsync" and audit.file_rotate is None
+    assert audit.excluded_principals == frozenset({"User:monitor", "User:CN=a,OU=b"})
+    assert audit.kafka is not None and audit.kafka.topic == "envelope-proxy-audit"
+    assert audit.kafka.spool_dir == tmp_path / "audit" / ".kafka-spool"
+    assert audit.kafka.producer["sasl.username"] == "auditor"
+    shown = config.effective()["audit"]
+    assert shown["kafka"]["producer"]["sasl.password"] == "[hidden]" and "s3cret" not in str(config.effective())
+    comma = parse_proxy_config({**proxy_properties(9093, tmp_path), "audit.excluded.principals": "User:a, User:b"}).audit
+    assert comma.excluded_principals == frozenset({"User:a", "User:b"})
 
 
 def test_one_ipv4_and_one_ipv6_literal_may_share_a_port() -> None:

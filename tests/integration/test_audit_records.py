@@ -1,0 +1,158 @@
+"""Every kind of audit record the proxy writes, made by real traffic, matches the JSON Schema and says what happened."""
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from controller.config import parse_controller_config
+from controller.server import EmbeddedController
+from envelope.principal import Principal
+from envelope.wrap import wrap
+from proxy.app import run_proxy
+from proxy.audit import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
+from proxy.config import parse_proxy_config
+from proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties
+from tests.audit_records import assert_valid, records_under
+from tests.integration import wire
+
+TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+
+
+def _create_topic(sock: socket.socket, name: str, correlation_id: int) -> int:
+    body = wire.call(sock, 19, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
+    return int(body.topics[0].error_code)
+
+
+def _plain_login(sock: socket.socket, user: str, password: str) -> Any:
+    assert int(wire.call(sock, 17, 1, {"mechanism": "PLAIN"}).error_code) == 0
+    return wire.call(sock, 36, 2, {"auth_bytes": f"\x00{user}\x00{password}".encode()}, correlation_id=2)
+
+
+def traffic(client: str, plain: str) -> dict[str, Any]:
+    """One of each: forwarded (allowed, denied), local answers, reads, request refusals, failed logins, refusals."""
+    seen: dict[str, Any] = {}
+    with wire.connect(client) as sock:  # admin does a bit of everything, then leaves (cause client)
+        versions = wire.call(sock, 18, 3, {"client_software_name": "audit-test", "client_software_version": "2.0"}, 1)
+        assert int(versions.error_code) == 0
+        assert int(_plain_login(sock, "admin", DEFAULT_USERS["admin"]).error_code) == 0
+        assert _create_topic(sock, "rec-allowed", 3) == 0
+        wire.call(sock, 60, 0, {"include_cluster_authorized_operations": False}, 4)  # DescribeCluster: local
+        wire.call(sock, 3, 12, {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}, 5)
+        named = {"topics": [{"topic_id": None, "name": "rec-allowed"}], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        wire.call(sock, 3, 12, named, 6)  # Metadata with topics: a read
+        seen["admin_requests"] = 4  # after login: CreateTopics, DescribeCluster, 2 x Metadata
+    with wire.connect(client) as sock:
+        assert int(_plain_login(sock, "alice", DEFAULT_USERS["alice"]).error_code) == 0
+        seen["alice_create"] = _create_topic(sock, "rec-denied", 3)
+    with wire.connect(client) as sock:
+        seen["wrong_password"] = int(_plain_login(sock, "alice", "wrong").error_code)
+        assert wire.is_closed(sock)
+    with wire.connect(client) as sock:
+        seen["unsupported_mechanism"] = int(wire.call(sock, 17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code)
+        assert wire.is_closed(sock)
+    with wire.connect(client) as sock:
+        seen["privileged"] = int(_plain_login(sock, PROXY_USER, PROXY_PASSWORD).error_code)
+        assert wire.is_closed(sock)
+    try:
+        with wire.connect(client, source="127.0.0.5") as sock:
+            seen["filtered_closed"] = wire.is_closed(sock)
+    except OSError:
+        seen["filtered_closed"] = True
+    with wire.connect(plain) as sock:  # an Envelope from a client: request refused, connection closed (protocol-error)
+        inner = wire.request(19, 5, {"topics": [{"name": "smuggled", **TOPIC}], "timeout": 1000, "validate_only": False})
+        sock.sendall(wire.encode_frame(wrap(inner, Principal("User", "admin"), "127.0.0.1", correlation_id=9, client_id="evil")))
+        assert wire.is_closed(sock)
+    with wire.connect(plain, timeout=30) as sock:  # says nothing: closed by connections.max.idle.ms
+        seen["idle_closed"] = wire.is_closed(sock)
+    return seen
+
+
+async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nursery: Any, tmp_path: Path) -> None:
+    controller = EmbeddedController(parse_controller_config(controller_properties()))
+    (bound,) = await nursery.start(controller.run)
+    props = {
+        **proxy_properties(bound.port, tmp_path / "audit", users={**DEFAULT_USERS, PROXY_USER: PROXY_PASSWORD}),
+        "privileged.principals": "User:proxy",
+        "listener.name.client.security.ip.filter.rule.type": "deny",
+        "listener.name.client.security.ip.filter.list": "127.0.0.5",
+        "listener.name.plain.connections.max.idle.ms": "500",
+    }
+    shutdown, stopped = trio.Event(), trio.Event()
+
+    async def proxy(task_status: trio.TaskStatus[Any]) -> None:
+        try:
+            await run_proxy(parse_proxy_config(props), shutdown=shutdown, task_status=task_status)
+        finally:
+            stopped.set()
+
+    running = await nursery.start(proxy)
+    client = f"127.0.0.1:{running.listener('CLIENT').port}"
+    plain = f"127.0.0.1:{running.listener('PLAIN').port}"
+
+    seen = await trio.to_thread.run_sync(traffic, client, plain)
+    assert seen["alice_create"] == 29 and seen["wrong_password"] == 58 and seen["unsupported_mechanism"] == 33
+    assert seen["privileged"] == 58 and seen["filtered_closed"] and seen["idle_closed"]
+
+    # A logged-in connection still open at shutdown is closed by the drain.
+    lingering = await trio.to_thread.run_sync(lambda: wire.connect(client))
+    try:
+        assert int((await trio.to_thread.run_sync(_plain_login, lingering, "bob", DEFAULT_USERS["bob"])).error_code) == 0
+        with trio.fail_after(30):
+            while len(running.service.sessions) != 1:  # the other connections' sessions have ended
+                await trio.sleep(0.02)
+            shutdown.set()
+            await stopped.wait()
+    finally:
+        lingering.close()
+
+    records = records_under(tmp_path / "audit")
+    assert_valid(records)
+    kinds = {(r["type"], r["data"]["stage"]) for r in records}
+    expected_request = {(REQUEST_EVENT_TYPE, stage) for stage in ("intent", "outcome", "local", "read", "refused")}
+    expected_connection = {
+        (CONNECTION_EVENT_TYPE, stage) for stage in ("connected", "refused", "authenticated", "authentication-failed", "disconnected")
+    }
+    assert expected_request | expected_connection <= kinds
+
+    events = [r["data"] for r in records if r["type"] == CONNECTION_EVENT_TYPE]
+    by_connection: dict[str, list[str]] = {}
+    for data in events:
+        if data["requestMetadata"]["connectionId"] is not None:
+            by_connection.setdefault(data["requestMetadata"]["connectionId"], []).append(data["stage"])
+    # Every connection the proxy served opens with `connected` and ends with exactly one `disconnected`.
+    assert all(stages[0] == "connected" and stages[-1] == "disconnected" and stages.count("disconnected") == 1 for stages in by_connection.values())
+
+    causes = sorted(data["connection"]["cause"] for data in events if data["stage"] == "disconnected")
+    assert set(causes) == {"client", "authentication-failed", "privileged-principal", "protocol-error", "idle", "shutdown"}
+    assert causes.count("authentication-failed") == 2  # wrong password, unsupported mechanism
+
+    failed = [data for data in events if data["stage"] == "authentication-failed"]
+    wrong_password = next(data for data in failed if data["authenticationInfo"]["mechanism"] == "PLAIN")
+    assert wrong_password["authenticationInfo"]["principal"] == "User:alice"
+    assert wrong_password["result"] == {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 58, "errors": []}
+    assert wrong_password["authorizationInfo"] == {
+        "decision": "DENIED",
+        "reason": "authentication-failed",
+        "detail": "Authentication failed: Invalid username or password",
+    }
+    unsupported = next(data for data in failed if data["authenticationInfo"]["mechanism"] == "SCRAM-SHA-256")
+    assert unsupported["authenticationInfo"]["principal"] is None and unsupported["result"]["errorCode"] == 33
+
+    admin_login = next(d for d in events if d["stage"] == "authenticated" and d["authenticationInfo"]["principal"] == "User:admin")
+    assert admin_login["authenticationInfo"]["mechanism"] == "PLAIN"
+    admin_close = next(
+        d for d in events if d["stage"] == "disconnected" and d["requestMetadata"]["connectionId"] == admin_login["requestMetadata"]["connectionId"]
+    )
+    assert admin_close["connection"]["cause"] == "client"
+    assert admin_close["connection"]["requests"] == seen["admin_requests"]
+    assert admin_close["connection"]["durationMs"] >= 0
+    assert admin_close["requestMetadata"]["clientSoftwareName"] == "audit-test"
+
+    filtered = next(d for d in events if d["stage"] == "refused" and d["authorizationInfo"]["reason"] == "ip-filter")
+    assert filtered["requestMetadata"]["connectionId"] is None  # refused at accept time: no connection was made
+    assert all(d["requestMetadata"]["clientAddress"] != "127.0.0.5" for d in events if d["stage"] == "connected")
+
+    privileged = next(d for d in events if d["stage"] == "refused" and d["authorizationInfo"]["reason"] == "privileged-principal")
+    assert privileged["requestMetadata"]["connectionId"] in by_connection
