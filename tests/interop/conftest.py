@@ -6,9 +6,11 @@ mvn is only needed until the jars are cached (~/.cache/kafka-envelope-proxy).
 
 import os
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller
 from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
@@ -57,6 +59,13 @@ def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNo
 def own_kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
     """A node for one test alone, which may kill and restart it."""
     yield from _start(tmp_path_factory, proxy_super_user=True, name="own-kafka-node")
+
+
+@pytest.fixture(autouse=True)
+def _audit_records_match_the_schema(tmp_path: Path) -> Iterator[None]:
+    """After every interop test: each audit record the proxy wrote (against either upstream) matches the JSON Schema."""
+    yield
+    assert_valid(records_under(tmp_path))
 
 
 @pytest.fixture(scope="session")
