@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check clean
+.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check bench-audit clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy envelope apiversions authz proxy controller
+	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit
 
 test: $(STAMP) tools lint typecheck
 	$(PY) -m pytest -q
@@ -45,6 +45,13 @@ test: $(STAMP) tools lint typecheck
 # Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.
 deploy-check: $(STAMP) tools
 	$(PY) -m pytest -q tests/deploy
+
+# On-demand benchmark of the Spark audit job against a single-process DuckDB baseline (not part of `make test`).
+# N=10000000 for the large run; prints JSON.
+N ?= 1000000
+bench-audit: $(STAMP)
+	$(PY) -m pip install -q -e '.[spark,bench]'
+	$(PY) bench/audit/run.py --records $(N)
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

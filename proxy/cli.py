@@ -146,10 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="controller + proxy + a real Kafka client + the Spark audit report")
     demo.add_argument("--workdir", default=None, help="where configs, audit files and the report go (default: a temporary folder)")
     demo.add_argument("--skip-spark", action="store_true", help="stop after the admin work")
-    audit = commands.add_parser("audit", help="the Spark audit job over audit files")
-    audit.add_argument("--input", required=True)
-    audit.add_argument("--output", required=True)
-    audit.add_argument("--master", default="local[*]")
+    # Everything after `audit` goes to the Spark job's own parser (see main).
+    commands.add_parser("audit", help="the Spark audit job over audit files (options: envelope-proxy audit --help)", add_help=False)
     add_scram_parser(commands)
     add_certs_parser(commands)
     add_authz_parser(commands)
@@ -157,7 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    audit_args: list[str] = []
+    if "audit" in raw:
+        # The Spark job parses its own options (also under spark-submit), so they pass through untouched.
+        position = raw.index("audit")
+        raw, audit_args = raw[: position + 1], raw[position + 1 :]
+    args = build_parser().parse_args(raw)
     _setup_logging(args.log_level)
     try:
         if args.command == "check-config":
@@ -179,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "audit":
             from spark_audit.job import main as audit_main
 
-            return audit_main(["--input", args.input, "--output", args.output, "--master", args.master])
+            return audit_main(audit_args)
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
-"""PySpark audit job for kafka-envelope-proxy.
+"""PySpark audit job for kafka-envelope-proxy (docs/audit-job.md).
 
-Reads the proxy's JSON-lines audit records (see ``docs/audit-schema.md``),
-quarantines malformed lines, de-duplicates by record id, writes the clean
-records as Parquet and prints/writes summary reports (requests by principal,
-method and outcome; denials).
+Reads the proxy's JSON-lines audit records (files or a Kafka topic, batch or
+incremental), quarantines malformed lines, de-duplicates by record id, stores
+the records as Parquet partitioned by date, and writes reports (Parquet,
+summary.json and a self-contained HTML page), optionally with an authorizer
+what-if replay. Imports ``authz`` for the replay and never ``proxy``.
 """

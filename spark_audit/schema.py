@@ -1,14 +1,22 @@
-"""Explicit Spark schema of an audit record (``docs/audit-schema.md``, version 1).
+"""Explicit Spark schema of an audit record (``docs/audit-schema.md``, versions 1 and 2).
 
-The schema is never inferred: records are read with :data:`AUDIT_SCHEMA`, which
-also carries the :data:`CORRUPT_RECORD_COLUMN` that Spark's PERMISSIVE JSON
-reader fills with the raw text of lines it cannot parse.
+The schema is never inferred: inference would make a column's type depend on
+which lines happen to be in the input, and a record with a wrong type would
+silently widen the column instead of landing in the quarantine. Lines are
+parsed with :data:`AUDIT_SCHEMA`, which also carries the
+:data:`CORRUPT_RECORD_COLUMN` that Spark's PERMISSIVE JSON parser fills with
+the raw text of lines it cannot parse.
+
+Version 2 adds connection events (``type`` :data:`CONNECTION_EVENT_TYPE`) and
+``data.connection``; one schema reads both versions because every version 2
+field is nullable and absent from version 1 records.
 """
 
 from pyspark.sql.types import (
     ArrayType,
     DoubleType,
     IntegerType,
+    LongType,
     StringType,
     StructField,
     StructType,
@@ -20,6 +28,12 @@ CORRUPT_RECORD_COLUMN = "_corrupt_record"
 
 #: CloudEvents ``type`` of request records.
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
+#: CloudEvents ``type`` of connection events (schema version 2).
+CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
+#: ``data.methodName`` of connection events and (version 1) refused connections.
+CONNECTION_METHOD = "kafka.Connection"
+
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 
 AUTHENTICATION_INFO = StructType(
     [
@@ -55,6 +69,10 @@ AUTHORIZATION_INFO = StructType(
     [
         StructField("decision", StringType(), True),
         StructField("reason", StringType(), True),
+        # refused connections and authentication failures: the rule or limit that applied
+        StructField("detail", StringType(), True),
+        # edge-authorized reads: the resources the edge authorizer denied
+        StructField("denied", ArrayType(RESOURCE, True), True),
     ]
 )
 
@@ -91,6 +109,14 @@ UPSTREAM = StructType(
     ]
 )
 
+CONNECTION = StructType(
+    [
+        StructField("cause", StringType(), True),
+        StructField("durationMs", DoubleType(), True),
+        StructField("requests", LongType(), True),
+    ]
+)
+
 DATA = StructType(
     [
         StructField("requestId", StringType(), True),
@@ -106,6 +132,7 @@ DATA = StructType(
         StructField("result", RESULT, True),
         StructField("timings", TIMINGS, True),
         StructField("upstream", UPSTREAM, True),
+        StructField("connection", CONNECTION, True),
     ]
 )
 
@@ -125,5 +152,5 @@ RECORD_SCHEMA = StructType(
     ]
 )
 
-#: The reader schema: the record plus the corrupt-record column.
+#: The parser schema: the record plus the corrupt-record column.
 AUDIT_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField(CORRUPT_RECORD_COLUMN, StringType(), True)])

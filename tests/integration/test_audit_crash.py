@@ -6,8 +6,11 @@ Every request whose answer reached a client must have its intent record on disk
 (e.g. the Spark job reporting the intents without outcomes, `intents_without_outcomes`).
 """
 
+import datetime
+import json
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +37,10 @@ class CrashRun:
     """Topics whose CreateTopics answer a client had received when the proxy was killed."""
     staged_at_kill: list[str] = field(default_factory=list)
     """Names of the files in <audit_dir>/.staging right after the kill."""
+
+
+def _instant(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def intents_without_outcomes(records: list[dict[str, Any]]) -> set[str]:
@@ -144,5 +151,23 @@ def test_sigkill_keeps_the_intent_of_every_answered_request_and_a_restart_publis
         assert list((run.audit_dir / ".staging").glob("*.jsonl")) == []
         after = records_under(run.audit_dir)
         assert {r["id"] for r in records} <= {r["id"] for r in after}  # publishing lost nothing
+        # The Spark job reports exactly those intents, but for any in its grace second before the newest record.
+        report = tmp_path / "report"
+        job = subprocess.run(
+            [
+                *(sys.executable, "-m", "spark_audit", "--input", str(run.audit_dir), "--output", str(report)),
+                *("--outcome-grace", "1 second", "--no-html", "--quiet", "--master", "local[1]"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert job.returncode == 0, job.stderr[-3000:]
+        summary = json.loads((report / "summary.json").read_text())
+        newest = max(_instant(r["time"]) for r in after)
+        cut_short = intents_without_outcomes(after)
+        expected = [r for r in after if r["data"].get("requestId") in cut_short and r["data"]["stage"] == "intent"]
+        assert summary["intents_without_outcome"] == sum(1 for r in expected if _instant(r["time"]) <= newest - 1.0)
     finally:
         assert _stop(run.controller) == 0

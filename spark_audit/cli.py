@@ -1,0 +1,214 @@
+"""Command line of the audit job (``python -m spark_audit``, ``spark-submit spark_audit/job.py``, ``envelope-proxy audit``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import javaproperties
+
+from spark_audit.kafka_connector import KafkaConnectorError, connector_jars
+from spark_audit.options import JobOptions, ReportOptions, parse_duration, parse_instant
+from spark_audit.read import KafkaSource
+from spark_audit.whatif import Candidate, WhatIfError, parse_properties
+
+PROG = "spark_audit"
+
+
+class UsageError(ValueError):
+    """Bad arguments: exit status 2, before Spark starts."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Audit reports over kafka-envelope-proxy audit records, with Spark (docs/audit-job.md)."
+    )
+    source = p.add_argument_group("input")
+    source.add_argument("--input", metavar="DIR", help="directory of *.jsonl audit files (the proxy's audit.log.dir)")
+    source.add_argument("--kafka-bootstrap-servers", metavar="HOST:PORT", help="read audit records from a Kafka topic instead")
+    source.add_argument("--kafka-topic", metavar="TOPIC")
+    source.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Kafka source option, e.g. kafka.security.protocol=SASL_PLAINTEXT (repeatable)",
+    )
+    source.add_argument(
+        "--kafka-jars", metavar="DIR", help="jars of spark-sql-kafka-0-10 and its dependencies (default: fetched once with Maven)"
+    )
+    p.add_argument(
+        "--output", required=True, metavar="DIR", help="output directory (records, quarantine, reports, summary.json, report.html)"
+    )
+    p.add_argument("--master", metavar="URL", help="Spark master, e.g. spark://host:7077 (default: spark-submit's --master, else local[*])")
+    p.add_argument(
+        "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default: 8 locally, Spark's on a cluster)"
+    )
+    mode = p.add_argument_group("incremental mode")
+    mode.add_argument(
+        "--incremental", action="store_true", help="process only input the checkpoint has not seen (Structured Streaming, availableNow)"
+    )
+    mode.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: <output>/_checkpoint)")
+    mode.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch (default: all new files in one)")
+    rep = p.add_argument_group("reports")
+    rep.add_argument("--bucket", default="1 hour", metavar="DURATION", help="who-did-what time bucket (default: 1 hour)")
+    rep.add_argument("--baseline-start", metavar="TIME", help="first instant of the baseline (default: the first record)")
+    rep.add_argument(
+        "--baseline-end",
+        metavar="TIME",
+        help="end of the baseline; newer records are compared with it (default: newest record - detection window)",
+    )
+    rep.add_argument(
+        "--detection-window", default="1 day", metavar="DURATION", help="what is new when --baseline-end is not given (default: 1 day)"
+    )
+    rep.add_argument("--burst-window", default="1 minute", metavar="DURATION", help="burst window (default: 1 minute)")
+    rep.add_argument(
+        "--burst-threshold", type=int, default=10, metavar="N", help="events within the window that make a burst (default: 10)"
+    )
+    rep.add_argument(
+        "--outcome-grace",
+        default="60 seconds",
+        metavar="DURATION",
+        help="intents this young may still get an outcome (default: 60 seconds)",
+    )
+    rep.add_argument("--include-local", action="store_true", help="count requests the proxy answered itself (ApiVersions, Metadata, ...)")
+    rep.add_argument("--top", type=int, default=20, metavar="N", help="rows per table in the HTML and text reports (default: 20)")
+    rep.add_argument("--no-html", action="store_true", help="do not write report.html")
+    rep.add_argument("--quiet", action="store_true", help="do not print the text report")
+    whatif = p.add_argument_group("authorizer what-if")
+    whatif.add_argument(
+        "--whatif-authorizer", metavar="NAME", help="candidate authorizer: entry point, dotted path or StandardAuthorizer (default)"
+    )
+    whatif.add_argument("--whatif-acls", metavar="FILE", help="candidate ACLs (JSON lines of bindings, or the controller's metadata.json)")
+    whatif.add_argument(
+        "--whatif-property", action="append", default=[], metavar="KEY=VALUE", help="candidate authorizer property (repeatable)"
+    )
+    whatif.add_argument("--whatif-properties", metavar="FILE", help="candidate authorizer properties file")
+    p.add_argument(
+        "--py-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=".py/.zip shipped to executors, e.g. an authorizer plug-in (repeatable)",
+    )
+    return p
+
+
+def _duration(text: str, option: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _instant(text: str | None, option: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _pairs(pairs: Sequence[str], option: str) -> dict[str, str]:
+    try:
+        return parse_properties(pairs)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _candidate(args: argparse.Namespace) -> Candidate | None:
+    if not (args.whatif_authorizer or args.whatif_acls or args.whatif_property or args.whatif_properties):
+        return None
+    properties: dict[str, str] = {}
+    if args.whatif_properties:
+        try:
+            with open(args.whatif_properties, encoding="utf-8") as f:
+                properties.update(javaproperties.load(f))
+        except OSError as exc:
+            raise UsageError(f"--whatif-properties: cannot read {args.whatif_properties}: {exc.strerror or exc}") from None
+    properties.update(_pairs(args.whatif_property, "--whatif-property"))
+    try:
+        return Candidate.from_files(args.whatif_authorizer, properties, args.whatif_acls)
+    except WhatIfError as exc:
+        raise UsageError(f"--whatif-acls: {exc}") from None
+
+
+def options_from(args: argparse.Namespace) -> JobOptions:
+    """Validate the arguments into JobOptions; UsageError naming the option otherwise."""
+    kafka = None
+    if args.kafka_bootstrap_servers or args.kafka_topic:
+        if not (args.kafka_bootstrap_servers and args.kafka_topic):
+            raise UsageError("--kafka-bootstrap-servers and --kafka-topic go together")
+        if args.input:
+            raise UsageError("give either --input or a Kafka topic, not both")
+        kafka = KafkaSource(args.kafka_bootstrap_servers, args.kafka_topic, _pairs(args.kafka_option, "--kafka-option"))
+    elif not args.input:
+        raise UsageError("an input is needed: --input DIR, or --kafka-bootstrap-servers and --kafka-topic")
+    elif "://" not in args.input and not os.path.isdir(args.input):
+        raise UsageError(f"input directory does not exist: {args.input}")
+    for name in ("burst_threshold", "top", "max_files_per_trigger", "shuffle_partitions"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    reports = ReportOptions(
+        bucket_seconds=_duration(args.bucket, "--bucket"),
+        baseline_start_us=_instant(args.baseline_start, "--baseline-start"),
+        baseline_end_us=_instant(args.baseline_end, "--baseline-end"),
+        detection_window_seconds=_duration(args.detection_window, "--detection-window"),
+        burst_window_seconds=_duration(args.burst_window, "--burst-window"),
+        burst_threshold=args.burst_threshold,
+        outcome_grace_seconds=_duration(args.outcome_grace, "--outcome-grace"),
+        include_local=args.include_local,
+        top=args.top,
+    )
+    return JobOptions(
+        input=args.input,
+        kafka=kafka,
+        incremental=args.incremental,
+        checkpoint=args.checkpoint,
+        max_files_per_trigger=args.max_files_per_trigger,
+        reports=reports,
+        whatif=_candidate(args),
+        html=not args.no_html,
+        print_report=not args.quiet,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status (2: bad arguments or input)."""
+    args = parser().parse_args(argv)
+    try:
+        options = options_from(args)
+        jars = connector_jars(args.kafka_jars) if options.kafka is not None else []
+    except (UsageError, KafkaConnectorError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    # Imported late: argument errors should not wait for (or need) a JVM.
+    from pyspark.sql import SparkSession
+
+    from spark_audit.pipeline import run
+    from spark_audit.session import build_session
+
+    # Under spark-submit (which starts this process with a gateway port) its --master applies.
+    master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
+    owns_session = SparkSession.getActiveSession() is None
+    spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions)
+    try:
+        for path in args.py_file:
+            spark.sparkContext.addPyFile(path)
+            if path.endswith(".py"):
+                # addPyFile puts a .py on the executors' path only; the driver builds the candidate too
+                sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        if options.whatif is not None:
+            options.whatif.build()  # a plug-in that cannot load fails here, before any Spark job
+        run(options.input, args.output, spark=spark, options=options)
+    except WhatIfError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if owns_session:
+            spark.stop()
+    return 0

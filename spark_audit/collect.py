@@ -1,0 +1,48 @@
+"""Bringing the (small) report results to the driver for the HTML page, the text report and summary.json."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, TimestampType
+
+from spark_audit.html_report import Table
+
+ISO_UTC = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+
+
+def iso(column: Column) -> Column:
+    """A timestamp as an RFC 3339 UTC string (the session time zone is UTC)."""
+    return F.date_format(column, ISO_UTC)
+
+
+def plain(frame: DataFrame) -> DataFrame:
+    """Timestamps and dates as strings, so collected rows hold no local-time datetimes."""
+    columns = []
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, TimestampType):
+            columns.append(iso(F.col(f.name)).alias(f.name))
+        elif isinstance(f.dataType, DateType):
+            columns.append(F.col(f.name).cast("string").alias(f.name))
+        else:
+            columns.append(F.col(f.name))
+    return frame.select(*columns)
+
+
+def rows(frame: DataFrame, limit: int | None = None) -> list[tuple[Any, ...]]:
+    limited = plain(frame) if limit is None else plain(frame).limit(limit)
+    return [tuple(row) for row in limited.collect()]
+
+
+def table(frame: DataFrame, limit: int, columns: Sequence[str] | None = None, *, total: int | None = None) -> Table:
+    """Up to ``limit`` rows of ``frame`` (in its order) for the HTML and text reports."""
+    chosen = frame.select(*columns) if columns else frame
+    return Table(columns=list(chosen.columns), rows=rows(chosen, limit), total=total if total is not None else frame.count())
+
+
+def counted(frame: DataFrame, keys: Sequence[str], value: str) -> list[tuple[Any, ...]]:
+    """``sum(value)`` per ``keys``, as tuples (keys..., total)."""
+    return rows(frame.groupBy(*keys).agg(F.sum(value).alias("total")).orderBy(*keys))

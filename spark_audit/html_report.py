@@ -1,0 +1,316 @@
+"""The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched).
+
+Pure Python: :class:`ReportData` is what the job collected from Spark, so the
+page can be rendered (and tested) without a Spark session.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from spark_audit import svg
+
+MAX_SERIES = 7
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    #: rows in the full report when the table shows fewer
+    total: int | None = None
+
+
+@dataclass
+class ReportData:
+    summary: Mapping[str, Any]
+    bucket: str = "1 hour"
+    #: (bucket start, principal, requests)
+    activity: Sequence[tuple[str, str, int]] = ()
+    #: (principal, method, requests)
+    heat: Sequence[tuple[str, str, int]] = ()
+    #: (bucket start, kind, events): denials and authentication failures over time
+    denial_timeline: Sequence[tuple[str, str, int]] = ()
+    #: dimension -> [(key, denials)], most first
+    ranking: Mapping[str, Sequence[tuple[str, int]]] = field(default_factory=dict)
+    #: (method, p50, p90, p99, max)
+    latency: Sequence[tuple[str, float, float, float, float]] = ()
+    tables: Mapping[str, Table] = field(default_factory=dict)
+
+
+def _t(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return '<span class="muted">&ndash;</span>'
+    if isinstance(value, bool):
+        return '<span class="badge bad">yes</span>' if value else "no"
+    if isinstance(value, (list, tuple)):
+        return _t(", ".join(str(v) for v in value))
+    if isinstance(value, float):
+        return _t(f"{value:,.2f}")
+    if isinstance(value, int):
+        return _t(f"{value:,}")
+    text = str(value)
+    if text in ("DENIED", "REFUSED", "FAILURE", "ERROR", "NO_OUTCOME"):
+        return f'<span class="badge bad">{_t(text)}</span>'
+    if text in ("ALLOWED", "SUCCESS"):
+        return f'<span class="badge ok">{_t(text)}</span>'
+    return _t(text)
+
+
+def table(data: Table | None, empty: str) -> str:
+    if data is None or not data.rows:
+        return f'<p class="empty">{_t(empty)}</p>'
+    head = "".join(f"<th>{_t(c)}</th>" for c in data.columns)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in data.rows)
+    more = ""
+    if data.total is not None and data.total > len(data.rows):
+        more = f'<p class="muted">{len(data.rows):,} of {data.total:,} rows shown; all are in the Parquet output.</p>'
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}'
+
+
+def _top_series(points: Sequence[tuple[str, str, int]]) -> tuple[list[str], list[tuple[str, list[float]]]]:
+    """Buckets in order and one series per name; names beyond the busiest few become ``other``."""
+    buckets = sorted({bucket for bucket, _, _ in points})
+    totals: dict[str, int] = defaultdict(int)
+    for _, name, value in points:
+        totals[name] += value
+    ranked = sorted(totals, key=lambda n: (-totals[n], n))
+    # an "other" holding a single name hides it for nothing
+    kept = ranked if len(ranked) <= MAX_SERIES + 1 else ranked[:MAX_SERIES]
+    index = {bucket: i for i, bucket in enumerate(buckets)}
+    series: dict[str, list[float]] = {name: [0.0] * len(buckets) for name in kept}
+    if len(kept) < len(ranked):
+        series["other"] = [0.0] * len(buckets)
+    for bucket, name, value in points:
+        series[name if name in kept else "other"][index[bucket]] += value
+    return buckets, list(series.items())
+
+
+def _short_bucket(bucket: str) -> str:
+    """``2026-11-21T10:00:00.000Z`` -> ``11-21 10:00``."""
+    return bucket[5:16].replace("T", " ") if len(bucket) >= 16 else bucket
+
+
+def activity_chart(data: ReportData) -> str:
+    if not data.activity:
+        return '<p class="empty">No requests in the input.</p>'
+    buckets, series = _top_series(data.activity)
+    chart = svg.stacked_columns([_short_bucket(b) for b in buckets], series, label=f"Requests per {data.bucket} by principal")
+    return chart + svg.legend([name for name, _ in series])
+
+
+def denial_chart(data: ReportData) -> str:
+    if not data.denial_timeline:
+        return '<p class="empty">No denials or authentication failures.</p>'
+    buckets, series = _top_series(data.denial_timeline)
+    chart = svg.stacked_columns([_short_bucket(b) for b in buckets], series, label=f"Denials and authentication failures per {data.bucket}")
+    return chart + svg.legend([name for name, _ in series])
+
+
+def heat_chart(data: ReportData) -> str:
+    if not data.heat:
+        return '<p class="empty">No requests in the input.</p>'
+    by_principal: dict[str, int] = defaultdict(int)
+    by_method: dict[str, int] = defaultdict(int)
+    for principal, method, value in data.heat:
+        by_principal[principal] += value
+        by_method[method] += value
+    rows = sorted(by_principal, key=lambda p: (-by_principal[p], p))[:12]
+    columns = sorted(by_method, key=lambda m: (-by_method[m], m))[:14]
+    values = {(p, m): float(v) for p, m, v in data.heat}
+    return svg.heatmap(rows, columns, values, label="Requests by principal and method")
+
+
+def ranking_charts(data: ReportData) -> str:
+    parts = []
+    for dimension, title in (("principal", "by principal"), ("address", "by client address"), ("resource", "by resource")):
+        items = [(key, float(count)) for key, count in data.ranking.get(dimension, ())]
+        chart = svg.horizontal_bars(items, label=f"Denials {title}") if items else '<p class="empty">None.</p>'
+        parts.append(f'<div class="panel"><h3>Denials {_t(title)}</h3>{chart}</div>')
+    return '<div class="grid3">' + "".join(parts) + "</div>"
+
+
+def latency_chart(data: ReportData) -> str:
+    if not data.latency:
+        return '<p class="empty">No outcome records with timings.</p>'
+    return svg.latency_ranges(data.latency, label="Latency percentiles per API")
+
+
+def _card(label: str, value: Any, tone: str = "") -> str:
+    shown = f"{value:,}" if isinstance(value, int) else _t(value)
+    return f'<div class="card {tone}"><div class="value">{shown}</div><div class="label">{_t(label)}</div></div>'
+
+
+def cards(summary: Mapping[str, Any]) -> str:
+    def tone(key: str) -> str:
+        return "alert" if summary.get(key) else ""
+
+    items = [
+        _card("records", summary.get("records", 0)),
+        _card("requests", summary.get("requests", 0)),
+        _card("denials", summary.get("denials", 0), tone("denials")),
+        _card("authentication failures", summary.get("authentication_failures", 0), tone("authentication_failures")),
+        _card("sensitive changes", summary.get("sensitive_changes", 0), "note" if summary.get("sensitive_changes") else ""),
+        _card("denial bursts", summary.get("bursts", 0), tone("bursts")),
+        _card("new principal/address pairs", summary.get("first_seen_pairs", 0), "note" if summary.get("first_seen_pairs") else ""),
+        _card("unusual listeners", summary.get("unusual_listeners", 0), tone("unusual_listeners")),
+        _card("intents without outcome", summary.get("intents_without_outcome", 0), tone("intents_without_outcome")),
+        _card("malformed lines", summary.get("malformed", 0), tone("malformed")),
+        _card("duplicates dropped", summary.get("duplicates_dropped", 0)),
+    ]
+    whatif = summary.get("whatif")
+    if isinstance(whatif, Mapping):
+        items.append(_card("what-if changes", whatif.get("changed", 0), "alert" if whatif.get("changed") else ""))
+    return '<div class="cards">' + "".join(items) + "</div>"
+
+
+STYLE = """
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1a1a1a;background:#f7f7f5}
+header{background:#1d2b3a;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:20px}
+header p{margin:0;color:#c9d3dd}nav{padding:8px 28px;background:#e9ecef;font-size:13px}nav a{margin-right:14px;color:#1d2b3a}
+main{padding:8px 28px 40px;max-width:1280px}section{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:6px 18px 14px;margin:16px 0}
+h2{font-size:17px;margin:12px 0 4px}h3{font-size:14px;margin:8px 0}p.lead{color:#555;margin:0 0 10px}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}.card{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:10px 14px;min-width:120px}
+.card .value{font-size:24px;font-weight:600}.card .label{color:#555;font-size:12px}.card.alert{border-color:#D55E00;background:#fff4ee}
+.card.alert .value{color:#b34700}.card.note{border-color:#E69F00;background:#fffaf0}
+.grid3{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}.panel{min-width:0}
+.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%;font-size:12.5px}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eee;white-space:nowrap}th{background:#fafafa;position:sticky;top:0}
+.badge{display:inline-block;padding:0 6px;border-radius:9px;font-size:11px}.badge.bad{background:#fde2d6;color:#8a3000}
+.badge.ok{background:#dcefe6;color:#00583f}.muted{color:#888}.empty{color:#777;font-style:italic}
+.legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;margin:4px 0 0 48px}.key{display:inline-flex;align-items:center;gap:5px}
+.swatch{width:11px;height:11px;border-radius:2px;display:inline-block}dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}
+dt{color:#555}dd{margin:0}
+"""
+
+SECTIONS = (
+    ("activity", "Activity"),
+    ("denials", "Denials"),
+    ("bursts", "Bursts"),
+    ("sensitive", "Sensitive changes"),
+    ("identities", "Identities"),
+    ("health", "Health"),
+    ("latency", "Latency"),
+    ("whatif", "What-if"),
+    ("quality", "Data quality"),
+)
+
+
+def _section(anchor: str, title: str, lead: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{_t(title)}</h2><p class="lead">{_t(lead)}</p>{body}</section>'
+
+
+def _whatif_section(data: ReportData) -> str:
+    whatif = data.summary.get("whatif")
+    if not isinstance(whatif, Mapping):
+        return _section("whatif", "Authorizer what-if", "Not run: pass --whatif-acls and/or --whatif-authorizer to replay history.", "")
+    facts = (
+        f"<dl><dt>candidate</dt><dd>{_t(whatif.get('authorizer'))}</dd><dt>ACLs</dt><dd>{_t(whatif.get('acls'))}</dd>"
+        f"<dt>decisions replayed</dt><dd>{whatif.get('decisions', 0):,}</dd><dt>would change</dt><dd>{whatif.get('changed', 0):,}</dd>"
+        f"<dt>allowed &rarr; denied</dt><dd>{whatif.get('allowedToDenied', 0):,}</dd><dt>denied &rarr; allowed</dt><dd>{whatif.get('deniedToAllowed', 0):,}</dd>"
+        f"<dt>errors</dt><dd>{whatif.get('errors', 0):,}</dd></dl>"
+    )
+    body = (
+        facts
+        + "<h3>Changes by principal, method and resource</h3>"
+        + table(data.tables.get("whatif_counts"), "No decision would change.")
+        + "<h3>Every changed decision</h3>"
+        + table(data.tables.get("whatif_changes"), "No decision would change.")
+    )
+    return _section(
+        "whatif", "Authorizer what-if", "Historical decisions that the candidate authorizer and ACLs would decide differently.", body
+    )
+
+
+def render(data: ReportData) -> str:
+    s = data.summary
+    time_range = s.get("time_range") or {}
+    subtitle = (
+        f"{_t(s.get('source', ''))} &middot; {_t(time_range.get('first') or '-')} to {_t(time_range.get('last') or '-')} &middot; "
+        f"{_t(s.get('mode', 'batch'))} run &middot; generated {_t(s.get('generated_at', ''))}"
+    )
+    baseline = s.get("baseline") or {}
+    baseline_text = (
+        f"Baseline {baseline.get('start') or 'from the first record'} to {baseline.get('end') or '-'}; "
+        f"newer records are compared with it." + (" The baseline is empty, so every pair counts as new." if baseline.get("empty") else "")
+    )
+    nav = "".join(f'<a href="#{anchor}">{_t(title)}</a>' for anchor, title in SECTIONS)
+    t = data.tables
+    sections = [
+        _section(
+            "activity",
+            "Who did what",
+            f"Requests per {data.bucket} by principal, and each principal's requests by method.",
+            activity_chart(data)
+            + "<h3>Principal &times; method</h3>"
+            + heat_chart(data)
+            + "<h3>Busiest principal &times; method &times; resource</h3>"
+            + table(t.get("who_did_what"), "No requests."),
+        ),
+        _section(
+            "denials",
+            "Denials",
+            "Refused requests and connections, and requests with an authorization error, ranked.",
+            ranking_charts(data) + "<h3>Latest denials</h3>" + table(t.get("denials"), "No denials."),
+        ),
+        _section(
+            "bursts",
+            "Bursts of denials and authentication failures",
+            f"Per client address; a burst is at least {s.get('burst_threshold', '?')} events within {s.get('burst_window', '?')}.",
+            denial_chart(data) + table(t.get("bursts"), "No bursts."),
+        ),
+        _section(
+            "sensitive",
+            "Sensitive changes",
+            "ACLs, configs, SCRAM credentials and quotas: every attempt, successful or not.",
+            table(t.get("sensitive_changes"), "No sensitive changes."),
+        ),
+        _section(
+            "identities",
+            "Identities",
+            baseline_text,
+            "<h3>Impersonation: forwarding principal &times; principal</h3>"
+            + table(t.get("impersonation"), "No forwarded requests.")
+            + "<h3>Principals on a listener their history never saw</h3>"
+            + table(t.get("unusual_listeners"), "None.")
+            + "<h3>First-seen principal / client address pairs</h3>"
+            + table(t.get("first_seen_pairs"), "None."),
+        ),
+        _section(
+            "health",
+            "Intents without outcomes",
+            "Requests whose intent was written but no outcome: the proxy stopped or crashed while they were in flight.",
+            table(t.get("intents_without_outcome"), "Every forwarded request has its outcome."),
+        ),
+        _section(
+            "latency",
+            "Latency per API",
+            "From outcome records: bar to p50, lighter to p90 and p99; the orange tick is the maximum.",
+            latency_chart(data) + table(t.get("latency"), "No timings."),
+        ),
+        _whatif_section(data),
+        _section(
+            "quality",
+            "Data quality",
+            "Malformed lines are kept in the quarantine output with where they came from and why.",
+            f"<dl><dt>malformed lines</dt><dd>{s.get('malformed', 0):,}</dd><dt>duplicates dropped</dt><dd>{s.get('duplicates_dropped', 0):,}</dd>"
+            f"<dt>quarantine</dt><dd>{_t((s.get('outputs') or {}).get('quarantine', ''))}</dd></dl>"
+            + table(t.get("quarantine"), "Nothing quarantined."),
+        ),
+    ]
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Kafka envelope proxy audit</title><style>{STYLE}</style></head><body>"
+        f"<header><h1>Kafka envelope proxy &middot; audit report</h1><p>{subtitle}</p></header><nav>{nav}</nav><main>"
+        + cards(s)
+        + "".join(sections)
+        + "</main></body></html>\n"
+    )

@@ -1,0 +1,55 @@
+"""Where the job writes (docs/audit-job.md, "Output layout")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REPORT_NAMES = (
+    "requests",
+    "who_did_what",
+    "denials",
+    "denial_ranking",
+    "bursts",
+    "sensitive_changes",
+    "impersonation",
+    "unusual_listeners",
+    "first_seen_pairs",
+    "intents_without_outcome",
+    "latency",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: str
+
+    def _join(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    @property
+    def records(self) -> str:
+        """The clean, de-duplicated records (Parquet, partitioned by ``date``): the store reports read."""
+        return self._join("records")
+
+    @property
+    def quarantine(self) -> str:
+        """Malformed lines as JSON lines ``{origin, problem, value}``; incremental runs add ``batch=<n>/``."""
+        return self._join("quarantine")
+
+    def report(self, name: str) -> str:
+        return self._join("reports", name)
+
+    def whatif(self, name: str) -> str:
+        return self._join("whatif", name)
+
+    @property
+    def default_checkpoint(self) -> str:
+        return self._join("_checkpoint")
+
+    @property
+    def summary(self) -> str:
+        return self._join("summary.json")
+
+    @property
+    def html(self) -> str:
+        return self._join("report.html")

@@ -1,0 +1,272 @@
+"""One run of the job: ingest (batch or incremental) into the store, then report on the whole store."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_audit import collect, reports
+from spark_audit.html_report import ReportData, render
+from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
+from spark_audit.layout import Layout
+from spark_audit.options import JobOptions, ReportOptions, format_instant
+from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
+from spark_audit.session import build_session
+from spark_audit.text_report import print_report
+from spark_audit.view import flatten, requests
+from spark_audit.whatif import replay
+
+#: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
+BY_DATE = frozenset({"who_did_what", "bursts", "sensitive_changes", "first_seen_pairs", "intents_without_outcome"})
+
+
+def _seconds_label(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}" + ("s" if count != 1 else "")
+    return f"{seconds} seconds"
+
+
+def source_label(options: JobOptions) -> str:
+    if options.kafka is not None:
+        return f"kafka:{options.kafka.topic}@{options.kafka.bootstrap_servers}"
+    return f"files:{options.input}"
+
+
+def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestStats:
+    if options.incremental:
+        if options.kafka is not None:
+            stream = stream_kafka(spark, options.kafka)
+        else:
+            stream = stream_files(spark, str(options.input), max_files_per_trigger=options.max_files_per_trigger)
+        return ingest_incremental(stream, layout, options.checkpoint or layout.default_checkpoint)
+    lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
+    return ingest_batch(spark, lines, layout)
+
+
+@dataclass(frozen=True)
+class Window:
+    first_us: int | None
+    last_us: int | None
+    baseline: reports.Baseline
+
+    @classmethod
+    def of(cls, flat: DataFrame, options: ReportOptions) -> Window:
+        bounds = flat.agg(F.min(F.unix_micros("time")), F.max(F.unix_micros("time"))).first()
+        first_us = None if bounds is None or bounds[0] is None else int(bounds[0])
+        last_us = None if bounds is None or bounds[1] is None else int(bounds[1])
+        end = options.baseline_end_us
+        if end is None and last_us is not None:
+            end = last_us - options.detection_window_seconds * 1_000_000
+        return cls(first_us, last_us, reports.Baseline(options.baseline_start_us, end))
+
+
+def _report_frames(flat: DataFrame, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
+    bucket = f"{options.bucket_seconds} seconds"
+    grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
+    return {
+        "requests": reports.requests_by_principal_method_outcome(flat, include_local=options.include_local),
+        "who_did_what": reports.who_did_what(flat, bucket=bucket, include_local=options.include_local),
+        "denials": reports.denials(flat),
+        "denial_ranking": reports.denial_ranking(flat),
+        "bursts": reports.bursts(flat, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
+        "sensitive_changes": reports.sensitive_changes(flat),
+        "impersonation": reports.impersonation(flat),
+        "unusual_listeners": reports.unusual_listeners(flat, window.baseline),
+        "first_seen_pairs": reports.first_seen_pairs(flat, window.baseline),
+        "intents_without_outcome": reports.intents_without_outcome(flat, before_us=grace_before),
+        "latency": reports.latency(flat),
+    }
+
+
+def _write(spark: SparkSession, frame: DataFrame, path: str, *, by_date: bool) -> DataFrame:
+    """Write a report and read it back: later steps use the small Parquet output, not the lineage."""
+    writer = frame.write.mode("overwrite")
+    if by_date:
+        writer = writer.partitionBy("date")
+    writer.parquet(path)
+    return spark.read.schema(frame.schema).parquet(path)
+
+
+def _denial_timeline(flat: DataFrame, bucket: str) -> list[tuple[str, str, int]]:
+    events = reports.closing_events(flat).filter(F.col("isDenial") | F.col("isAuthFailure"))
+    kind = F.when(F.col("isAuthFailure"), F.lit(reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(reports.DENIAL))
+    grouped = events.groupBy(F.window("time", bucket)["start"].alias("bucket"), kind.alias("kind")).count()
+    return [(str(b), str(k), int(c)) for b, k, c in collect.rows(grouped.orderBy("bucket", "kind"))]
+
+
+def _collect(spark: SparkSession, flat: DataFrame, written: dict[str, DataFrame], options: ReportOptions, layout: Layout) -> ReportData:
+    top = options.top
+    who = written["who_did_what"]
+    ranking = written["denial_ranking"].filter(F.col("rank") <= 10).orderBy("dimension", "rank")
+    ranked: dict[str, list[tuple[str, int]]] = {}
+    for dimension, key, denials in collect.rows(ranking.select("dimension", "key", "denials")):
+        ranked.setdefault(str(dimension), []).append((str(key), int(denials)))
+    latency = collect.rows(written["latency"].select("method", "totalP50", "totalP90", "totalP99", "totalMax").limit(25))
+    tables = {
+        "requests": collect.table(written["requests"], max(top, 50)),
+        "who_did_what": collect.table(who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource").drop("date"), top),
+        "denials": collect.table(written["denials"].orderBy(F.desc("time")), top),
+        "bursts": collect.table(written["bursts"].drop("date"), top),
+        "sensitive_changes": collect.table(written["sensitive_changes"].orderBy(F.desc("time")).drop("date"), top),
+        "impersonation": collect.table(written["impersonation"], top),
+        "unusual_listeners": collect.table(written["unusual_listeners"], top),
+        "first_seen_pairs": collect.table(written["first_seen_pairs"].drop("date"), top),
+        "intents_without_outcome": collect.table(written["intents_without_outcome"].drop("date"), top),
+        "latency": collect.table(written["latency"], top),
+        "quarantine": collect.table(read_quarantine(spark, layout.quarantine).select("origin", "problem", "value"), min(top, 10)),
+    }
+    for name in ("whatif_counts", "whatif_changes"):
+        if name in written:
+            tables[name] = collect.table(written[name].drop("date") if name == "whatif_changes" else written[name], top)
+    bucket = f"{options.bucket_seconds} seconds"
+    return ReportData(
+        summary={},
+        bucket=_seconds_label(options.bucket_seconds),
+        activity=[(str(b), str(p), int(n)) for b, p, n in collect.counted(who, ["bucket", "principal"], "requests")],
+        heat=[(str(p), str(m), int(n)) for p, m, n in collect.counted(who, ["principal", "method"], "requests")],
+        denial_timeline=_denial_timeline(flat, bucket),
+        ranking=ranked,
+        latency=[(str(m), float(a), float(b), float(c), float(d)) for m, a, b, c, d in latency],
+        tables=tables,
+    )
+
+
+def _summary(
+    options: JobOptions,
+    layout: Layout,
+    stats: IngestStats,
+    window: Window,
+    written: dict[str, DataFrame],
+    data: ReportData,
+    store_count: int,
+    quarantined: int,
+    baseline_empty: bool,
+) -> dict[str, Any]:
+    def count(name: str) -> int:
+        table = data.tables.get(name)
+        return int(table.total or 0) if table is not None else 0
+
+    ro = options.reports
+    summary: dict[str, Any] = {
+        "generated_at": format_instant(int(datetime.now(UTC).timestamp() * 1_000_000)),
+        "mode": stats.mode,
+        "source": source_label(options),
+        "time_range": {"first": format_instant(window.first_us), "last": format_instant(window.last_us)},
+        "records": store_count,
+        "malformed": quarantined,
+        "duplicates_dropped": stats.duplicates,
+        "requests": sum(int(row[3]) for row in collect.rows(written["requests"])),
+        "denials": count("denials"),
+        "sensitive_changes": count("sensitive_changes"),
+        "bursts": count("bursts"),
+        "first_seen_pairs": count("first_seen_pairs"),
+        "unusual_listeners": count("unusual_listeners"),
+        "impersonation_pairs": count("impersonation"),
+        "intents_without_outcome": count("intents_without_outcome"),
+        "baseline": {
+            "start": format_instant(window.baseline.start_us),
+            "end": format_instant(window.baseline.end_us),
+            "empty": baseline_empty,
+        },
+        "bucket": _seconds_label(ro.bucket_seconds),
+        "burst_window": _seconds_label(ro.burst_window_seconds),
+        "burst_threshold": ro.burst_threshold,
+        "run": stats.as_dict(),
+        "outputs": {
+            "records": layout.records,
+            "quarantine": layout.quarantine,
+            "reports": {name: layout.report(name) for name in written if not name.startswith("whatif")},
+            "summary": layout.summary,
+            "html": layout.html if options.html else None,
+        },
+    }
+    return summary
+
+
+def _write_text(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> dict[str, Any]:
+    """Every report over the whole store, written as Parquet, summary.json and report.html."""
+    store = read_store(spark, layout.records)
+    flat = flatten(store).persist(StorageLevel.MEMORY_AND_DISK)
+    # Most reports start from these two; Spark reuses a cached plan wherever an identical one recurs.
+    shared = [requests(flat).persist(StorageLevel.MEMORY_AND_DISK), reports.closing_events(flat).persist(StorageLevel.MEMORY_AND_DISK)]
+    try:
+        window = Window.of(flat, options.reports)
+        written = {
+            name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
+            for name, frame in _report_frames(flat, options.reports, window).items()
+        }
+        whatif_summary: dict[str, Any] | None = None
+        if options.whatif is not None:
+            result = replay(spark, flat, options.whatif)
+            written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
+            written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
+            whatif_summary = {
+                "authorizer": options.whatif.authorizer,
+                "acls": len(options.whatif.acls),
+                **result.stats,
+                "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
+            }
+            result.release()
+        data = _collect(spark, flat, written, options.reports, layout)
+        auth_failures = reports.closing_events(flat).filter(F.col("isAuthFailure")).count()
+        baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
+        quarantined = read_quarantine(spark, layout.quarantine).count()
+        summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
+        summary["authentication_failures"] = auth_failures
+        if whatif_summary is not None:
+            summary["whatif"] = whatif_summary
+        data = replace(data, summary=summary)
+    finally:
+        for frame in shared:
+            frame.unpersist()
+        flat.unpersist()
+    _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    if options.html:
+        _write_text(layout.html, render(data))
+    if options.print_report:
+        print_report(data)
+        if options.html:
+            print(f"HTML report: {layout.html}")
+    return summary
+
+
+def run(
+    input_dir: str | None,
+    output_dir: str,
+    master: str = "local[*]",
+    *,
+    spark: SparkSession | None = None,
+    options: JobOptions | None = None,
+    jars: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Run the job and return the summary (also written to ``<output_dir>/summary.json``).
+
+    Uses ``spark`` when given, else a session for ``master``; the session is
+    not stopped. ``input_dir`` fills ``options.input`` when options name no source.
+    """
+    chosen = options or JobOptions()
+    if chosen.input is None and chosen.kafka is None:
+        chosen = replace(chosen, input=input_dir)
+    session = spark if spark is not None else build_session(master, jars=jars)
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    layout = Layout(output_dir)
+    stats = ingest(session, chosen, layout)
+    return report(session, chosen, layout, stats)

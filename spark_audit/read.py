@@ -1,0 +1,143 @@
+"""Reading audit lines (files or a Kafka topic, batch or streaming) and telling records from junk.
+
+Every source is first reduced to raw lines: a ``value`` (the text) and an
+``origin`` (file path, or ``kafka:<topic>/<partition>@<offset>``). One parser
+then turns lines into records, so files and Kafka quarantine the same lines
+for the same reasons, and the quarantine can say where a bad line came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_audit.schema import AUDIT_SCHEMA, CORRUPT_RECORD_COLUMN, RECORD_SCHEMA, SUPPORTED_SCHEMA_VERSIONS
+
+#: Column of a parsed line saying why it is quarantined (null for a good record).
+PROBLEM_COLUMN = "problem"
+QUARANTINE_COLUMNS = ("origin", PROBLEM_COLUMN, "value")
+
+MALFORMED = "malformed JSON or a field of the wrong type"
+NO_ID = "no id"
+NO_TIME = "no time"
+NO_STAGE = "no data.stage"
+UNSUPPORTED_VERSION = "unsupported schemaversion"
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """A Kafka topic holding one audit record per message value."""
+
+    bootstrap_servers: str
+    topic: str
+    #: Extra source options, e.g. ``kafka.security.protocol``; Spark's own names.
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def reader_options(self, *, streaming: bool) -> dict[str, str]:
+        options = {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            "subscribe": self.topic,
+            "startingOffsets": "earliest",
+            # A topic whose old segments were deleted must not stop the audit.
+            "failOnDataLoss": "false",
+        }
+        if not streaming:
+            options["endingOffsets"] = "latest"
+        options.update(self.options)
+        return options
+
+
+# --------------------------------------------------------------------------- raw lines
+
+
+def read_files(spark: SparkSession, path: str) -> DataFrame:
+    """The lines of every ``*.jsonl`` file directly in ``path``.
+
+    ``.staging/`` and other sub-directories are not read: the proxy writes
+    there and renames complete files into ``path``.
+    """
+    lines = spark.read.option("pathGlobFilter", "*.jsonl").option("recursiveFileLookup", "false").text(path)
+    return lines.select("value", F.col("_metadata.file_path").alias("origin"))
+
+
+def stream_files(spark: SparkSession, path: str, *, max_files_per_trigger: int | None = None) -> DataFrame:
+    """:func:`read_files` as a streaming source: each run sees only files it has not seen."""
+    reader = spark.readStream.option("pathGlobFilter", "*.jsonl").option("recursiveFileLookup", "false")
+    if max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    return reader.text(path).select("value", F.col("_metadata.file_path").alias("origin"))
+
+
+def _kafka_lines(frame: DataFrame) -> DataFrame:
+    origin = F.format_string("kafka:%s/%d@%d", F.col("topic"), F.col("partition"), F.col("offset"))
+    return frame.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
+
+
+def read_kafka(spark: SparkSession, source: KafkaSource) -> DataFrame:
+    """Every message of the topic, from the earliest offset to the latest."""
+    return _kafka_lines(spark.read.format("kafka").options(**source.reader_options(streaming=False)).load())
+
+
+def stream_kafka(spark: SparkSession, source: KafkaSource) -> DataFrame:
+    """The topic as a streaming source; the checkpoint remembers the offsets already read."""
+    return _kafka_lines(spark.readStream.format("kafka").options(**source.reader_options(streaming=True)).load())
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _problem(parsed: Column) -> Column:
+    version_ok = parsed["schemaversion"].isin(*SUPPORTED_SCHEMA_VERSIONS)
+    return (
+        F.when(parsed[CORRUPT_RECORD_COLUMN].isNotNull(), F.lit(MALFORMED))
+        .when(parsed["id"].isNull() | (F.trim(parsed["id"]) == ""), F.lit(NO_ID))
+        .when(parsed["time"].isNull(), F.lit(NO_TIME))
+        .when(parsed["data"]["stage"].isNull(), F.lit(NO_STAGE))
+        .when(~F.coalesce(version_ok, F.lit(False)), F.concat(F.lit(f"{UNSUPPORTED_VERSION} "), parsed["schemaversion"].cast("string")))
+    )
+
+
+def parse(lines: DataFrame) -> DataFrame:
+    """Parse raw lines into record columns plus ``problem``, ``origin`` and ``value``.
+
+    Blank lines are skipped, as Spark's JSON reader does. ``value`` is kept only
+    for quarantined lines, so caching the result does not hold every line twice.
+    """
+    text = F.col("value")
+    parsed = F.from_json(
+        text,
+        AUDIT_SCHEMA,
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN},
+    ).alias("parsed")
+    rows = lines.filter(F.trim(text) != "").select(text, F.col("origin"), parsed)
+    problem = _problem(F.col("parsed"))
+    return rows.select(
+        *[F.col("parsed")[name].alias(name) for name in RECORD_SCHEMA.fieldNames()],
+        problem.alias(PROBLEM_COLUMN),
+        F.col("origin"),
+        F.when(problem.isNotNull(), text).alias("value"),
+    )
+
+
+def records_of(parsed: DataFrame) -> DataFrame:
+    """The good records of a :func:`parse` result, in the record schema (not yet de-duplicated)."""
+    return parsed.filter(F.col(PROBLEM_COLUMN).isNull()).select(*RECORD_SCHEMA.fieldNames())
+
+
+def quarantine_of(parsed: DataFrame) -> DataFrame:
+    """The quarantined lines of a :func:`parse` result: origin, problem and the raw text."""
+    return parsed.filter(F.col(PROBLEM_COLUMN).isNotNull()).select(*QUARANTINE_COLUMNS)
+
+
+def deduplicate(records: DataFrame) -> DataFrame:
+    """One record per CloudEvents ``id`` (the proxy may write a record twice after a crash)."""
+    return records.dropDuplicates(["id"])
+
+
+def read_audit(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
+    """The de-duplicated records of the audit files in ``path`` and the number of quarantined lines."""
+    parsed = parse(read_files(spark, path))
+    return deduplicate(records_of(parsed)), quarantine_of(parsed).count()

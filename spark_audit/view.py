@@ -1,0 +1,176 @@
+"""A flat view of audit records and the rules every report shares.
+
+Reports work on :func:`flatten`'s columns rather than on nested paths so that
+the rules (what is a denial, a connection event, a finished request, which
+resource was denied) are written once, here.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from spark_audit.schema import CONNECTION_EVENT_TYPE, CONNECTION_METHOD
+
+#: Kafka error codes that mean an authentication or authorization failure (docs/audit-schema.md).
+AUTHORIZATION_ERROR_CODES: dict[int, str] = {
+    29: "TOPIC_AUTHORIZATION_FAILED",
+    30: "GROUP_AUTHORIZATION_FAILED",
+    31: "CLUSTER_AUTHORIZATION_FAILED",
+    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    58: "SASL_AUTHENTICATION_FAILED",
+    65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+}
+SASL_AUTHENTICATION_FAILED = 58
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+#: Names for the codes a denial is likely to carry when a record has no errorName.
+KAFKA_ERROR_NAMES: dict[int, str] = {
+    -1: "UNKNOWN_SERVER_ERROR",
+    0: "NONE",
+    7: "REQUEST_TIMED_OUT",
+    35: "UNSUPPORTED_VERSION",
+    41: "NOT_CONTROLLER",
+    42: "INVALID_REQUEST",
+    **AUTHORIZATION_ERROR_CODES,
+}
+
+#: Request stages that close a request: one of them per request id.
+FINAL_STAGES = ("outcome", "refused", "local", "read")
+#: Connection-refusal reasons Kafka counts as authentication failures.
+AUTHENTICATION_FAILURE_REASONS = ("authentication-failed", "ssl-principal-mapping")
+#: Status of a request that has an intent and nothing else.
+NO_OUTCOME = "NO_OUTCOME"
+UNAUTHENTICATED = "(unauthenticated)"
+NO_RESOURCE = "(none)"
+
+ALLOWED = "ALLOWED"
+DENIED = "DENIED"
+
+
+def is_auth_code(code: Column) -> Column:
+    return code.isin(*AUTHORIZATION_ERROR_CODES)
+
+
+def error_name(code: Column) -> Column:
+    names = F.create_map(*[item for c, n in sorted(KAFKA_ERROR_NAMES.items()) for item in (F.lit(c), F.lit(n))])
+    return F.try_element_at(names, code)
+
+
+def flatten(records: DataFrame) -> DataFrame:
+    """One row per record with the columns the reports use (nested fields pulled up, rules applied)."""
+    data = F.col("data")
+    auth = data["authenticationInfo"]
+    meta = data["requestMetadata"]
+    result = data["result"]
+    authz = data["authorizationInfo"]
+    is_connection = (F.col("type") == F.lit(CONNECTION_EVENT_TYPE)) | (data["methodName"] == F.lit(CONNECTION_METHOD))
+    flat = records.select(
+        F.col("id"),
+        F.col("time"),
+        F.to_date("time").alias("date"),
+        F.col("type"),
+        F.col("subject"),
+        F.coalesce(is_connection, F.lit(False)).alias("isConnection"),
+        data["stage"].alias("stage"),
+        # a record without a request id is a request of its own, not one of a null-id crowd
+        F.coalesce(data["requestId"], F.col("id")).alias("requestId"),
+        data["methodName"].alias("method"),
+        data["apiKey"].alias("apiKey"),
+        auth["principal"].alias("principal"),
+        auth["mechanism"].alias("mechanism"),
+        auth["listener"].alias("listener"),
+        auth["securityProtocol"].alias("securityProtocol"),
+        data["forwardingPrincipal"].alias("forwardingPrincipal"),
+        meta["clientAddress"].alias("clientAddress"),
+        meta["clientId"].alias("clientId"),
+        meta["clientSoftwareName"].alias("clientSoftwareName"),
+        meta["clientSoftwareVersion"].alias("clientSoftwareVersion"),
+        meta["connectionId"].alias("connectionId"),
+        F.coalesce(data["resources"], F.array()).alias("resources"),
+        authz["decision"].alias("decision"),
+        authz["reason"].alias("reason"),
+        authz["detail"].alias("detail"),
+        result["status"].alias("status"),
+        result["errorCode"].alias("errorCode"),
+        result["envelopeErrorCode"].alias("envelopeErrorCode"),
+        F.coalesce(result["errors"], F.array()).alias("errors"),
+        data["timings"]["totalMs"].alias("totalMs"),
+        data["timings"]["upstreamMs"].alias("upstreamMs"),
+        data["connection"].alias("connection"),
+    )
+    auth_failure = (F.col("isConnection") & (F.col("stage") == F.lit("authentication-failed"))) | F.col("reason").isin(
+        *AUTHENTICATION_FAILURE_REASONS
+    )
+    denial = (
+        (F.col("status") == F.lit("REFUSED"))
+        | (F.col("decision") == F.lit(DENIED))
+        | is_auth_code(F.col("errorCode"))
+        | F.exists(F.col("errors"), lambda e: is_auth_code(e["errorCode"]))
+    )
+    return flat.withColumn(
+        "isAuthFailure", F.coalesce(auth_failure | (F.col("errorCode") == SASL_AUTHENTICATION_FAILED), F.lit(False))
+    ).withColumn("isDenial", F.coalesce(denial, F.lit(False)))
+
+
+def request_records(flat: DataFrame) -> DataFrame:
+    """Records about requests (not connection events)."""
+    return flat.filter(~F.col("isConnection"))
+
+
+def requests(flat: DataFrame) -> DataFrame:
+    """One row per request id: its closing record, or its intent (status ``NO_OUTCOME``) when nothing closed it."""
+    request_rows = request_records(flat)
+    finals = request_rows.filter(F.col("stage").isin(*FINAL_STAGES)).dropDuplicates(["requestId"])
+    intents = request_rows.filter(F.col("stage") == F.lit("intent")).dropDuplicates(["requestId"])
+    open_intents = intents.join(finals.select("requestId"), "requestId", "left_anti").withColumn("status", F.lit(NO_OUTCOME))
+    return finals.unionByName(open_intents)
+
+
+def resource_label(resource: Column) -> Column:
+    """``topic:orders`` style, as the audit's ``subject``."""
+    return F.concat(F.lower(resource["type"]), F.lit(":"), resource["name"])
+
+
+def resource_decision(resource: Column) -> Column:
+    """The historical decision on one resource of a record, as the audit shows it.
+
+    DENIED when the request was refused, or denied as a whole (a top-level
+    authorization error; CreateAcls/DeleteAcls, which Kafka authorizes as one
+    ALTER on the cluster), or when an error row for this resource (by name;
+    for the cluster, CLUSTER_AUTHORIZATION_FAILED) is an authorization failure.
+    ALLOWED otherwise.
+    """
+    whole_request = (
+        (F.col("status") == F.lit("REFUSED"))
+        | is_auth_code(F.col("errorCode"))
+        | (F.col("method").isin("kafka.CreateAcls", "kafka.DeleteAcls") & F.exists(F.col("errors"), lambda e: is_auth_code(e["errorCode"])))
+    )
+    this_resource = F.exists(
+        F.col("errors"),
+        lambda e: (
+            is_auth_code(e["errorCode"])
+            & (
+                (e["resource"] == resource["name"])
+                | ((resource["type"] == F.lit("CLUSTER")) & (e["errorCode"] == CLUSTER_AUTHORIZATION_FAILED))
+            )
+        ),
+    )
+    return F.when(F.coalesce(whole_request | this_resource, F.lit(False)), F.lit(DENIED)).otherwise(F.lit(ALLOWED))
+
+
+def with_resources(frame: DataFrame) -> DataFrame:
+    """One row per (record, resource) with ``resource`` (label), ``resourceType``, ``resourceName``,
+    ``operation`` and ``resourceDecision``; a record without resources keeps one row labelled by its subject."""
+    exploded = frame.withColumn("_resource", F.explode_outer("resources"))
+    r = F.col("_resource")
+    return exploded.select(
+        "*",
+        F.coalesce(resource_label(r), F.col("subject"), F.lit(NO_RESOURCE)).alias("resource"),
+        r["type"].alias("resourceType"),
+        r["name"].alias("resourceName"),
+        r["operation"].alias("operation"),
+        F.when(r.isNull(), F.when(F.col("isDenial"), F.lit(DENIED)).otherwise(F.lit(ALLOWED)))
+        .otherwise(resource_decision(r))
+        .alias("resourceDecision"),
+    ).drop("_resource")

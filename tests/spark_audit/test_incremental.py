@@ -1,0 +1,71 @@
+"""Incremental mode: a rerun processes only new files, de-duplicates against what is stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_audit.options import JobOptions, ReportOptions
+from spark_audit.pipeline import run
+from tests.spark_audit.records import record_id, rid, write_jsonl
+from tests.spark_audit.scenario import RECORDS
+
+pytestmark = pytest.mark.spark
+
+
+def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None:
+    source, out = tmp_path / "audit", tmp_path / "out"
+    options = JobOptions(
+        input=str(source), incremental=True, html=False, print_report=False, reports=ReportOptions(outcome_grace_seconds=0)
+    )
+    # r1's intent now, its outcome in a later file
+    write_jsonl(source / "audit-1-a.jsonl", RECORDS[:4])
+
+    first = run(None, str(out), spark=spark, options=options)
+
+    assert first["run"] == {
+        "mode": "incremental",
+        "batches": 1,
+        "lines": 4,
+        "origins": 1,
+        "records": 4,
+        "malformed": 0,
+        "duplicates": 0,
+        "stored": 4,
+    }
+    assert first["records"] == 4
+    assert [r["requestId"] for r in spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()] == [rid("r1")]
+
+    # the rest, one record published twice, and a malformed line
+    write_jsonl(source / "audit-1-b.jsonl", [*RECORDS[4:], RECORDS[0], "{not json"])
+    # a file still being written is not read
+    write_jsonl(source / ".staging" / "audit-1-c.jsonl", ["{partial"])
+
+    second = run(None, str(out), spark=spark, options=options)
+
+    new = len(RECORDS) - 4
+    assert second["run"] == {
+        "mode": "incremental",
+        "batches": 1,
+        "lines": new + 2,
+        "origins": 1,
+        "records": new + 1,
+        "malformed": 1,
+        "duplicates": 1,
+        "stored": new,
+    }
+    assert (second["records"], second["malformed"], second["duplicates_dropped"]) == (len(RECORDS), 1, 1)
+    stored_ids = [r["id"] for r in spark.read.parquet(str(out / "records")).select("id").collect()]
+    assert sorted(stored_ids) == sorted(record_id(n) for n in range(1, len(RECORDS) + 1))
+    # reports cover the whole store: r1 found its outcome, r3 never did
+    assert [r["requestId"] for r in spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()] == [rid("r3")]
+    quarantined = spark.read.json(str(out / "quarantine")).collect()
+    assert [(r["value"], r["batch"]) for r in quarantined] == [("{not json", 1)]
+
+    third = run(None, str(out), spark=spark, options=options)
+
+    assert (third["run"]["batches"], third["run"]["stored"], third["records"]) == (0, 0, len(RECORDS))
+    assert json.loads((out / "summary.json").read_text())["run"]["batches"] == 0
