@@ -1,6 +1,5 @@
 """What a failing audit sink does to requests (audit.on.failure), and audit.excluded.principals, end to end."""
 
-import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,14 +25,15 @@ def _create_topic(sock: socket.socket, name: str, correlation_id: int = 3) -> tu
 @contextmanager
 def broken_staging(audit_dir: Path) -> Iterator[None]:
     """A regular file where the staging directory was: opening a new audit file fails (also for root)."""
-    staging = audit_dir / ".staging"
-    shutil.rmtree(staging)
+    staging, aside = audit_dir / ".staging", audit_dir / ".staging-aside"
+    # One atomic rename: the proxy may be publishing a file out of staging at this very moment.
+    staging.rename(aside)
     staging.write_text("")
     try:
         yield
     finally:
         staging.unlink()
-        staging.mkdir()
+        aside.rename(staging)
 
 
 def _metric(stack: EmbeddedStack, name: str, **labels: str) -> float:
