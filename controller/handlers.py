@@ -15,9 +15,7 @@ from authz import (
     AclBinding,
     AclBindingFilter,
     AclStore,
-    Action,
     Authorizer,
-    Decision,
     Operation,
     PatternType,
     PermissionType,
@@ -26,6 +24,7 @@ from authz import (
 )
 from authz.actions import CONFIG_BROKER, CONFIG_TOPIC
 from authz.model import CLUSTER_NAME
+from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, allowed
 from controller.image import Change, MetadataImage, Topic
 from controller.topic_configs import LIST_CONFIGS, config_problem
 
@@ -33,7 +32,6 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
 TOPIC_AUTHORIZATION_FAILED = 29
-CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
@@ -81,7 +79,7 @@ class Handlers:
         }
 
     def _allowed(self, ctx: RequestContext, operation: Operation, resource_type: ResourceType, name: str) -> bool:
-        return self.authorizer.authorize(ctx, [Action(operation, resource_type, name)])[0] is Decision.ALLOWED
+        return allowed(self.authorizer, ctx, operation, resource_type, name)
 
     def _record(self, api: str, ctx: RequestContext, resource: str, code: int) -> None:
         self.image.changes.append(
@@ -136,7 +134,7 @@ class Handlers:
         if duplicate:
             return INVALID_REQUEST, "Duplicate topic name.", None
         if not cluster_create and not self._allowed(ctx, Operation.CREATE, ResourceType.TOPIC, name):
-            return TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None
+            return TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED, None
         problem = topic_name_problem(name)
         if problem:
             return INVALID_TOPIC_EXCEPTION, problem, None
@@ -213,9 +211,9 @@ class Handlers:
             # Without DESCRIBE the caller must not learn whether the topic exists.
             if self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
                 return UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
-            return TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            return TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
         if not self._allowed(ctx, Operation.DELETE, ResourceType.TOPIC, name):
-            return TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            return TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
         return NONE, None
 
     def create_partitions(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -230,7 +228,7 @@ class Handlers:
             if counts[name] > 1:
                 code, message = INVALID_REQUEST, "Duplicate topic name."
             elif not self._allowed(ctx, Operation.ALTER, ResourceType.TOPIC, name):
-                code, message = TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+                code, message = TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
             elif topic is None:
                 code, message = UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
             elif count < topic.partitions:
@@ -252,14 +250,14 @@ class Handlers:
         kind, name = int(resource.resource_type), str(resource.resource_name)
         if kind == CONFIG_TOPIC:
             if not self._allowed(ctx, Operation.ALTER_CONFIGS, ResourceType.TOPIC, name):
-                return TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None
+                return TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED, None
             topic = self.image.topics.get(name)
             if topic is None:
                 return UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.", None
             return NONE, None, topic.configs
         if kind == CONFIG_BROKER:
             if not self._allowed(ctx, Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-                return CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.", None
+                return CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED, None
             return NONE, None, self.image.broker_configs.setdefault(name, {})
         return INVALID_REQUEST, f"Unexpected resource type {kind}.", None
 
@@ -334,7 +332,7 @@ class Handlers:
             self._record("CreateAcls", ctx, "cluster:acls", CLUSTER_AUTHORIZATION_FAILED)
             return {
                 "throttle_time": 0,
-                "results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."} for _ in body.creations],
+                "results": [{"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED} for _ in body.creations],
             }
         if any(_filter_only_value(creation) for creation in body.creations):
             # Kafka builds every binding before validating any, and a filter-only value (ANY, MATCH)
@@ -374,7 +372,7 @@ class Handlers:
             return {
                 "throttle_time": 0,
                 "filter_results": [
-                    {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed.", "matching_acls": []}
+                    {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "matching_acls": []}
                     for _ in body.filters
                 ],
             }

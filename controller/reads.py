@@ -10,21 +10,19 @@ from typing import Any
 
 from authz import (
     AclStore,
-    Action,
     Authorizer,
-    Decision,
     Operation,
     RequestContext,
     ResourceType,
 )
 from authz.model import CLUSTER_NAME
+from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, allowed
 from controller.handlers import binding_filter_of
 from controller.image import MetadataImage
 from envelope.responses import metadata_topic_error
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
-CLUSTER_AUTHORIZATION_FAILED = 31
 INVALID_REQUEST = 42
 SECURITY_DISABLED = 54
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -44,7 +42,7 @@ class ReadHandlers:
         self.broker_ids = list(range(1, broker_count + 1))
 
     def _allowed(self, ctx: RequestContext, operation: Operation, resource_type: ResourceType, name: str) -> bool:
-        return self.authorizer.authorize(ctx, [Action(operation, resource_type, name)])[0] is Decision.ALLOWED
+        return allowed(self.authorizer, ctx, operation, resource_type, name)
 
     def metadata(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """Kafka's rule: all-topics requests silently drop what the caller may not DESCRIBE; named ones say so."""
@@ -104,7 +102,7 @@ class ReadHandlers:
             if kind == CONFIG_RESOURCE_TOPIC:
                 topic = self.image.topics.get(name)
                 if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
-                    code, message = TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+                    code, message = TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
                 elif topic is None:
                     code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
                 else:
@@ -112,7 +110,7 @@ class ReadHandlers:
             elif kind == CONFIG_RESOURCE_BROKER:
                 source = SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
                 if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-                    code, message = CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+                    code, message = CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
                 else:
                     configs = self.image.broker_configs.get(name, {})
             else:
@@ -147,7 +145,7 @@ class ReadHandlers:
         if self.acl_store is None:
             return {**empty, "error_code": SECURITY_DISABLED, "error_message": "No Authorizer is configured."}
         if not self._allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-            return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Authorization failed."}
+            return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED}
         try:
             binding_filter = binding_filter_of(body)
         except ValueError as exc:

@@ -9,8 +9,8 @@ import trio
 
 import apiversions
 from apiversions import VersionRange
-from authz import AclStore, Action, Authorizer, Decision, Operation, RequestContext, ResourceType
-from authz.model import CLUSTER_NAME
+from authz import AclStore, Action, Authorizer, Decision, Operation, RequestContext
+from controller.authorize import cluster_allowed
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
@@ -193,10 +193,7 @@ class EmbeddedController:
         """The whole EnvelopeResponse for one EnvelopeRequest, in Kafka's order of checks."""
         cid = header.correlation_id
         forwarder = self._context(session.principal, session.address, session, header.client_id, None)
-        if (
-            self.authorizer.authorize(forwarder, [Action(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)])[0]
-            is not Decision.ALLOWED
-        ):
+        if not cluster_allowed(self.authorizer, forwarder, Operation.CLUSTER_ACTION):
             log.warning("controller: envelope from %s refused: no CLUSTER_ACTION", session.principal)
             return wrap_response(cid, CLUSTER_AUTHORIZATION_FAILED, None)
         try:
