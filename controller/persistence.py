@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from authz import AclBinding, Operation, PatternType, PermissionType, ResourceType
+from authz import AclBinding
+from authz.acl_file import binding_from_dict, binding_to_dict
 from controller.image import MetadataImage, StoredScramCredential, Topic
 
 log = logging.getLogger(__name__)
@@ -60,21 +61,7 @@ def image_state(image: MetadataImage, acls: list[AclBinding]) -> dict[str, Any]:
             for user, credentials in sorted(image.scram_credentials.items())
         },
         "finalizedFeatures": dict(sorted(image.finalized_features.items())),
-        "acls": sorted(
-            (
-                {
-                    "resourceType": b.resource_type.name,
-                    "resourceName": b.resource_name,
-                    "patternType": b.pattern_type.name,
-                    "principal": b.principal,
-                    "host": b.host,
-                    "operation": b.operation.name,
-                    "permission": b.permission.name,
-                }
-                for b in acls
-            ),
-            key=lambda acl: json.dumps(acl, sort_keys=True),
-        ),
+        "acls": sorted((binding_to_dict(b) for b in acls), key=lambda acl: json.dumps(acl, sort_keys=True)),
     }
 
 
@@ -121,18 +108,7 @@ class MetadataStore:
                 }
             if "finalizedFeatures" in state:
                 image.finalized_features = {str(k): int(v) for k, v in state["finalizedFeatures"].items()}
-            acls = [
-                AclBinding(
-                    ResourceType[a["resourceType"]],
-                    a["resourceName"],
-                    PatternType[a["patternType"]],
-                    a["principal"],
-                    a["host"],
-                    Operation[a["operation"]],
-                    PermissionType[a["permission"]],
-                )
-                for a in state["acls"]
-            ]
+            acls = [binding_from_dict(a) for a in state["acls"]]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MetadataStoreError(f"{self.path}: not a metadata image: {exc!r}") from exc
         self._written = raw
