@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check bench-audit clean
+.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check bench-audit fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit
+	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit fuzz
 
 test: $(STAMP) tools lint typecheck
 	$(PY) -m pytest -q
@@ -52,6 +52,12 @@ N ?= 1000000
 bench-audit: $(STAMP)
 	$(PY) -m pip install -q -e '.[spark,bench]'
 	$(PY) bench/audit/run.py --records $(N)
+
+# Structure-aware fuzzing of every decoder in worker processes under an address-space limit; prints JSON.
+# `make test` runs a 20,000-input slice (tests/fuzz); this is the long run.
+FUZZ_INPUTS ?= 1000000
+fuzz: $(STAMP)
+	$(PY) -m fuzz.run --inputs $(FUZZ_INPUTS) --crash-dir fuzz-crashes
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from envelope.apis import API_VERSIONS
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_response, known_versions, response_schema
+from envelope.errors import ProtocolError
 
 UNSUPPORTED_VERSION = 35
 
@@ -109,5 +110,8 @@ def build_response(
 def parse_response(frame: bytes, request_version: int) -> tuple[int, dict[int, VersionRange]]:
     """(error code, ranges) from a whole ApiVersions response frame."""
     _, body = decode_response_body(API_VERSIONS, request_version, frame)
-    ranges = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
+    try:
+        ranges = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
+    except ValueError as exc:
+        raise ProtocolError(f"ApiVersions answer with {exc}") from exc
     return int(body.error_code), ranges

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from authz.model import CLUSTER_NAME, Operation, PatternType, ResourceType
+from envelope.errors import ProtocolError
 
 # Config resource types of (Incremental)AlterConfigs (ConfigResource.Type).
 CONFIG_TOPIC = 2
@@ -82,7 +83,17 @@ CLUSTER_OPERATIONS: dict[int, Operation] = {
 
 
 def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
-    """What a decoded admin request touches, with the operation Kafka checks."""
+    """What a decoded admin request touches, with the operation Kafka checks.
+
+    Raises ProtocolError for a body whose resources cannot be named (the caller
+    refuses it: a mutation is never forwarded without its resources)."""
+    try:
+        return _resources_of(api_key, body)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProtocolError(f"cannot name the resources of api key {api_key}: {exc}") from exc
+
+
+def _resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
     match api_key:
         case 19:
             return _topics([str(t.name) for t in body.topics], Operation.CREATE)

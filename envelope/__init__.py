@@ -13,7 +13,7 @@ from envelope.codec import (
     request_header_version,
     response_header_version,
 )
-from envelope.errors import FrameSizeError, ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
+from envelope.errors import FrameSizeError, ProtocolError, UnsupportedApiError
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import RequestHeaderInfo, peek_correlation_id, peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
@@ -35,7 +35,6 @@ __all__ = [
     "Principal",
     "ProtocolError",
     "RequestHeaderInfo",
-    "UnknownTaggedFieldError",
     "UnsupportedApiError",
     "api_name",
     "decode_body",

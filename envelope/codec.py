@@ -13,7 +13,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i16, i32
 
-from envelope.errors import ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
+from envelope.bounded import prepare
+from envelope.errors import ProtocolError, UnsupportedApiError
 
 
 @cache
@@ -64,16 +65,17 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return int(response_schema(api_key, version).__header_schema__.__version__)
 
 
-def _parse(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
+def decode_entity(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
+    """(value, bytes it took in `data`). The bounded pre-pass runs first: kio aborts the
+    process on hostile counts and refuses unknown tagged fields, which Kafka skips."""
+    prepared = prepare(schema, data, offset)
     try:
-        value, size = entity_reader(schema)(data, offset)
-    except KeyError as exc:
-        # kio refuses tagged fields it has no schema for; callers that only
-        # look (the forwarder) may go on without the decoded body.
-        raise UnknownTaggedFieldError(f"cannot decode {schema.__name__}: {exc}") from exc
-    except (SerialError, ValueError, UnicodeDecodeError, OverflowError, IndexError) as exc:
+        value, size = entity_reader(schema)(prepared.source, prepared.start)
+    except (SerialError, ValueError, UnicodeDecodeError, OverflowError, IndexError, KeyError, TypeError) as exc:
         raise ProtocolError(f"cannot decode {schema.__name__}: {exc}") from exc
-    return value, size
+    if prepared.start + size != prepared.end:
+        raise ProtocolError(f"cannot decode {schema.__name__}: {size} bytes decoded, {prepared.end - prepared.start} checked")
+    return value, prepared.consumed
 
 
 def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, allow_trailing: bool = False) -> Any:
@@ -83,7 +85,7 @@ def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, al
     they know and ignore what follows (librdkafka's all-topics Metadata v13
     carries three such bytes); only requests answered locally use it.
     """
-    value, size = _parse(request_schema(api_key, api_version), frame, offset)
+    value, size = decode_entity(request_schema(api_key, api_version), frame, offset)
     if offset + size != len(frame) and not allow_trailing:
         raise ProtocolError(f"{len(frame) - offset - size} trailing bytes after request body")
     return value
@@ -92,8 +94,8 @@ def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, al
 def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
     """Decode a whole response frame: (correlation id, body)."""
     header_schema: type[Any] = ResponseHeaderV1 if response_header_version(api_key, api_version) == 1 else ResponseHeaderV0
-    header, header_size = _parse(header_schema, frame, 0)
-    body, _ = _parse(response_schema(api_key, api_version), frame, header_size)
+    header, header_size = decode_entity(header_schema, frame, 0)
+    body, _ = decode_entity(response_schema(api_key, api_version), frame, header_size)
     return int(header.correlation_id), body
 
 

@@ -14,10 +14,6 @@ class FrameSizeError(ProtocolError):
         self.limit = limit
 
 
-class UnknownTaggedFieldError(ProtocolError):
-    """A flexible message carries a tagged field our schemas do not know."""
-
-
 class UnsupportedApiError(ProtocolError):
     """The API key or version is not one this side can decode."""
 

@@ -4,11 +4,10 @@ import struct
 from dataclasses import dataclass
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.serial import entity_reader
 from kio.serial.errors import SerialError
-from kio.serial.readers import read_unsigned_varint
 
-from envelope.codec import request_header_version
+from envelope.bounded import read_uvarint
+from envelope.codec import decode_entity, request_header_version
 from envelope.errors import ProtocolError
 
 _FIXED = struct.Struct(">hhi")
@@ -32,14 +31,15 @@ def peek_correlation_id(frame: bytes) -> int:
 
 
 def _skip_tagged_fields(frame: bytes, offset: int) -> int:
-    count, size = read_unsigned_varint(frame, offset)
-    offset += size
+    end = len(frame)
+    count, offset = read_uvarint(frame, offset, end)
+    if count * 2 > end - offset:
+        raise ProtocolError(f"header: {count} tagged fields but only {end - offset} bytes remain")
     for _ in range(count):
-        _, size = read_unsigned_varint(frame, offset)
-        offset += size
-        length, size = read_unsigned_varint(frame, offset)
-        offset += size + length
-        if offset > len(frame):
+        _, offset = read_uvarint(frame, offset, end)
+        length, offset = read_uvarint(frame, offset, end)
+        offset += length
+        if offset > end:
             raise ProtocolError("tagged field runs past the end of the header")
     return offset
 
@@ -52,7 +52,7 @@ def peek_request_header(frame: bytes) -> RequestHeaderInfo:
     try:
         # Header v2 is v1 plus a tagged-field section; no tag is defined for it, so
         # unknown tags are skipped (as Kafka does) rather than refused.
-        header, size = entity_reader(RequestHeaderV1)(frame, 0)
+        header, size = decode_entity(RequestHeaderV1, frame, 0)
         if header_version == 2:
             size = _skip_tagged_fields(frame, size)
     except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:

@@ -5,9 +5,9 @@ import struct
 from dataclasses import dataclass
 
 from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
-from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
+from kio.serial import entity_writer
 
+from envelope.codec import decode_entity
 from envelope.errors import ProtocolError
 
 _VERSION = struct.Struct(">h")
@@ -60,8 +60,8 @@ def deserialize_principal(data: bytes) -> Principal:
     if version != PRINCIPAL_DATA_VERSION:
         raise ProtocolError(f"unknown principal data version {version}")
     try:
-        value, size = entity_reader(DefaultPrincipalData)(data, _VERSION.size)
-    except (SerialError, ValueError, UnicodeDecodeError, IndexError, KeyError) as exc:
+        value, size = decode_entity(DefaultPrincipalData, data, _VERSION.size)
+    except ProtocolError as exc:
         raise ProtocolError(f"malformed principal data: {exc}") from exc
     if _VERSION.size + size != len(data):
         raise ProtocolError("trailing bytes after principal data")

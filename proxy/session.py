@@ -31,7 +31,7 @@ from envelope.apis import (
     api_name,
 )
 from envelope.codec import decode_body, decode_response_body, encode_response
-from envelope.errors import ProtocolError, UnknownTaggedFieldError, UnsupportedApiError
+from envelope.errors import ProtocolError, UnsupportedApiError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.responses import SERVED_ADMIN_APIS, error_name, error_response, response_errors
@@ -347,18 +347,15 @@ class ProxyService:
 
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
         key, version = header.api_key, header.api_version
-        body: Any = None
         try:
             # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
+            # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
             body = decode_body(key, version, frame, header.header_size, allow_trailing=True)
-        except UnknownTaggedFieldError as exc:
-            # Tagged fields newer than our schemas: the controller may know them, and
-            # the bytes go through untouched, so forward without a decoded body.
-            log.info("forwarding %s with tagged fields unknown to the proxy: %s", api_name(key), exc)
-        except ProtocolError:
-            await self._refuse(session, header, "request body cannot be decoded")
+            resources = resources_of(key, body)
+        except ProtocolError as exc:
+            # Fail closed: a mutation whose resources cannot be named is never forwarded.
+            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
             raise
-        resources = resources_of(key, body) if body is not None else []
         data = self._data(session, header, "intent", resources, forwarded=True)
         request_id = data["requestId"]
         # The intent is committed (as durable as audit.durability says) before the controller sees the request.
@@ -438,8 +435,6 @@ class ProxyService:
         envelope_error: int | None,
     ) -> None:
         await self._audit_error(session, header, resources, request_id, started, envelope_error, code, message)
-        if body is None:
-            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request", CAUSE_ERROR)
         answer = error_response(header.api_key, header.api_version, body, code, message)
         await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
 
@@ -448,8 +443,6 @@ class ProxyService:
         message = "the proxy could not write the audit record of this request; it was not forwarded"
         log.error("connection %s (%s): %s %s: %s", session.conn.connection_id, session.principal, api_name(header.api_key), message, exc)
         self._count(session, header, "failed", time.perf_counter())
-        if body is None:
-            raise CloseConnection(f"{message}; no error answer can be built for an undecoded request", CAUSE_ERROR)
         answer = error_response(header.api_key, header.api_version, body, KAFKA_STORAGE_ERROR, message)
         await session.conn.send(encode_response(answer, correlation_id=header.correlation_id))
 

@@ -1,0 +1,49 @@
+"""Replay saved inputs (`<target name>-...bin`) through their decode path; prints one JSON line per file.
+
+    python -m fuzz.replay tests/fuzz/regressions/*.bin
+
+Run it in a process of its own: an input that still aborts a decoder kills this
+process, and the caller sees the signal instead of a result.
+"""
+
+import json
+import re
+import resource
+import sys
+from pathlib import Path
+
+from envelope.errors import ProtocolError
+from fuzz.targets import targets
+
+_ADDRESS_SPACE = 2048 * 2**20
+
+
+def target_name(path: Path) -> str:
+    """`request-19-v7-seed1-index5.bin` -> `request 19 v7`."""
+    match = re.match(r"(request|response)-(\d+)-v(\d+)-", path.name)
+    if match is None:
+        raise ValueError(f"{path.name}: not a saved fuzz input")
+    kind, key, version = match.groups()
+    return f"{kind} {key} v{version}"
+
+
+def main(paths: list[str]) -> int:
+    resource.setrlimit(resource.RLIMIT_AS, (_ADDRESS_SPACE, _ADDRESS_SPACE))
+    by_name = {target.name: target for target in targets()}
+    failed = 0
+    for raw in paths:
+        path = Path(raw)
+        target = by_name[target_name(path)]
+        try:
+            target.decode(path.read_bytes())
+            outcome = "accepted"
+        except ProtocolError as exc:
+            outcome = f"refused: {exc}"
+        except Exception as exc:
+            outcome, failed = f"error: {type(exc).__name__}: {exc}", failed + 1
+        print(json.dumps({"input": path.name, "outcome": outcome[:200]}), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

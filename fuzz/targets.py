@@ -1,0 +1,107 @@
+"""The decode paths under test, called exactly as the proxy and the embedded controller call them.
+
+A target returns normally or raises ProtocolError (a refusal); any other
+exception is a bug, and an abort or out-of-memory kills the worker process.
+"""
+
+import random
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apiversions import parse_response
+from authz.actions import resources_of
+from envelope.apis import API_VERSIONS, ENVELOPE, FORWARDABLE, SASL_AUTHENTICATE
+from envelope.bounded import plan_of
+from envelope.codec import (
+    decode_body,
+    decode_response_body,
+    request_header_version,
+    request_schema,
+    response_header_version,
+    response_schema,
+)
+from envelope.errors import ProtocolError
+from envelope.header import peek_request_header
+from envelope.principal import Principal, deserialize_principal, serialize_principal
+from envelope.wrap import unwrap, unwrap_request, wrap
+from fuzz.generate import Generated, body
+from proxy.session import own_ranges
+
+
+def decode_client_request(frame: bytes) -> None:
+    """What a proxy session or the embedded controller does with one request frame."""
+    header = peek_request_header(frame)
+    if header.api_key == ENVELOPE:
+        _, parts = unwrap_request(frame)
+        frame = parts.request_data
+        header = peek_request_header(frame)
+    body_value = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=header.api_key != SASL_AUTHENTICATE)
+    if header.api_key in FORWARDABLE:
+        resources_of(header.api_key, body_value)
+
+
+def decode_controller_response(api_key: int, api_version: int) -> Callable[[bytes], None]:
+    def decode(frame: bytes) -> None:
+        if api_key == ENVELOPE:
+            unwrap(frame)
+        elif api_key == API_VERSIONS:
+            parse_response(frame, api_version)
+        else:
+            decode_response_body(api_key, api_version, frame)
+
+    return decode
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One decode path and a valid input for it: `prefix` + a generated body."""
+
+    name: str
+    schema: type[object]
+    prefix: bytes
+    decode: Callable[[bytes], None]
+
+    def valid(self, rng: random.Random) -> tuple[bytes, Generated]:
+        generated = body(plan_of(self.schema), rng)
+        return self.prefix, generated
+
+
+def _request_prefix(api_key: int, version: int) -> bytes:
+    """Request header v1 (v2 adds an empty tagged-field section), client id "fuzz"."""
+    client_id = b"fuzz"
+    header = struct.pack(">hhih", api_key, version, 7, len(client_id)) + client_id
+    return header + b"\x00" if request_header_version(api_key, version) == 2 else header
+
+
+def _response_prefix(api_key: int, version: int) -> bytes:
+    header = struct.pack(">i", 7)
+    return header + b"\x00" if response_header_version(api_key, version) == 1 else header
+
+
+def targets() -> list[Target]:
+    """Every served request version, the Envelope around each forwardable one, the principal, and the responses the proxy reads."""
+    found: list[Target] = []
+    for api_key, served in own_ranges().items():
+        for version in range(served.min, served.max + 1):
+            schema = request_schema(api_key, version)
+            found.append(Target(f"request {api_key} v{version}", schema, _request_prefix(api_key, version), decode_client_request))
+            response = response_schema(api_key, version)
+            prefix = _response_prefix(api_key, version)
+            found.append(Target(f"response {api_key} v{version}", response, prefix, decode_controller_response(api_key, version)))
+    return found
+
+
+def envelope_of(request: bytes) -> bytes:
+    return wrap(request, Principal("User", "alice"), "127.0.0.1", correlation_id=9, client_id="fuzz")
+
+
+def principal_bytes() -> bytes:
+    return serialize_principal(Principal("User", "alice"))
+
+
+def decode_principal(data: bytes) -> None:
+    deserialize_principal(data)
+
+
+__all__ = ["ProtocolError", "Target", "decode_client_request", "decode_controller_response", "decode_principal", "envelope_of", "principal_bytes", "targets"]
