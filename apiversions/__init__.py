@@ -3,6 +3,7 @@
 Pure: no IO. Ranges are plain (api key -> VersionRange) mappings.
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -104,6 +105,21 @@ def build_response(
             "throttle_time": throttle_time_ms,
         },
     )
+    return encode_response(body, correlation_id=correlation_id)
+
+
+# Kafka's ApiVersionsRequest.isValid: what ClientSoftwareName and ClientSoftwareVersion must match.
+SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def valid_software(name: str, version: str) -> bool:
+    """Whether ApiVersions v3+'s client software name and version are ones Kafka accepts."""
+    return SOFTWARE_PATTERN.fullmatch(name) is not None and SOFTWARE_PATTERN.fullmatch(version) is not None
+
+
+def build_error_response(request_version: int, correlation_id: int, error_code: int) -> bytes:
+    """Kafka's ApiVersionsRequest.getErrorResponse for an error other than UNSUPPORTED_VERSION: the code, no ranges."""
+    body = build_entity(response_schema(API_VERSIONS, request_version), {"error_code": error_code, "api_keys": [], "throttle_time": 0})
     return encode_response(body, correlation_id=correlation_id)
 
 

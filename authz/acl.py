@@ -21,6 +21,8 @@ from authz.model import (
 
 # Kafka's kafka.authorizer.logger: denials at INFO, grants at DEBUG, each with the rule that decided.
 decision_log = logging.getLogger("authz.decisions")
+# A request's first decisions are logged one by one; the rest in one summary line (a log is no place for 100,000 lines).
+DECISIONS_LOGGED_PER_REQUEST = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +61,17 @@ class AclAuthorizer:
 
     def authorize(self, context: RequestContext, actions: Sequence[Action]) -> list[Decision]:
         decisions = []
-        for action in actions:
+        logged = 0
+        summed_from = len(actions)
+        for index, action in enumerate(actions):
             explanation = self.explain(context, action)
-            _log_decision(context, action, explanation)
+            # One request may name 100,000 resources: its first decisions are logged one by one, the rest summed up.
+            if logged < DECISIONS_LOGGED_PER_REQUEST:
+                logged += _log_decision(context, action, explanation)
+            elif summed_from == len(actions):
+                summed_from = index
             decisions.append(explanation.decision)
+        _log_summary(context, decisions[summed_from:])
         return decisions
 
     def explain(self, context: RequestContext, action: Action) -> Explanation:
@@ -127,10 +136,24 @@ def _applies_to(acl: AclBinding, principal: str, host: str) -> bool:
     return acl.principal in (principal, WILDCARD_PRINCIPAL) and _same_host(acl.host, host)
 
 
-def _log_decision(context: RequestContext, action: Action, explanation: Explanation) -> None:
+def _log_summary(context: RequestContext, unlogged: list[Decision]) -> None:
+    denied = sum(1 for decision in unlogged if decision is Decision.DENIED)
+    if not denied or not decision_log.isEnabledFor(logging.INFO):
+        return
+    decision_log.info(
+        "Principal = %s from host = %s is Denied %d more operations in this request (not logged one by one; %d allowed)",
+        context.principal,
+        context.client_address,
+        denied,
+        len(unlogged) - denied,
+    )
+
+
+def _log_decision(context: RequestContext, action: Action, explanation: Explanation) -> int:
+    """Log one decision (denials at INFO, grants at DEBUG); 1 if it was logged."""
     level = logging.INFO if explanation.decision is Decision.DENIED else logging.DEBUG
     if not decision_log.isEnabledFor(level):
-        return
+        return 0
     forwarded = f" forwarded by {context.forwarding_principal}" if context.forwarding_principal else ""
     decision_log.log(
         level,
@@ -144,3 +167,4 @@ def _log_decision(context: RequestContext, action: Action, explanation: Explanat
         action.resource_name,
         f"{explanation.reason} {explanation.binding}" if explanation.binding else explanation.reason,
     )
+    return 1

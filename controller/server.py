@@ -151,8 +151,9 @@ class EmbeddedController:
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = ControllerConnection(conn, listener)
 
-        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
+        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> bool:
             await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
+            return True
 
         authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions, on_refused=self.refusals)
         if authenticated is None:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from proxy.audit_bounds import RecordLimits, encode_bounded
+
 if TYPE_CHECKING:
     from proxy.metrics import ProxyMetrics
 
@@ -40,6 +42,7 @@ EXCLUDABLE_STAGES = frozenset({"intent", "outcome", "local", "read"})
 # What `audit.connection.events=failures` keeps.
 FAILURE_STAGES = frozenset({"refused", "authentication-failed"})
 
+DEFAULT_LIMITS = RecordLimits()
 ON_FAILURE_BLOCK = "block"
 ON_FAILURE_REJECT = "reject"
 _MAX_BATCH = 512
@@ -93,9 +96,9 @@ class AuditEntry:
     error: BaseException | None = None
 
     @classmethod
-    def of(cls, record: dict[str, Any]) -> "AuditEntry":
+    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS) -> "AuditEntry":
+        record, line = encode_bounded(record, limits)
         data = record.get("data") or {}
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
         return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
 
 
@@ -137,6 +140,7 @@ class AuditLog:
         excluded_principals: frozenset[str] = frozenset(),
         metrics: "ProxyMetrics | None" = None,
         queue_size: int = _QUEUE_SIZE,
+        limits: RecordLimits = DEFAULT_LIMITS,
     ) -> None:
         if on_failure not in (ON_FAILURE_BLOCK, ON_FAILURE_REJECT):
             raise ValueError(f"on_failure must be block or reject, not {on_failure!r}")
@@ -145,6 +149,7 @@ class AuditLog:
         self.connection_events = connection_events
         self.excluded_principals = excluded_principals
         self.metrics = metrics
+        self.limits = limits
         self.records_written = 0
         self._send, self._receive = trio.open_memory_channel[AuditEntry](queue_size)
         self._scope: trio.CancelScope | None = None
@@ -175,7 +180,7 @@ class AuditLog:
         """
         if not self.wanted(record):
             return
-        entry = AuditEntry.of(record)
+        entry = AuditEntry.of(record, self.limits)
         try:
             await self._send.send(entry)
         except (trio.ClosedResourceError, trio.BrokenResourceError):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from proxy.audit import ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLog, AuditSink
+from proxy.audit_bounds import RecordLimits
 from proxy.audit_file import DURABILITY_FLUSH, DURABILITY_MODES, FileSink
 from proxy.config_errors import ConfigError
 from proxy.properties import Properties
@@ -69,6 +70,7 @@ class AuditSettings:
     connection_events: str = "all"
     excluded_principals: frozenset[str] = frozenset()
     kafka: KafkaSinkSettings | None = None
+    limits: RecordLimits = field(default_factory=RecordLimits)
 
     def effective(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,9 @@ class AuditSettings:
             "connection.events": self.connection_events,
             "excluded.principals": sorted(self.excluded_principals),
             "kafka": self.kafka.effective() if self.kafka else None,
+            "record.max.string.chars": self.limits.max_string_chars,
+            "record.max.resources": self.limits.max_resources,
+            "record.max.bytes": self.limits.max_record_bytes,
         }
 
 
@@ -187,6 +192,11 @@ def parse_audit_settings(props: Properties, log_dir: Path) -> AuditSettings:
         connection_events=_choice(props, "audit.connection.events", CONNECTION_EVENTS, "all"),
         excluded_principals=_excluded_principals(props),
         kafka=_kafka(props, log_dir, "kafka" in sinks),
+        limits=RecordLimits(
+            max_string_chars=props.int("audit.record.max.string.chars", 1024, minimum=64),
+            max_resources=props.int("audit.record.max.resources", 1000, minimum=1),
+            max_record_bytes=props.int("audit.record.max.bytes", 1_048_576, minimum=4096),
+        ),
     )
 
 
@@ -214,6 +224,7 @@ def open_audit_log(settings: AuditSettings, log_dir: Path, node_id: int, metrics
         connection_events=settings.connection_events,
         excluded_principals=settings.excluded_principals,
         metrics=metrics,
+        limits=settings.limits,
     )
 
 

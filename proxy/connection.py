@@ -48,19 +48,22 @@ class KafkaConnection:
             peer = (host, port)
         self.peer = Peer(*peer)
 
-    async def receive_frame(self) -> bytes | None:
-        """The next frame, or None when the peer closed or stayed idle too long.
+    async def receive_frame(self, timeout: float | None = None) -> bytes | None:
+        """The next frame, or None when the peer closed or did not send a whole frame in time.
 
+        The deadline (`timeout`, else the idle timeout) covers the whole frame, not
+        each read: a peer trickling one byte at a time cannot hold the connection.
         Raises FrameSizeError for a size prefix out of bounds.
         """
-        while (frame := self.reader.next_frame()) is None:
-            with trio.move_on_after(self.idle_timeout) as scope:
+        with trio.move_on_after(self.idle_timeout if timeout is None else timeout) as scope:
+            while (frame := self.reader.next_frame()) is None:
                 data = await self.stream.receive_some(_RECEIVE_CHUNK)
-            if scope.cancelled_caught or not data:
-                self.idle_expired = scope.cancelled_caught
-                return None
-            self.reader.feed(bytes(data))
-        return frame
+                if not data:
+                    return None
+                self.reader.feed(bytes(data))
+            return frame
+        self.idle_expired = scope.cancelled_caught
+        return None
 
     async def send(self, payload: bytes, *, timeout: float = 30.0) -> None:
         async with self._send_lock:

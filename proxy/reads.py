@@ -27,6 +27,7 @@ from envelope.responses import metadata_topic_error
 from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import AUTHORIZED_OPERATIONS_OMITTED
+from proxy.offload import CpuOffload
 from proxy.upstream import Upstream, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,12 @@ class ReadUnavailable(Exception):
 
 
 class ReadPath:
-    def __init__(self, upstream: Upstream, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None) -> None:
+    def __init__(
+        self, upstream: Upstream, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None, offload: CpuOffload | None = None
+    ) -> None:
         self.upstream = upstream
         self.edge = edge
+        self.offload = offload or CpuOffload()
         self.node_id = node_id
         self.cluster_id = cluster_id
 
@@ -99,15 +103,10 @@ class ReadPath:
     async def _metadata(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
         # v0 has no null: an empty list asks for every topic there
         explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
-        names = [str(t.name) for t in body.topics or () if t.name is not None]
-        topics: dict[str, dict[str, Any]] = {}
+        names, accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
         error: tuple[int, str | None] = (0, None)
-        accesses = [_topic(name, Operation.DESCRIBE) for name in names]
         decisions = await self._allowed(ctx, accesses)
-        allowed_names = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
-        denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
-        for access in denied:
-            topics[access.name] = metadata_topic_error(access.name, TOPIC_AUTHORIZATION_FAILED)
+        allowed_names, denied, topics = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
         cluster_id = self.cluster_id
         if not explicit or allowed_names:
             request = {
@@ -135,8 +134,20 @@ class ReadPath:
                 for topic in upstream_topics:
                     topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
                     topics[str(topic["name"])] = topic
+        frame = await self.offload.entries(len(names) + len(topics), self._metadata_frame, header, listener, cluster_id, names, topics, explicit)
+        return ReadResult(frame, accesses, denied, *error)
+
+    def _metadata_frame(
+        self,
+        header: RequestHeaderInfo,
+        listener: ListenerConfig,
+        cluster_id: str | None,
+        names: list[str],
+        topics: dict[str, dict[str, Any]],
+        explicit: bool,
+    ) -> bytes:
         ordered = [topics[n] for n in names if n in topics] if explicit else list(topics.values())
-        values = {
+        values: dict[str, Any] = {
             "throttle_time": 0,
             "brokers": [{"node_id": self.node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
             "cluster_id": cluster_id,
@@ -145,7 +156,7 @@ class ReadPath:
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             "error_code": 0,
         }
-        return ReadResult(self._encode(header, values), accesses, denied, *error)
+        return self._encode(header, values)
 
     # -- DescribeConfigs -----------------------------------------------------------------
 
@@ -190,6 +201,21 @@ class ReadPath:
             return ReadResult(self._encode(header, values), [access], [], UNKNOWN_SERVER_ERROR, str(exc))
         answer = _as_dict(response)
         return ReadResult(self._encode(header, answer), [access], [], int(answer["error_code"]), answer.get("error_message"))
+
+
+def _split_decisions(
+    accesses: list[ResourceAccess], decisions: list[bool]
+) -> tuple[list[str], list[ResourceAccess], dict[str, dict[str, Any]]]:
+    """(allowed names, denied accesses, the denied topics' error entries of the answer)."""
+    allowed = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
+    denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
+    return allowed, denied, {a.name: metadata_topic_error(a.name, TOPIC_AUTHORIZATION_FAILED) for a in denied}
+
+
+def _requested_topics(body: Any) -> tuple[list[str], list[ResourceAccess]]:
+    """The topic names a Metadata request asks for, and the DESCRIBE each needs."""
+    names = [str(t.name) for t in body.topics or () if t.name is not None]
+    return names, [_topic(name, Operation.DESCRIBE) for name in names]
 
 
 def _as_dict(entity: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from proxy.connection_events import REFUSED, connection_record
 IP_FILTER = "ip-filter"
 PRIVILEGED_PRINCIPAL = "privileged-principal"
 SSL_PRINCIPAL_MAPPING = "ssl-principal-mapping"  # an SSL client certificate's DN matched no ssl.principal.mapping.rules
+PROTOCOL_ERROR = "protocol-error"  # bytes Kafka would close the connection for: a bad frame size, a malformed header or SASL frame
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import trio
 
-from envelope.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from envelope.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, api_name
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
@@ -15,7 +15,7 @@ from envelope.principal import ANONYMOUS, Principal
 from proxy.connection import KafkaConnection
 from proxy.connection_events import CAUSE_AUTHENTICATION_FAILED, CAUSE_PRIVILEGED_PRINCIPAL, CAUSE_PROTOCOL_ERROR, attempted_user
 from proxy.listener_config import ListenerConfig, TransportSettings
-from proxy.refusals import PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, OnRefused, RefusedConnection
+from proxy.refusals import PRIVILEGED_PRINCIPAL, PROTOCOL_ERROR, SSL_PRINCIPAL_MAPPING, OnRefused, RefusedConnection
 from proxy.sasl_mechanisms import AuthenticationFailed, ServerExchange, server_exchange, verify_plain
 from proxy.ssl_principal import NoMatchingRule
 from proxy.tls_listener import SSL_MECHANISM, certificate_principal
@@ -59,7 +59,8 @@ class AuthReport:
             await self.on_failure(failure)
 
 
-ApiVersionsAnswer = Callable[[RequestHeaderInfo, bytes], Awaitable[None]]
+ApiVersionsAnswer = Callable[[RequestHeaderInfo, bytes], Awaitable[bool]]
+"""Answers one ApiVersions; False when it was answered INVALID_REQUEST (Kafka then still allows another)."""
 
 
 def privileged_refusal(listener: ListenerConfig, principal: Principal) -> str | None:
@@ -97,6 +98,7 @@ class SaslServer:
         mechanism: str | None = None
         exchange: ServerExchange | None = None
         raw_tokens = False
+        versions_answered = False
         while True:
             frame = await self.conn.receive_frame()
             if frame is None:
@@ -106,8 +108,9 @@ class SaslServer:
                 header, token = None, frame
             else:
                 header = peek_request_header(frame)
-                if header.api_key == API_VERSIONS and exchange is None:
-                    await self.answer_api_versions(header, frame)
+                if header.api_key == API_VERSIONS and exchange is None and not versions_answered:
+                    # Kafka answers one valid ApiVersions before SaslHandshake; a second one closes the connection.
+                    versions_answered = await self.answer_api_versions(header, frame)
                     continue
                 if header.api_key == SASL_HANDSHAKE and exchange is None:
                     mechanism = await self._handshake(header, frame)
@@ -118,12 +121,8 @@ class SaslServer:
                     continue
                 if header.api_key != SASL_AUTHENTICATE or exchange is None or raw_tokens:
                     self.report.cause = CAUSE_PROTOCOL_ERROR
-                    log.info(
-                        "connection %s from %s: api %s before SASL authentication (ILLEGAL_SASL_STATE), closing",
-                        self.conn.connection_id,
-                        self.conn.peer.host,
-                        header.api_key,
-                    )
+                    refusal = f"{api_name(header.api_key)} v{header.api_version} before SASL authentication completed (ILLEGAL_SASL_STATE)"
+                    await report_refusal(self.conn, self.listener, None, mechanism, refusal, self.on_refused, reason=PROTOCOL_ERROR)
                     return None
                 body = decode_body(header.api_key, header.api_version, frame, header.header_size)
                 token = bytes(body.auth_bytes)
@@ -267,6 +266,9 @@ async def authenticate(
             return None
         return Authenticated(ANONYMOUS, None)
     conn.reader.max_frame_size = transport.sasl_max_receive_size
+    # Before the login, each frame must come within connections.preauth.idle.ms: an anonymous peer holds nothing long.
+    idle_timeout = conn.idle_timeout
+    conn.idle_timeout = min(idle_timeout, transport.preauth_idle_timeout)
     server = SaslServer(
         conn,
         listener,
@@ -278,6 +280,7 @@ async def authenticate(
     )
     result = await server.run()
     conn.reader.max_frame_size = transport.max_frame_size
+    conn.idle_timeout = idle_timeout
     return result
 
 

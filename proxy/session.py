@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
@@ -31,12 +32,13 @@ from envelope.apis import (
     api_name,
 )
 from envelope.codec import decode_body, decode_response_body, encode_response
-from envelope.errors import ProtocolError, UnsupportedApiError
+from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
-from envelope.responses import SERVED_ADMIN_APIS, error_name, error_response, response_errors
+from envelope.responses import SERVED_ADMIN_APIS, ResourceError, error_name, error_response, response_errors
 from envelope.wrap import unwrap, wrap
 from proxy.audit import AuditLog, AuditUnavailable, make_record
+from proxy.audit_bounds import count_omitted, first_entries
 from proxy.config import ProxyConfig
 from proxy.connection import KafkaConnection
 from proxy.connection_events import (
@@ -57,8 +59,9 @@ from proxy.edge_authz import EdgeAuthorizer
 from proxy.listener_config import ListenerConfig
 from proxy.local_answers import describe_cluster_response, metadata_response
 from proxy.metrics import ProxyMetrics
+from proxy.offload import CpuOffload
 from proxy.reads import READ_APIS, ReadPath, ReadResult, denial_code
-from proxy.refusals import IP_FILTER, PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, AuditedRefusals, RefusedConnection
+from proxy.refusals import IP_FILTER, PRIVILEGED_PRINCIPAL, PROTOCOL_ERROR, SSL_PRINCIPAL_MAPPING, AuditedRefusals, RefusedConnection
 from proxy.sasl_server import AuthReport, LoginFailure, authenticate
 from proxy.upstream import Upstream, UpstreamUnavailable
 
@@ -105,6 +108,8 @@ class Session:
     close_cause: str | None = None
     """Why the proxy closes the connection (a `disconnected` cause); None while the client decides."""
     authenticated: bool = False
+    refusal_audited: bool = False
+    """A `refused` record already says why this connection closes."""
     requests: int = 0
     opened: float = field(default_factory=time.monotonic)
 
@@ -132,13 +137,23 @@ class Session:
         )
 
 
+def _decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
+    body = decode_body(api_key, api_version, frame, offset, allow_trailing=True)
+    return body, resources_of(api_key, body)
+
+
+def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+    _, response = decode_response_body(api_key, api_version, embedded)
+    return response_errors(api_key, response)
+
+
 def _error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
     """One entry of an audit record's `result.errors`."""
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
 
 
 # RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
-_REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_principal", SSL_PRINCIPAL_MAPPING: "tls"}
+_REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_principal", SSL_PRINCIPAL_MAPPING: "tls", PROTOCOL_ERROR: "protocol_error"}
 
 
 class CloseConnection(Exception):
@@ -173,7 +188,9 @@ class ProxyService:
         upstream.on_versions_changed = self._versions_changed
         upstream.on_event = self._upstream_event
         self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
-        self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=config.node_id, cluster_id=config.cluster_id)
+        self.offload = CpuOffload()
+        self.edge.offload = self.offload
+        self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=config.node_id, cluster_id=config.cluster_id, offload=self.offload)
 
     def advertised(self) -> dict[int, VersionRange]:
         return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
@@ -224,8 +241,12 @@ class ProxyService:
         except trio.Cancelled:
             cause = CAUSE_SHUTDOWN
             raise
-        except ProtocolError:
+        except ProtocolError as exc:
             cause = CAUSE_PROTOCOL_ERROR
+            if not session.refusal_audited:
+                # A bad frame size, header or SASL frame: Kafka closes the connection; we say why first.
+                with trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
+                    await self.on_refused(self._protocol_refusal(session, str(exc)))
             raise
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             cause = CAUSE_CLIENT  # the peer reset the connection while we wrote to it
@@ -242,12 +263,26 @@ class ProxyService:
             with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
                 await self._audit_connection(session, DISCONNECTED, cause=cause)
 
+    def _protocol_refusal(self, session: Session, detail: str) -> RefusedConnection:
+        conn, listener = session.conn, session.listener
+        return RefusedConnection(
+            listener=listener.name,
+            security_protocol=listener.security_protocol,
+            host=conn.peer.host,
+            port=conn.peer.port,
+            reason=PROTOCOL_ERROR,
+            detail=detail,
+            connection_id=conn.connection_id,
+            principal=str(session.principal) if session.authenticated else None,
+            mechanism=session.mechanism,
+        )
+
     async def _session(self, session: Session) -> None:
         conn, listener = session.conn, session.listener
         log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
 
-        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> None:
-            await self._api_versions(session, header, frame)
+        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> bool:
+            return await self._api_versions(session, header, frame)
 
         def login_failed(mechanism: str) -> None:
             self.metrics.authentications.labels(listener.name, mechanism, "failure").inc()
@@ -275,8 +310,10 @@ class ProxyService:
         try:
             while not session.closing:
                 frame = None
+                # The first request must come as soon as a login's would (connections.preauth.idle.ms).
+                timeout = conn.idle_timeout if session.requests else min(conn.idle_timeout, self.config.transport.preauth_idle_timeout)
                 with trio.CancelScope() as session.idle:
-                    frame = await conn.receive_frame()
+                    frame = await conn.receive_frame(timeout)
                 session.idle = None
                 if frame is None:
                     return
@@ -315,7 +352,7 @@ class ProxyService:
             return
         if key in READ_APIS:
             try:
-                body = decode_body(key, header.api_version, frame, header.header_size, allow_trailing=True)
+                body = await self.offload.frame(len(frame), decode_body, key, header.api_version, frame, header.header_size, allow_trailing=True)
             except ProtocolError as exc:
                 await self._refuse(session, header, f"request body cannot be decoded: {exc}")
                 raise
@@ -330,18 +367,30 @@ class ProxyService:
             return
         await self._forward(session, header, frame)
 
-    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
-        if header.api_version >= 3:
+    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> bool:
+        """Answer ApiVersions; False when the answer was an error (INVALID_REQUEST for a software name
+        Kafka refuses, UNSUPPORTED_VERSION), after which Kafka lets the client ask again before the login."""
+        started = time.perf_counter()
+        advertised = self.advertised()
+        if header.api_version >= 3 and header.api_version in advertised[API_VERSIONS]:
             try:
                 body = decode_body(API_VERSIONS, header.api_version, frame, header.header_size)
-                session.software_name = str(body.client_software_name)
-                session.software_version = str(body.client_software_version)
-            except (ProtocolError, UnsupportedApiError):
-                pass  # a version we do not know gets the v0 fallback below
-        started = time.perf_counter()
-        answer = apiversions.build_response(header.api_version, header.correlation_id, self.advertised())
+            except ProtocolError as exc:
+                await self._refuse(session, header, f"request body cannot be decoded: {exc}")
+                raise
+            name, version = str(body.client_software_name), str(body.client_software_version)
+            if not apiversions.valid_software(name, version):
+                # Kafka's answer; nothing the client chose is kept for later records.
+                await self._refuse(session, header, "client software name or version does not match Kafka's pattern")
+                session.refusal_audited = False  # answered, and the connection goes on
+                await session.conn.send(apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request))
+                return False
+            session.software_name, session.software_version = name, version
+        answer = apiversions.build_response(header.api_version, header.correlation_id, advertised)
         await self._audit_local(session, header, started)
         await session.conn.send(answer)
+        # An unsupported version is answered with the supported range; as in Kafka, the client may ask again.
+        return header.api_version in advertised[API_VERSIONS]
 
     # -- forwarding -----------------------------------------------------------------
 
@@ -350,8 +399,7 @@ class ProxyService:
         try:
             # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
             # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
-            body = decode_body(key, version, frame, header.header_size, allow_trailing=True)
-            resources = resources_of(key, body)
+            body, resources = await self.offload.frame(len(frame), _decode_with_resources, key, version, frame, header.header_size)
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             await self._refuse(session, header, f"request body cannot be decoded: {exc}")
@@ -458,7 +506,7 @@ class ProxyService:
         forwarded: bool,
         request_id: str | None = None,
     ) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "requestId": request_id or str(uuid.uuid4()),
             "stage": stage,
             "methodName": f"kafka.{api_name(header.api_key)}",
@@ -480,13 +528,15 @@ class ProxyService:
                 "correlationId": header.correlation_id,
                 "connectionId": session.conn.connection_id,
             },
-            "resources": [r.as_audit() for r in resources],
+            "resources": [],
             "authorizationInfo": None,
             "result": None,
             "timings": None,
             "upstream": {"address": self.upstream.settings.address, "nodeId": None} if forwarded else None,
             "connection": None,
         }
+        data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.audit.limits.max_resources, "resources")]
+        return data
 
     async def _audit_connection(self, session: Session, stage: str, *, cause: str | None = None) -> None:
         """`connected`, `authenticated` or `disconnected` (with its cause, duration and request count)."""
@@ -552,14 +602,17 @@ class ProxyService:
         data["authorizationInfo"] = {
             "decision": "DENIED" if result.denied and len(result.denied) == len(result.resources) else "ALLOWED",
             "reason": f"edge authorizer ({self.config.edge.policy})",
-            "denied": [r.as_audit() for r in result.denied],
+            "denied": [r.as_audit() for r in first_entries(data, result.denied, self.audit.limits.max_resources, "authorizationInfo.denied")],
         }
         failed = result.error_code != 0
         data["result"] = {
             "status": "ERROR" if failed else "FAILURE" if result.denied else "SUCCESS",
             "envelopeErrorCode": None,
             "errorCode": result.error_code,
-            "errors": [_error_row(r.name, denial_code(r), "denied at the edge") for r in result.denied]
+            "errors": [
+                _error_row(r.name, denial_code(r), "denied at the edge")
+                for r in first_entries(data, result.denied, self.audit.limits.max_resources, "result.errors")
+            ]
             + ([_error_row("upstream", result.error_code, result.error_message)] if failed else []),
         }
         data["timings"] = self._timings(started)
@@ -575,6 +628,7 @@ class ProxyService:
             api_name(header.api_key),
             reason,
         )
+        session.refusal_audited = True
         data = self._data(session, header, "refused", [], forwarded=False)
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
         data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": 42, "errors": []}
@@ -593,19 +647,19 @@ class ProxyService:
         embedded: bytes,
     ) -> None:
         try:
-            _, response = decode_response_body(header.api_key, header.api_version, embedded)
-            top, results = response_errors(header.api_key, response)
+            top, results = await self.offload.frame(len(embedded), _response_errors, header.api_key, header.api_version, embedded)
         except ProtocolError as exc:
             log.warning("cannot decode the controller's %s answer for the audit: %s", api_name(header.api_key), exc)
             top, results = UNKNOWN_SERVER_ERROR, []
         failed = [r for r in results if r.error_code != 0]
+        omitted: dict[str, Any] = {}
         result = {
             "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
             "envelopeErrorCode": envelope_error,
             "errorCode": top,
-            "errors": [_error_row(r.resource, r.error_code, r.message) for r in failed],
+            "errors": [_error_row(r.resource, r.error_code, r.message) for r in first_entries(omitted, failed, self.audit.limits.max_resources, "result.errors")],
         }
-        await self._write_outcome(session, header, resources, request_id, started, result, "forwarded", answered_by_upstream=True)
+        await self._write_outcome(session, header, resources, request_id, started, result, "forwarded", answered_by_upstream=True, omitted=omitted)
 
     async def _audit_error(
         self,
@@ -618,13 +672,14 @@ class ProxyService:
         code: int,
         message: str,
     ) -> None:
+        omitted: dict[str, Any] = {}
         result = {
             "status": "ERROR",
             "envelopeErrorCode": envelope_error,
             "errorCode": code,
-            "errors": [_error_row(r.name, code, message) for r in resources],
+            "errors": [_error_row(r.name, code, message) for r in first_entries(omitted, resources, self.audit.limits.max_resources, "result.errors")],
         }
-        await self._write_outcome(session, header, resources, request_id, started, result, "failed", answered_by_upstream=False)
+        await self._write_outcome(session, header, resources, request_id, started, result, "failed", answered_by_upstream=False, omitted=omitted)
 
     async def _write_outcome(
         self,
@@ -637,10 +692,14 @@ class ProxyService:
         outcome: str,
         *,
         answered_by_upstream: bool,
+        omitted: dict[str, Any],
     ) -> None:
-        """The outcome record that pairs with the intent (same requestId), and its metrics."""
+        """The outcome record that pairs with the intent (same requestId), and its metrics.
+        `omitted` holds the `truncated` counts of `result` rows left out (audit_bounds.first_entries)."""
         data = self._data(session, header, "outcome", resources, forwarded=True, request_id=request_id)
         data["result"] = result
+        for where, count in (omitted.get("truncated") or {}).get("omitted", {}).items():
+            count_omitted(data, where, count)
         # The proxy does not queue yet, so the whole wait after the intent is upstream time.
         upstream_ms = (time.perf_counter() - started) * 1000 if answered_by_upstream else 0.0
         data["timings"] = self._timings(started, upstream_ms=upstream_ms)

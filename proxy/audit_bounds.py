@@ -1,0 +1,122 @@
+"""Bounds on one audit record: what a client chooses must not decide how big the audit grows.
+
+Every string a client controls (client id, software name and version, the
+principal it tried, resource names, error messages) is capped; long resource
+and error lists keep their first entries and count the rest; and the encoded
+record never exceeds `audit.record.max.bytes`. What was cut is written down in
+`data.truncated`, so a reader knows the record is partial.
+"""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+TRUNCATION_MARK = "...[truncated]"
+_MIN_STRING_CHARS = 64
+
+# (section of data, key) of the single strings a client can choose.
+_STRING_FIELDS = (
+    ("requestMetadata", "clientId"),
+    ("requestMetadata", "clientSoftwareName"),
+    ("requestMetadata", "clientSoftwareVersion"),
+    ("authenticationInfo", "principal"),
+    ("authorizationInfo", "reason"),
+    ("authorizationInfo", "detail"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLimits:
+    """`audit.record.max.string.chars`, `audit.record.max.resources`, `audit.record.max.bytes`."""
+
+    max_string_chars: int = 1024
+    max_resources: int = 1000
+    max_record_bytes: int = 1_048_576
+
+
+def first_entries(data: dict[str, Any], items: Sequence[T], limit: int, where: str) -> Sequence[T]:
+    """The first `limit` of `items` for the list `where` of `data`; the rest is counted in `data["truncated"]`.
+
+    Callers use it before they turn 100,000 resources into rows that would be cut anyway."""
+    if len(items) <= limit:
+        return items
+    count_omitted(data, where, len(items) - limit)
+    return items[:limit]
+
+
+def count_omitted(data: dict[str, Any], where: str, count: int) -> None:
+    """Note in `data["truncated"]` that `count` entries of the list `where` were left out."""
+    truncated = data.setdefault("truncated", {"fields": [], "omitted": {}})
+    truncated["omitted"][where] = truncated["omitted"].get(where, 0) + count
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+class _Cutter:
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.fields: list[str] = []
+
+    def text(self, value: Any, where: str) -> Any:
+        if isinstance(value, str) and len(value) > self.max_chars:
+            if where not in self.fields:
+                self.fields.append(where)
+            return value[: self.max_chars] + TRUNCATION_MARK
+        return value
+
+    def rows(self, rows: list[Any], keep: int, where: str, text_keys: tuple[str, ...]) -> tuple[list[Any], int]:
+        """The first `keep` rows (dicts) with their strings capped, and how many were left out."""
+        kept = [{k: self.text(v, f"{where}.{k}") if k in text_keys else v for k, v in row.items()} for row in rows[:keep]]
+        return kept, max(0, len(rows) - keep)
+
+
+def _bounded_copy(record: dict[str, Any], max_chars: int, keep: int) -> dict[str, Any]:
+    cut = _Cutter(max_chars)
+    bounded = dict(record)
+    bounded["subject"] = cut.text(record.get("subject"), "subject")
+    data = dict(record.get("data") or {})
+    for section, key in _STRING_FIELDS:
+        part = data.get(section)
+        if isinstance(part, dict) and key in part:
+            data[section] = {**part, key: cut.text(part[key], f"{section}.{key}")}
+    omitted: dict[str, int] = {}
+    if isinstance(data.get("resources"), list):
+        data["resources"], omitted["resources"] = cut.rows(data["resources"], keep, "resources", ("name",))
+    authorization = data.get("authorizationInfo")
+    if isinstance(authorization, dict) and isinstance(authorization.get("denied"), list):
+        denied, omitted["authorizationInfo.denied"] = cut.rows(authorization["denied"], keep, "authorizationInfo.denied", ("name",))
+        data["authorizationInfo"] = {**authorization, "denied": denied}
+    result = data.get("result")
+    if isinstance(result, dict) and isinstance(result.get("errors"), list):
+        errors, omitted["result.errors"] = cut.rows(result["errors"], keep, "result.errors", ("resource", "message"))
+        data["result"] = {**result, "errors": errors}
+    earlier = data.get("truncated") or {"fields": [], "omitted": {}}
+    for where, count in earlier["omitted"].items():
+        omitted[where] = omitted.get(where, 0) + count
+    omitted = {where: count for where, count in omitted.items() if count}
+    fields = list(dict.fromkeys([*earlier["fields"], *cut.fields]))
+    if fields or omitted:
+        data["truncated"] = {"fields": fields, "omitted": omitted}
+    bounded["data"] = data
+    return bounded
+
+
+def encode_bounded(record: dict[str, Any], limits: RecordLimits) -> tuple[dict[str, Any], bytes]:
+    """The record as written (capped where needed) and its JSON line, at most `max_record_bytes` long."""
+    keep, max_chars = limits.max_resources, limits.max_string_chars
+    bounded = _bounded_copy(record, max_chars, keep)
+    line = encode(bounded)
+    # Halve the lists, then the strings, until the line fits: a bounded number of rounds.
+    while len(line) > limits.max_record_bytes and (keep > 0 or max_chars > _MIN_STRING_CHARS):
+        if keep > 0:
+            keep //= 2
+        else:
+            max_chars = max(_MIN_STRING_CHARS, max_chars // 2)
+        bounded = _bounded_copy(record, max_chars, keep)
+        line = encode(bounded)
+    return bounded, line
