@@ -31,6 +31,7 @@ from authz import (
     RequestContext,
     ResourceType,
 )
+from authz.actions import ResourceAccess
 from envelope.apis import DESCRIBE_ACLS
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
@@ -75,13 +76,25 @@ class EdgeAuthorizer:
         self._mirror = None
 
     async def authorize(self, ctx: RequestContext, actions: Sequence[Action]) -> list[Decision]:
-        decider: Authorizer | None = self.settings.plugin
-        if decider is None and self.settings.policy != "deny":
-            decider = await self._current()
+        decider = await self._decider()
         if decider is None:
             return [Decision.DENIED] * len(actions)
         # Thousands of decisions (a Metadata naming every topic) are made off the event loop.
         return await self.offload.entries(len(actions), decider.authorize, ctx, actions)
+
+    async def allowed(self, ctx: RequestContext, accesses: Sequence[ResourceAccess]) -> list[bool]:
+        """Whether each access is allowed; the whole conversion runs off the event loop for thousands of them."""
+        decider = await self._decider()
+        if decider is None:
+            return [False] * len(accesses)
+        return await self.offload.entries(len(accesses), _allowed, decider, ctx, accesses)
+
+    async def _decider(self) -> Authorizer | None:
+        if self.settings.plugin is not None:
+            return self.settings.plugin
+        if self.settings.policy == "deny":
+            return None
+        return await self._current()
 
     async def _current(self) -> AclAuthorizer | None:
         async with self._lock:
@@ -129,6 +142,11 @@ class EdgeAuthorizer:
             for resource in response.resources
             for acl in resource.acls
         ]
+
+
+def _allowed(decider: Authorizer, ctx: RequestContext, accesses: Sequence[ResourceAccess]) -> list[bool]:
+    actions = [Action(a.operation, a.resource_type, a.name) for a in accesses]
+    return [decision is Decision.ALLOWED for decision in decider.authorize(ctx, actions)]
 
 
 class AclMirrorError(Exception):

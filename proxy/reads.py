@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from authz import Action, Decision, Operation, PatternType, RequestContext, ResourceType
+from authz import Operation, PatternType, RequestContext, ResourceType
 from authz.actions import CLUSTER_OPERATIONS, CONFIG_TOPIC, ResourceAccess
 from authz.model import CLUSTER_NAME
 from envelope.apis import DESCRIBE_ACLS, DESCRIBE_CLIENT_QUOTAS, DESCRIBE_CONFIGS, DESCRIBE_USER_SCRAM_CREDENTIALS, METADATA, api_name
@@ -76,8 +76,7 @@ class ReadPath:
         return await self._cluster_gated(ctx, header, body)
 
     async def _allowed(self, ctx: RequestContext, accesses: list[ResourceAccess]) -> list[bool]:
-        actions = [Action(a.operation, a.resource_type, a.name) for a in accesses]
-        return [d is Decision.ALLOWED for d in await self.edge.authorize(ctx, actions)]
+        return await self.edge.allowed(ctx, accesses)
 
     async def _upstream_call(self, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
         """The upstream's answer to `values`, asked at the highest version both sides speak."""
