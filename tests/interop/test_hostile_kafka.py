@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import trio
 
+from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope.header import peek_request_header
@@ -50,15 +51,6 @@ SILENT = "silent"  # no answer and no close within READ_TIMEOUT
 
 
 # --------------------------------------------------------------------------- frames
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def unique(prefix: str) -> str:
@@ -197,7 +189,7 @@ HOSTILE_COUNTS = {
     # a compact array's count is length + 1, an unsigned varint; Java reads it into an int
     "ff ff ff ff 0f (2^32-1: int -1, length -2)": bytes.fromhex("ffffffff0f"),
     "ff ff ff ff 07 (2^31-1: length 2^31-2)": bytes.fromhex("ffffffff07"),
-    "2^20 entries (more than the frame holds)": uvarint(2**20 + 1),
+    "2^20 entries (more than the frame holds)": write_uvarint(2**20 + 1),
     "null (compact 0) for a non-nullable array": b"\x00",
 }
 HOSTILE_REQUESTS: dict[str, tuple[int, int, Callable[[str], bytes]]] = {
@@ -345,4 +337,4 @@ def test_hostile_frames_are_what_they_claim() -> None:
     assert with_tag_at(frame, CREATE_TOPICS_TOPIC_TAGS)[-10:] == UNKNOWN_TAG + bytes.fromhex("0000753000") + b"\x00"
     acl = create_acls("t", "User:t")
     assert with_tag_at(acl, CREATE_ACLS_CREATION_TAGS)[-5:] == UNKNOWN_TAG + b"\x00"
-    assert uvarint(2**20 + 1) == bytes.fromhex("818040")
+    assert write_uvarint(2**20 + 1) == bytes.fromhex("818040")
