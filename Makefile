@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck tools kafka kafka-jars deploy-check bench-audit fuzz clean
+.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit fuzz
 
-test: $(STAMP) tools lint typecheck
+# The import rules of docs/architecture.md (import-linter contracts in pyproject.toml).
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+test: $(STAMP) tools lint typecheck layers
 	$(PY) -m pytest -q
 
 # Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.

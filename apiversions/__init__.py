@@ -7,12 +7,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from envelope.apis import API_VERSIONS
+from kio.schema.errors import ErrorCode
+
+from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_response, known_versions, response_schema
 from envelope.errors import ProtocolError
-
-UNSUPPORTED_VERSION = 35
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -84,21 +84,21 @@ def build_response(
 ) -> bytes:
     """A whole ApiVersions response (header v0 always) for a request version.
 
-    A version we do not support gets UNSUPPORTED_VERSION encoded as v0 with
+    A version we do not support gets ErrorCode.unsupported_version encoded as v0 with
     only ApiVersions' own range, so the client can retry with a lower one.
     """
-    own = ranges[API_VERSIONS]
+    own = ranges[ApiKey.API_VERSIONS]
     if request_version not in own:
         body = build_entity(
-            response_schema(API_VERSIONS, 0),
+            response_schema(ApiKey.API_VERSIONS, 0),
             {
-                "error_code": UNSUPPORTED_VERSION,
-                "api_keys": [{"api_key": API_VERSIONS, "min_version": own.min, "max_version": own.max}],
+                "error_code": ErrorCode.unsupported_version,
+                "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": own.min, "max_version": own.max}],
             },
         )
         return encode_response(body, correlation_id=correlation_id)
     body = build_entity(
-        response_schema(API_VERSIONS, request_version),
+        response_schema(ApiKey.API_VERSIONS, request_version),
         {
             "error_code": 0,
             "api_keys": [{"api_key": key, "min_version": r.min, "max_version": r.max} for key, r in sorted(ranges.items())],
@@ -118,14 +118,14 @@ def valid_software(name: str, version: str) -> bool:
 
 
 def build_error_response(request_version: int, correlation_id: int, error_code: int) -> bytes:
-    """Kafka's ApiVersionsRequest.getErrorResponse for an error other than UNSUPPORTED_VERSION: the code, no ranges."""
-    body = build_entity(response_schema(API_VERSIONS, request_version), {"error_code": error_code, "api_keys": [], "throttle_time": 0})
+    """Kafka's ApiVersionsRequest.getErrorResponse for an error other than ErrorCode.unsupported_version: the code, no ranges."""
+    body = build_entity(response_schema(ApiKey.API_VERSIONS, request_version), {"error_code": error_code, "api_keys": [], "throttle_time": 0})
     return encode_response(body, correlation_id=correlation_id)
 
 
 def parse_response(frame: bytes, request_version: int) -> tuple[int, dict[int, VersionRange]]:
     """(error code, ranges) from a whole ApiVersions response frame."""
-    _, body = decode_response_body(API_VERSIONS, request_version, frame)
+    _, body = decode_response_body(ApiKey.API_VERSIONS, request_version, frame)
     try:
         ranges = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
     except ValueError as exc:

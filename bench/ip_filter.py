@@ -1,4 +1,4 @@
-"""On-demand benchmark for proxy.ip_filter: lookups per second for 10, 1000 and 100000 ranges.
+"""On-demand benchmark for proxy.net.ip_filter: lookups per second for 10, 1000 and 100000 ranges.
 
 Run: .venv/bin/python bench/ip_filter.py [--lookups N] [--seed S]
 Prints JSON. Not part of the test suite: timings depend on the machine.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.ip_filter import parse_ip_filter
+from proxy.net.ip_filter import parse_ip_filter
 
 SIZES = (10, 1000, 100_000)
 

@@ -4,10 +4,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from authz import Authorizer
-from proxy.authorizer_loading import load_authorizer
-from proxy.config_errors import ConfigError
-from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_transport
-from proxy.properties import Properties, load_properties
+from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
+from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
 
 
 @dataclass(frozen=True)

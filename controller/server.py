@@ -20,38 +20,19 @@ from controller.quorum import INITIAL_FEATURES, QuorumHandlers
 from controller.quotas import QuotaHandlers
 from controller.reads import ReadHandlers
 from controller.scram_credentials import ScramCredentialHandlers
-from envelope.apis import (
-    ALTER_CLIENT_QUOTAS,
-    ALTER_PARTITION_REASSIGNMENTS,
-    ALTER_USER_SCRAM_CREDENTIALS,
-    API_VERSIONS,
-    DESCRIBE_ACLS,
-    DESCRIBE_CLIENT_QUOTAS,
-    DESCRIBE_CONFIGS,
-    DESCRIBE_QUORUM,
-    DESCRIBE_USER_SCRAM_CREDENTIALS,
-    ELECT_LEADERS,
-    ENVELOPE,
-    LIST_PARTITION_REASSIGNMENTS,
-    METADATA,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
-    UPDATE_FEATURES,
-    api_name,
-    is_forwardable,
-)
+from envelope.apis import ApiKey, api_name, is_forwardable
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
-from proxy.connection import KafkaConnection
-from proxy.connection_limits import ConnectionTracker
-from proxy.listener_config import ListenerConfig
-from proxy.refusals import RefusalCounter
-from proxy.sasl_server import authenticate
-from proxy.server import serve_listener
+from proxy.net.connection import KafkaConnection
+from proxy.net.limits import ConnectionTracker
+from proxy.net.listener import serve_listener
+from proxy.net.refusals import RefusalCounter
+from proxy.net.sasl.server import authenticate
+from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
 
@@ -105,26 +86,26 @@ class EmbeddedController:
         quorum = QuorumHandlers(self.image, self.authorizer, node_id=config.node_id, offset=lambda: len(self.image.changes))
         self.handlers.by_key.update(
             {
-                ELECT_LEADERS: partitions.elect_leaders,
-                ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,
-                LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,
-                ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
-                ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
-                DESCRIBE_QUORUM: quorum.describe_quorum,
-                UPDATE_FEATURES: quorum.update_features,
+                ApiKey.ELECT_LEADERS: partitions.elect_leaders,
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,
+                ApiKey.LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,
+                ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
+                ApiKey.DESCRIBE_QUORUM: quorum.describe_quorum,
+                ApiKey.UPDATE_FEATURES: quorum.update_features,
                 # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
-                METADATA: reads.metadata,
-                DESCRIBE_CONFIGS: reads.describe_configs,
-                DESCRIBE_ACLS: reads.describe_acls,
-                DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
-                DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
+                ApiKey.METADATA: reads.metadata,
+                ApiKey.DESCRIBE_CONFIGS: reads.describe_configs,
+                ApiKey.DESCRIBE_ACLS: reads.describe_acls,
+                ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
             }
         )
         self.ranges: dict[int, VersionRange] = {
-            API_VERSIONS: VersionRange(0, 4),
-            SASL_HANDSHAKE: VersionRange(0, 1),
-            SASL_AUTHENTICATE: VersionRange(0, 2),
-            ENVELOPE: VersionRange(0, 0),
+            ApiKey.API_VERSIONS: VersionRange(0, 4),
+            ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+            ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
+            ApiKey.ENVELOPE: VersionRange(0, 0),
             **{key: apiversions.kio_range(key) for key in self.handlers.by_key},
         }
 
@@ -161,9 +142,9 @@ class EmbeddedController:
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
         while (frame := await conn.receive_frame()) is not None:
             header = peek_request_header(frame)
-            if header.api_key == API_VERSIONS:
+            if header.api_key == ApiKey.API_VERSIONS:
                 await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
-            elif header.api_key == ENVELOPE:
+            elif header.api_key == ApiKey.ENVELOPE:
                 await conn.send(self.handle_envelope(session, header, frame))
             elif header.api_key in self.handlers.by_key and header.api_version in self.ranges[header.api_key]:
                 ctx = self._context(session.principal, session.address, session, header.client_id, None)

@@ -11,6 +11,7 @@ from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
+from envelope.apis import ApiKey
 from envelope.codec import decode_body, decode_response_body, encode_request, encode_response
 from envelope.errors import ProtocolError
 from envelope.header import peek_request_header
@@ -44,7 +45,7 @@ def wrap(
 
 def unwrap(envelope_response: bytes) -> tuple[int, bytes | None]:
     """(error code, embedded response bytes) of a whole EnvelopeResponse frame."""
-    _, body = decode_response_body(58, ENVELOPE_VERSION, envelope_response)
+    _, body = decode_response_body(ApiKey.ENVELOPE, ENVELOPE_VERSION, envelope_response)
     return int(body.error_code), body.response_data
 
 
@@ -77,13 +78,13 @@ def unwrap_request(frame: bytes) -> tuple[int, EnvelopeRequestParts]:
     header = peek_request_header(frame)
     body = decode_body(header.api_key, header.api_version, frame, header.header_size)
     if body.request_principal is None:
-        raise EnvelopeError(97, "envelope carries no principal")
+        raise EnvelopeError(ErrorCode.principal_deserialization_failure, "envelope carries no principal")
     try:
         principal = deserialize_principal(body.request_principal)
     except ProtocolError as exc:
-        raise EnvelopeError(97, str(exc)) from exc
+        raise EnvelopeError(ErrorCode.principal_deserialization_failure, str(exc)) from exc
     raw_address = body.client_host_address
     if len(raw_address) not in (4, 16):
-        raise EnvelopeError(42, f"client address of {len(raw_address)} bytes")
+        raise EnvelopeError(ErrorCode.invalid_request, f"client address of {len(raw_address)} bytes")
     address = ipaddress.ip_address(raw_address)
     return header.correlation_id, EnvelopeRequestParts(body.request_data, principal, address)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from apiversions import parse_response
 from authz.actions import resources_of
-from envelope.apis import API_VERSIONS, ENVELOPE, FORWARDABLE, SASL_AUTHENTICATE
+from envelope.apis import FORWARDABLE, ApiKey
 from envelope.bounded import plan_of
 from envelope.codec import (
     decode_body,
@@ -26,26 +26,26 @@ from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import unwrap, unwrap_request, wrap
 from fuzz.generate import Generated, body
-from proxy.session import own_ranges
+from proxy.forward.session import own_ranges
 
 
 def decode_client_request(frame: bytes) -> None:
     """What a proxy session or the embedded controller does with one request frame."""
     header = peek_request_header(frame)
-    if header.api_key == ENVELOPE:
+    if header.api_key == ApiKey.ENVELOPE:
         _, parts = unwrap_request(frame)
         frame = parts.request_data
         header = peek_request_header(frame)
-    body_value = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=header.api_key != SASL_AUTHENTICATE)
+    body_value = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=header.api_key != ApiKey.SASL_AUTHENTICATE)
     if header.api_key in FORWARDABLE:
         resources_of(header.api_key, body_value)
 
 
 def decode_controller_response(api_key: int, api_version: int) -> Callable[[bytes], None]:
     def decode(frame: bytes) -> None:
-        if api_key == ENVELOPE:
+        if api_key == ApiKey.ENVELOPE:
             unwrap(frame)
-        elif api_key == API_VERSIONS:
+        elif api_key == ApiKey.API_VERSIONS:
             parse_response(frame, api_version)
         else:
             decode_response_body(api_key, api_version, frame)

@@ -5,15 +5,15 @@ from dataclasses import dataclass, field
 
 import trio
 
-from proxy.audit_config import audit_running, open_audit_log
+from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
-from proxy.connection_limits import ConnectionTracker
-from proxy.http_endpoint import OperationsEndpoint, serve_operations
-from proxy.listener_config import ListenerConfig
-from proxy.metrics import ProxyMetrics
-from proxy.server import serve_listener
-from proxy.session import ProxyService
-from proxy.upstream import Upstream
+from proxy.forward.session import ProxyService
+from proxy.forward.upstream import Upstream
+from proxy.net.limits import ConnectionTracker
+from proxy.net.listener import serve_listener
+from proxy.net.settings import ListenerConfig
+from proxy.ops.http import OperationsEndpoint, serve_operations
+from proxy.ops.metrics import ProxyMetrics
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ async def run_proxy(
     audit = open_audit_log(config.audit, config.audit_log_dir, config.node_id, metrics)
     upstream = Upstream(config.upstream)
     read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
-    service = ProxyService(config, upstream, audit, read_upstream=read_upstream, metrics=metrics)
+    service = ProxyService(config.service(), upstream, audit, read_upstream=read_upstream, metrics=metrics)
     tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
     running = RunningProxy(service, [], tracker)
     metrics.ready.set_function(lambda: 1.0 if running.ready() else 0.0)

@@ -5,16 +5,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proxy.audit_config import AuditSettings, parse_audit_settings
-from proxy.authorizer_loading import is_standard, load_authorizer
-from proxy.config_errors import ConfigError
-from proxy.edge_authz import EdgeSettings
-from proxy.http_endpoint import parse_listen
-from proxy.listener_config import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
-from proxy.properties import Properties, load_properties
-from proxy.tls_config import parse_client_tls
-from proxy.upstream import UpstreamSettings
-from proxy.upstream_login import parse_upstream_login
+from authz.loading import is_standard
+from proxy.audit.settings import AuditSettings, parse_audit_settings
+from proxy.forward.edge_authz import EdgeSettings
+from proxy.forward.settings import ServiceSettings
+from proxy.forward.upstream import UpstreamSettings
+from proxy.forward.upstream_login import parse_upstream_login
+from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
+from proxy.net.tls.settings import parse_client_tls
+from proxy.ops.http import parse_listen
+from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ProxyConfig:
     privileged_principals: frozenset[str] = frozenset()
     """Refused on every client listener once authenticated (KIP-590: they act through the internal path only)."""
     audit: AuditSettings = field(default_factory=AuditSettings)
-    """The other `audit.*` keys: sinks, durability, failure policy, filters (proxy/audit_config.py)."""
+    """The other `audit.*` keys: sinks, durability, failure policy, filters (proxy/audit/settings.py)."""
 
     @property
     def forwarding_principal(self) -> str:
@@ -46,6 +46,10 @@ class ProxyConfig:
         if self.upstream.security_protocol == "SSL" and self.upstream.certificate_dn:
             return f"User:{self.upstream.certificate_dn}"
         return "User:ANONYMOUS"
+
+    def service(self) -> ServiceSettings:
+        """What the request path needs of this configuration."""
+        return ServiceSettings(self.node_id, self.cluster_id, self.forwarding_principal, self.transport, self.edge)
 
     def effective(self) -> dict[str, Any]:
         return {

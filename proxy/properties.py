@@ -1,11 +1,31 @@
-"""Kafka-style .properties files and typed access with precise errors."""
+"""Kafka-style .properties files, typed access with precise errors (ConfigError), and the configured authorizer.
+
+A leaf of the proxy: no trio, nothing of the rest of the proxy."""
 
 from collections.abc import Mapping
 from pathlib import Path
 
 import javaproperties
 
-from proxy.config_errors import ConfigError
+from authz import Authorizer
+from authz.loading import AuthorizerLoadError
+from authz.loading import load_authorizer as _load_authorizer
+
+
+class ConfigError(ValueError):
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+def load_authorizer(name: str, properties: Mapping[str, str]) -> Authorizer:
+    """`authorizer.class.name` loaded while the configuration is read: authz.loading's errors as ConfigError."""
+    try:
+        return _load_authorizer(name, properties)
+    except AuthorizerLoadError as exc:
+        raise ConfigError(exc.key, exc.name, exc.reason) from exc
 
 
 def load_properties(path: str | Path) -> dict[str, str]:

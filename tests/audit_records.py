@@ -1,4 +1,4 @@
-"""Reading and checking audit records in tests: every record must match proxy/audit_record.schema.json."""
+"""Reading and checking audit records in tests: every record must match proxy/audit/record.schema.json."""
 
 import json
 from functools import cache
@@ -7,7 +7,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from proxy.audit import load_schema
+from proxy.audit.pipeline import load_schema
 
 
 @cache

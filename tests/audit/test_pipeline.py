@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from proxy import audit_file
-from proxy.audit import (
+from proxy.audit.connection_events import connection_record
+from proxy.audit.pipeline import (
     CONNECTION_EVENT_TYPE,
     AuditEntry,
     AuditLog,
@@ -21,12 +21,13 @@ from proxy.audit import (
     AuditUnavailable,
     make_record,
 )
-from proxy.audit_config import KafkaSinkSettings, audit_running
-from proxy.audit_file import FileSink
-from proxy.audit_kafka import KafkaSink
-from proxy.audit_spool import Spool
-from proxy.connection_events import attempted_user, connection_record
-from proxy.metrics import ProxyMetrics
+from proxy.audit.settings import KafkaSinkSettings, audit_running
+from proxy.audit.sinks import file as audit_file
+from proxy.audit.sinks.file import FileSink
+from proxy.audit.sinks.kafka import KafkaSink
+from proxy.audit.sinks.spool import Spool
+from proxy.net.sasl.mechanisms import attempted_user
+from proxy.ops.metrics import ProxyMetrics
 from tests.audit_records import assert_valid, complete_lines, records_under
 
 

@@ -2,7 +2,7 @@
 
 | files | checked with |
 |---|---|
-| deploy/prometheus/*.yml | `promtool check rules`, `promtool test rules`, `promtool check config` (Debian's prometheus package); series names against proxy.metrics.metric_names() |
+| deploy/prometheus/*.yml | `promtool check rules`, `promtool test rules`, `promtool check config` (Debian's prometheus package); series names against proxy.ops.metrics.metric_names() |
 | deploy/grafana/dashboard.json | JSON structure; every series name in metric_names(); every query parsed by promtool |
 | deploy/systemd/* | `systemd-analyze verify`, `systemd-analyze security --offline`, `systemd-sysusers --dry-run`; the hardening keys read directly |
 | deploy/kubernetes/*.yaml | kubernetes-validate (the official schemas of Kubernetes KUBERNETES_VERSION, strict); cross-references and hardening read directly; the properties in the ConfigMaps and Secrets through the proxy's own parsers |
@@ -27,8 +27,8 @@ import yaml
 
 from controller.config import parse_controller_config
 from proxy.config import ProxyConfig, parse_proxy_config
-from proxy.jaas import parse_jaas
-from proxy.metrics import metric_names
+from proxy.net.sasl.jaas import parse_jaas
+from proxy.ops.metrics import metric_names
 from tests.deploy.deploy_files import (
     CONTAINER,
     DEPLOY,
@@ -142,7 +142,7 @@ def test_alert_rules_use_exported_series_only() -> None:
         names = promql_metric_names(rule["expr"])
         assert names, f"{rule.get('alert')}: no series found in {rule['expr']!r}"
         assert names <= known, (
-            f"{rule.get('alert')}: unknown series {sorted(names - known)} (proxy.metrics exports {sorted(metric_names())})"
+            f"{rule.get('alert')}: unknown series {sorted(names - known)} (proxy.ops.metrics exports {sorted(metric_names())})"
         )
 
 
@@ -626,7 +626,7 @@ def test_guide_mentions_every_deploy_file() -> None:
 
 def test_guide_commands_exist() -> None:
     """Every `envelope-proxy <command>` in the guide's code blocks is a command the CLI has."""
-    from proxy.cli import build_parser
+    from proxy.tools.cli import build_parser
 
     parser = build_parser()
     (commands,) = [action for action in parser._actions if action.choices and "run" in action.choices]

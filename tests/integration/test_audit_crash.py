@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
+from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 from tests.integration import wire
 from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write

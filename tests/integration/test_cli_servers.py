@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from proxy.embedded import client_config, controller_properties, proxy_properties
+from proxy.tools.embedded import client_config, controller_properties, proxy_properties
 
 
 def _free_port() -> int:
@@ -39,7 +39,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[Any], deadline: float = 
 
 
 def _server(args: list[str], log: Path) -> subprocess.Popen[Any]:
-    return subprocess.Popen([sys.executable, "-m", "proxy.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: 
 def test_check_config_of_the_controller(tmp_path: Path) -> None:
     path = _write(tmp_path / "controller.properties", controller_properties(port=9093))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     effective = json.loads(result.stdout)
@@ -96,7 +96,7 @@ def test_check_config_of_the_controller(tmp_path: Path) -> None:
 def test_a_missing_config_file_is_a_clear_error(tmp_path: Path, command: str) -> None:
     missing = tmp_path / "nope.properties"
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", command, "--config", str(missing)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "proxy.tools.cli", command, "--config", str(missing)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
     assert str(missing) in result.stderr

@@ -20,7 +20,7 @@ from envelope.header import RequestHeaderInfo
 from envelope.wrap import wrap_response
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
+from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.integration import wire
 
 NOT_CONTROLLER = 41

@@ -11,7 +11,7 @@ import pytest
 
 from controller.image import MetadataImage, StoredScramCredential, Topic
 from controller.persistence import MetadataStore, MetadataStoreError
-from proxy.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
+from proxy.tools.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
 from tests.integration import wire
 from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
 

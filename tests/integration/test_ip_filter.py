@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.embedded import EmbeddedStack, start_stack
+from proxy.tools.embedded import EmbeddedStack, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 
@@ -49,7 +49,7 @@ async def _stack(nursery: Any, tmp_path: Path, overrides: dict[str, str]) -> Emb
 
 async def test_a_global_deny_list_refuses_listed_sources_only(nursery: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     stack = await _stack(nursery, tmp_path, {"security.ip.filter.rule.type": "deny", "security.ip.filter.list": "127.0.0.2/32,10.0.0.0/8"})
-    caplog.set_level(logging.WARNING, logger="proxy.server")
+    caplog.set_level(logging.WARNING, logger="proxy.net.listener")
 
     def probe() -> tuple[bool, bool, bool]:
         return (

@@ -16,7 +16,7 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
+from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.integration import wire
 from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
 

@@ -10,11 +10,11 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
-from proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
-from proxy.jaas import SCRAM_LOGIN_MODULE
-from proxy.scram import ScramClient, generic_failure_message
-from proxy.scram_store import add_user
-from proxy.upstream import Upstream, UpstreamSettings
+from proxy.forward.upstream import Upstream, UpstreamSettings
+from proxy.net.sasl.credentials import add_user
+from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
+from proxy.net.sasl.scram import ScramClient, generic_failure_message
+from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 

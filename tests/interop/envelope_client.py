@@ -22,7 +22,7 @@ from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.responses import response_errors
 from envelope.wrap import unwrap, wrap
-from proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
+from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from tests.integration import wire
 
 ADMIN = Principal("User", "admin")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.embedded import DEFAULT_USERS
+from proxy.tools.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
 from tests.interop.test_conformance import unique

@@ -10,7 +10,7 @@ from apiversions import intersect
 from envelope.apis import FORWARDABLE
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.embedded import client_config, proxy_properties
+from proxy.tools.embedded import client_config, proxy_properties
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
 
@@ -80,7 +80,7 @@ async def test_a_proxy_without_cluster_action_gets_a_clear_error_and_a_loud_log(
     """The node refuses Envelopes from User:bob (no ClusterAction): the client hears 31, the log says what to grant."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from proxy.embedded import PLAIN_MODULE
+    from proxy.tools.embedded import PLAIN_MODULE
     from tests.interop.test_conformance import outcomes
 
     props = proxy_properties(int(kafka_node.controller_address.rsplit(":", 1)[1]), tmp_path / "audit")
@@ -94,5 +94,5 @@ async def test_a_proxy_without_cluster_action_gets_a_clear_error_and_a_loud_log(
         return outcomes(admin.create_topics([NewTopic("never-created", 1, 1)]))
 
     assert await trio.to_thread.run_sync(work) == ["CLUSTER_AUTHORIZATION_FAILED"]
-    loud = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name == "proxy.session"]
+    loud = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name == "proxy.forward.session"]
     assert any("User:bob lacks CLUSTER_ACTION" in m and "--operation ClusterAction --cluster" in m for m in loud), loud

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from proxy.certs import DevPki
-from proxy.embedded import EmbeddedStack
-from proxy.jaas import SCRAM_LOGIN_MODULE
+from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
+from proxy.tools.dev_pki import DevPki
+from proxy.tools.embedded import EmbeddedStack
 from tests.integration.test_tls import PASSWORD, USERS, address, changes, client
 from tests.integration.test_tls import pki as pki  # fixtures: the PKI, and the proxy with CLIENT (SASL_SSL, SCRAM)
 from tests.integration.test_tls import tls_stack as tls_stack  # and MTLS (SSL, certificates mapped by a RULE)

@@ -19,7 +19,7 @@ import trio
 from controller.server import EmbeddedController
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from proxy.embedded import proxy_properties, start_stack
+from proxy.tools.embedded import proxy_properties, start_stack
 from tests.interop.kafka_node import KafkaNode
 
 READ_TIMEOUT = 30.0

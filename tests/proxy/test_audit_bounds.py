@@ -3,8 +3,8 @@
 import json
 from typing import Any
 
-from proxy.audit import make_record
-from proxy.audit_bounds import TRUNCATION_MARK, RecordLimits, encode_bounded, first_entries
+from proxy.audit.bounds import TRUNCATION_MARK, RecordLimits, encode_bounded, first_entries
+from proxy.audit.pipeline import make_record
 from tests.audit_records import assert_valid
 
 

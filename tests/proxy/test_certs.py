@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import verification
 
-from proxy.certs import DevPki, generate_dev_pki, properties_snippet
-from proxy.tls import parse_tls_settings, server_context
+from proxy.net.tls.context import parse_tls_settings, server_context
+from proxy.tools.dev_pki import DevPki, generate_dev_pki, properties_snippet
 
 PASSWORD = "pki-secret"
 HOSTS = ["localhost", "kafka.example", "10.1.2.3", "::2"]

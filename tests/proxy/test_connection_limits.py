@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.config_errors import ConfigError
-from proxy.connection_limits import (
+from proxy.net.limits import (
     ConnectionLimits,
     ConnectionTracker,
     Refusal,
@@ -13,7 +12,7 @@ from proxy.connection_limits import (
     parse_connection_limits,
     parse_overrides,
 )
-from proxy.properties import Properties
+from proxy.properties import ConfigError, Properties
 
 KEY = "max.connections.per.ip.overrides"
 

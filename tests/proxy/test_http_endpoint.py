@@ -6,8 +6,8 @@ from typing import Any
 
 import trio
 
-from proxy.http_endpoint import OperationsEndpoint, parse_listen, serve_operations
-from proxy.metrics import ProxyMetrics
+from proxy.ops.http import OperationsEndpoint, parse_listen, serve_operations
+from proxy.ops.metrics import ProxyMetrics
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.config_errors import ConfigError
-from proxy.ip_filter import IpFilter, parse_address, parse_ip_filter
+from proxy.net.ip_filter import IpFilter, parse_address, parse_ip_filter
+from proxy.properties import ConfigError
 
 TYPE_KEY = "security.ip.filter.rule.type"
 LIST_KEY = "security.ip.filter.list"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from proxy.scram import (
+from proxy.net.sasl.scram import (
     MECHANISMS,
     ScramClient,
     ScramCredential,

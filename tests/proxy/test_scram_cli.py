@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from proxy.scram import ScramClient, ScramServer
-from proxy.scram_store import load_credentials
+from proxy.net.sasl.credentials import load_credentials
+from proxy.net.sasl.scram import ScramClient, ScramServer
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "proxy.cli", "scram", *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "proxy.tools.cli", "scram", *args], input=stdin, capture_output=True, text=True, timeout=60)
 
 
 def can_login(path: Path, mechanism: str, user: str, password: str) -> bool:

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config_errors import ConfigError
-from proxy.scram_source import ScramCredentialSource
-from proxy.scram_store import add_user
+from proxy.net.sasl.credential_source import ScramCredentialSource
+from proxy.net.sasl.credentials import add_user
+from proxy.properties import ConfigError
 
 KEY = "listener.name.client.sasl.scram.credentials.file"
 

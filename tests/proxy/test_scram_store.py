@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config_errors import ConfigError
-from proxy.scram import ScramClient, ScramServer
-from proxy.scram_store import add_user, load_credentials, remove_user
+from proxy.net.sasl.credentials import add_user, load_credentials, remove_user
+from proxy.net.sasl.scram import ScramClient, ScramServer
+from proxy.properties import ConfigError
 
 SHA256 = "SCRAM-SHA-256"
 SHA512 = "SCRAM-SHA-512"

@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID, ObjectIdentifier
 
-from proxy.config_errors import ConfigError
-from proxy.ssl_principal import NoMatchingRule, distinguished_name, parse_mapping_rules, principal_for_peer
+from proxy.net.tls.principal import NoMatchingRule, distinguished_name, parse_mapping_rules, principal_for_peer
+from proxy.properties import ConfigError
 
 KEY = "listener.name.client.ssl.principal.mapping.rules"
 FACTS_DN = "CN=serviceuser,OU=ServiceUsers,O=Unknown,L=Unknown,ST=Unknown,C=Unknown"

@@ -13,10 +13,7 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from proxy.certs import DevPki, generate_dev_pki
-from proxy.config_errors import ConfigError
-from proxy.ssl_principal import parse_mapping_rules, principal_for_peer
-from proxy.tls import (
+from proxy.net.tls.context import (
     ReloadingServerContext,
     TlsSettings,
     client_context,
@@ -25,6 +22,9 @@ from proxy.tls import (
     parse_tls_settings,
     server_context,
 )
+from proxy.net.tls.principal import parse_mapping_rules, principal_for_peer
+from proxy.properties import ConfigError
+from proxy.tools.dev_pki import DevPki, generate_dev_pki
 
 PASSWORD = "dev-secret"
 PREFIX = "listener.name.client."
@@ -406,7 +406,7 @@ async def test_reload_after_rotation(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert out.client_saw is not None and fingerprint(out.client_saw) == new_fp
 
     # a broken file keeps the previous context and logs the file and the reason
-    caplog.set_level(logging.ERROR, logger="proxy.tls")
+    caplog.set_level(logging.ERROR, logger="proxy.net.tls.context")
     pki.server_p12.write_bytes(b"garbage")
     assert reloading.current() is second and reloading.generation == 1
     assert str(pki.server_p12) in caplog.text and "not a PKCS12 file" in caplog.text

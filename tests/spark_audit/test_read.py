@@ -136,7 +136,7 @@ def test_empty_directory(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_hand_made_records_match_the_proxys_schema() -> None:
-    """The fixtures are shaped like what the proxy writes (proxy/audit_record.schema.json), not only like what the job reads."""
+    """The fixtures are shaped like what the proxy writes (proxy/audit/record.schema.json), not only like what the job reads."""
     from tests.audit_records import schema_errors
     from tests.spark_audit.scenario import RECORDS
     from tests.spark_audit.test_whatif import HISTORY

@@ -1,0 +1,339 @@
+"""Audit records (CloudEvents 1.0, see docs/audit-schema.md) and the pipeline that commits them to sinks.
+
+Callers hand a record to `AuditLog.write`, which returns once every sink has
+committed it. One writer task drains a bounded channel and commits whatever has
+queued up as one batch (group commit), so concurrent requests share one flush,
+one fsync or one Kafka delivery round instead of paying for their own.
+
+What a sink that fails does to the caller is `audit.on.failure`: `block` retries
+until the sink takes the batch (callers wait, nothing is lost), `reject` gives up
+on the batch (a forwarded request whose intent was not written is answered with an
+error and not forwarded; any other record is counted as lost).
+"""
+
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
+
+from proxy.audit.bounds import RecordLimits, encode_bounded
+
+if TYPE_CHECKING:
+    from proxy.ops.metrics import ProxyMetrics
+
+log = logging.getLogger(__name__)
+
+REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
+CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
+EVENT_TYPE = REQUEST_EVENT_TYPE
+SCHEMA_VERSION = 2
+SCHEMA_RESOURCE = "record.schema.json"
+
+# Stages of request records an excluded principal does not get; refusals of a request stay (protocol abuse).
+EXCLUDABLE_STAGES = frozenset({"intent", "outcome", "local", "read"})
+# What `audit.connection.events=failures` keeps.
+FAILURE_STAGES = frozenset({"refused", "authentication-failed"})
+
+DEFAULT_LIMITS = RecordLimits()
+ON_FAILURE_BLOCK = "block"
+ON_FAILURE_REJECT = "reject"
+_MAX_BATCH = 512
+_QUEUE_SIZE = 4096
+_RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
+_STILL_FAILING_LOG_INTERVAL = 30.0
+
+
+def utc_now() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, event_type: str = REQUEST_EVENT_TYPE) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "id": str(uuid.uuid4()),
+        "type": event_type,
+        "source": f"envelope-proxy/{node_id}",
+        "time": utc_now(),
+        "subject": subject,
+        "datacontenttype": "application/json",
+        "schemaversion": SCHEMA_VERSION,
+        "data": data,
+    }
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) every record the proxy writes conforms to; shipped with the package."""
+    schema: dict[str, Any] = json.loads(resources.files("proxy.audit").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8"))
+    return schema
+
+
+class AuditUnavailable(Exception):
+    """A record the caller must not go on without (an intent) could not be written."""
+
+
+class AuditSinkError(Exception):
+    """A sink could not take a batch for a reason other than an OSError."""
+
+
+@dataclass(eq=False)
+class AuditEntry:
+    record: dict[str, Any]
+    line: bytes
+    """The record as one JSON line, `\\n` terminated: what files and the spool hold."""
+    key: str
+    """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
+    stage: str
+    done: trio.Event = field(default_factory=trio.Event)
+    error: BaseException | None = None
+
+    @classmethod
+    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS) -> "AuditEntry":
+        record, line = encode_bounded(record, limits)
+        data = record.get("data") or {}
+        return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
+
+
+class AuditSink(Protocol):
+    name: str
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Start helper tasks (the Kafka sink's spool drainer) in `nursery`, which lives as long as the writer."""
+        ...
+
+    async def commit(self, batch: Sequence[AuditEntry]) -> None:
+        """Make the batch as durable as the sink promises, in order; raise OSError or AuditSinkError when it cannot."""
+        ...
+
+    def deadline(self) -> float:
+        """trio time at which `tick` wants to run (time-based rotation), math.inf for never."""
+        ...
+
+    async def tick(self) -> None: ...
+
+    async def aclose(self) -> None:
+        """Publish, flush or spool what is left; called once the queue is empty."""
+        ...
+
+    def close_now(self) -> None:
+        """Last resort when `aclose` was cut short: publish what can be published, without waiting."""
+        ...
+
+
+class AuditLog:
+    """The proxy's audit pipeline: filters, a bounded queue, one writer task, the sinks."""
+
+    def __init__(
+        self,
+        sinks: Sequence[AuditSink],
+        *,
+        on_failure: str = ON_FAILURE_BLOCK,
+        connection_events: str = "all",
+        excluded_principals: frozenset[str] = frozenset(),
+        metrics: "ProxyMetrics | None" = None,
+        queue_size: int = _QUEUE_SIZE,
+        limits: RecordLimits = DEFAULT_LIMITS,
+    ) -> None:
+        if on_failure not in (ON_FAILURE_BLOCK, ON_FAILURE_REJECT):
+            raise ValueError(f"on_failure must be block or reject, not {on_failure!r}")
+        self.sinks = list(sinks)
+        self.on_failure = on_failure
+        self.connection_events = connection_events
+        self.excluded_principals = excluded_principals
+        self.metrics = metrics
+        self.limits = limits
+        self.records_written = 0
+        self._send, self._receive = trio.open_memory_channel[AuditEntry](queue_size)
+        self._scope: trio.CancelScope | None = None
+        self._in_flight: list[AuditEntry] = []
+        self._finished = trio.Event()
+        self._started = False
+        self._closed = False
+        if metrics is not None:
+            metrics.audit_queue_depth.set_function(lambda: float(self._send.statistics().current_buffer_used))
+
+    # -- callers -----------------------------------------------------------------------
+
+    def wanted(self, record: dict[str, Any]) -> bool:
+        """False for records the configuration leaves out (audit.connection.events, audit.excluded.principals)."""
+        data = record.get("data") or {}
+        stage = data.get("stage")
+        if record.get("type") == CONNECTION_EVENT_TYPE:
+            return self.connection_events == "all" or (self.connection_events == "failures" and stage in FAILURE_STAGES)
+        if stage in EXCLUDABLE_STAGES and self.excluded_principals:
+            return (data.get("authenticationInfo") or {}).get("principal") not in self.excluded_principals
+        return True
+
+    async def write(self, record: dict[str, Any], *, required: bool = False) -> None:
+        """Queue the record and wait until every sink has committed it.
+
+        With `required` (an intent: nothing may be forwarded without it) a record that cannot be
+        written raises AuditUnavailable; any other record that cannot be written is counted as lost.
+        """
+        if not self.wanted(record):
+            return
+        entry = AuditEntry.of(record, self.limits)
+        try:
+            await self._send.send(entry)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            entry.error = AuditUnavailable("the audit pipeline is closed")
+            self._count_lost([entry])
+        else:
+            await entry.done.wait()
+        if entry.error is not None and required:
+            if self.metrics is not None:
+                self.metrics.audit_rejected_requests.inc()
+            raise AuditUnavailable(str(entry.error)) from entry.error
+
+    # -- the writer --------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The writer task. Shielded: only `aclose` ends it, after the queue is empty, so that records
+        written while the proxy shuts down (disconnects, outcomes of the last requests) are kept."""
+        self._started = True
+        with trio.CancelScope(shield=True) as self._scope:
+            try:
+                async with trio.open_nursery() as helpers:
+                    for sink in self.sinks:
+                        await sink.start(helpers)
+                    task_status.started()
+                    await self._write_loop()
+                    helpers.cancel_scope.cancel()
+                for sink in self.sinks:
+                    await sink.aclose()
+            finally:
+                self._abandon_queue()
+                for sink in self.sinks:
+                    try:
+                        sink.close_now()
+                    except OSError as exc:
+                        log.error("audit sink %s could not be closed: %s", sink.name, exc)
+                self._finished.set()
+
+    async def aclose(self, timeout: float) -> None:
+        """Stop taking records, commit what is queued (for at most `timeout` seconds), close the sinks."""
+        self._closed = True
+        self._send.close()
+        if not self._started:
+            for sink in self.sinks:
+                sink.close_now()
+            return
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(timeout):
+                await self._finished.wait()
+                return
+            log.error(
+                "audit: %d records still queued %.0f s after shutdown began (a sink keeps failing); giving up on them",
+                self._receive.statistics().current_buffer_used,
+                timeout,
+            )
+            assert self._scope is not None
+            self._scope.cancel()
+            await self._finished.wait()
+
+    async def _write_loop(self) -> None:
+        while True:
+            deadline = min((sink.deadline() for sink in self.sinks), default=math.inf)
+            entry: AuditEntry | None = None
+            with trio.move_on_at(deadline):
+                try:
+                    entry = await self._receive.receive()
+                except trio.EndOfChannel:
+                    return
+            if entry is None:
+                for sink in self.sinks:
+                    await self._tick(sink)
+                continue
+            batch = [entry]
+            while len(batch) < _MAX_BATCH:
+                try:
+                    batch.append(self._receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            self._in_flight = batch
+            await self._commit(batch)
+            self._in_flight = []
+
+    async def _tick(self, sink: AuditSink) -> None:
+        try:
+            await sink.tick()
+        except OSError as exc:
+            # A failed rotation keeps writing to the current file; the next deadline tries again.
+            log.error("audit sink %s: rotation failed: %s", sink.name, exc)
+
+    async def _commit(self, batch: list[AuditEntry]) -> None:
+        if self.metrics is not None:
+            self.metrics.audit_commit_batch.observe(len(batch))
+        failure: BaseException | None = None
+        for sink in self.sinks:
+            failure = await self._commit_to(sink, batch)
+            if failure is not None:
+                break
+        if failure is None:
+            self.records_written += len(batch)
+        else:
+            for entry in batch:
+                entry.error = failure
+            self._count_lost(batch)
+        for entry in batch:
+            entry.done.set()
+
+    async def _commit_to(self, sink: AuditSink, batch: list[AuditEntry]) -> BaseException | None:
+        """None once committed; the failure when `reject` gives up. `block` only returns on success."""
+        delay = _RETRY_FIRST
+        failing_since: float | None = None
+        last_log = 0.0
+        while True:
+            started = time.perf_counter()
+            try:
+                await sink.commit(batch)
+            except (OSError, AuditSinkError) as exc:
+                if self.metrics is not None:
+                    self.metrics.audit_write_errors.labels(sink.name).inc(len(batch))
+                if self.on_failure == ON_FAILURE_REJECT:
+                    log.error("audit sink %s cannot take %d records (%s): audit.on.failure=reject gives up on them", sink.name, len(batch), exc)
+                    return exc
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = last_log = now
+                    log.error("audit sink %s cannot take %d records (%s): audit.on.failure=block, retrying; requests wait", sink.name, len(batch), exc)
+                elif now - last_log >= _STILL_FAILING_LOG_INTERVAL:
+                    last_log = now
+                    log.error("audit sink %s still failing after %.0f s: %s", sink.name, now - failing_since, exc)
+                await trio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX)
+                continue
+            if self.metrics is not None:
+                self.metrics.audit_commit_time.labels(sink.name).observe(time.perf_counter() - started)
+            if failing_since is not None:
+                log.warning("audit sink %s writes again after %.1f s", sink.name, time.monotonic() - failing_since)
+            return None
+
+    def _abandon_queue(self) -> None:
+        """Entries not committed when the writer stops (shutdown timeout passed): wake their writers with an error."""
+        left, self._in_flight = [entry for entry in self._in_flight if not entry.done.is_set()], []
+        while True:
+            try:
+                left.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        for entry in left:
+            entry.error = AuditUnavailable("the audit pipeline stopped before this record was written")
+            entry.done.set()
+        self._count_lost(left)
+
+    def _count_lost(self, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+        if self.metrics is not None:
+            self.metrics.audit_records_lost.inc(len(entries))
+        stages = sorted({entry.stage for entry in entries})
+        log.error("audit: %d records lost (stages %s)", len(entries), ", ".join(stages))

@@ -1,0 +1,204 @@
+"""The file sink: JSON lines under `<dir>/.staging/`, renamed into `<dir>/` when complete.
+
+Readers (Spark's file source) only ever see whole files: a file is published by an
+atomic rename on rotation (size, age), on shutdown, and at the next start after a
+crash. `audit.durability` says what a commit means:
+
+- `none`: appended to the process's buffer (a crash of the process may lose it);
+- `flush`: handed to the operating system (survives the process, not the machine);
+- `fsync`: on disk (survives power loss; new files and renames fsync their directory too).
+"""
+
+import datetime
+import logging
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+import trio
+
+from proxy.audit.pipeline import AuditEntry
+
+if TYPE_CHECKING:
+    from proxy.ops.metrics import ProxyMetrics
+
+log = logging.getLogger(__name__)
+
+DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC = "none", "flush", "fsync"
+DURABILITY_MODES = (DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC)
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a new or renamed entry of `path` survive power loss (POSIX needs the directory fsynced)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def drop_torn_tail(path: Path) -> int:
+    """Cut a last line that a crash left without its `\\n` (never acknowledged to anyone); the complete lines' byte count."""
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        keep = data.rfind(b"\n") + 1
+        if keep != len(data):
+            handle.truncate(keep)
+            log.warning("audit: %s ended in an incomplete line (%d bytes) left by a crash; removed it", path, len(data) - keep)
+    return keep
+
+
+class FileSink:
+    name = "file"
+
+    def __init__(
+        self,
+        directory: str | Path,
+        node_id: int,
+        *,
+        durability: str = DURABILITY_FLUSH,
+        max_file_bytes: int = 64 * 1024 * 1024,
+        rotate_seconds: float | None = None,
+        metrics: "ProxyMetrics | None" = None,
+    ) -> None:
+        if durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
+        self.directory = Path(directory)
+        self.staging = self.directory / ".staging"
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self.node_id = node_id
+        self.durability = durability
+        self.max_file_bytes = max_file_bytes
+        self.rotate_seconds = rotate_seconds if rotate_seconds else None
+        self.metrics = metrics
+        self._sequence = 0
+        self._file: BinaryIO | None = None
+        self._path: Path | None = None
+        self._size = 0
+        self._opened_at = math.inf  # trio time of the current file's first record
+        self._recover_staged()
+
+    @property
+    def _fsync(self) -> bool:
+        return self.durability == DURABILITY_FSYNC
+
+    def _recover_staged(self) -> None:
+        """Files left in staging by a crash hold every record committed to them: publish them."""
+        published = 0
+        for leftover in sorted(self.staging.glob("*.jsonl")):
+            if drop_torn_tail(leftover) == 0:
+                leftover.unlink()
+                continue
+            os.replace(leftover, self.directory / leftover.name)
+            published += 1
+        if published:
+            if self._fsync:
+                fsync_directory(self.directory)
+            log.info("audit: published %d files left in %s by a previous run", published, self.staging)
+            if self.metrics is not None:
+                self.metrics.audit_files_published.inc(published)
+
+    # -- AuditSink ---------------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        return None
+
+    async def commit(self, batch: Sequence[AuditEntry]) -> None:
+        data = b"".join(entry.line for entry in batch)
+        # A worker thread: an fsync (or a slow disk) must not stall every connection's event loop.
+        opened = await trio.to_thread.run_sync(self._append, data)
+        if opened:
+            self._opened_at = trio.current_time()
+        if self.metrics is not None:
+            for entry in batch:
+                self.metrics.audit_records.labels(self.name, entry.stage).inc()
+
+    def deadline(self) -> float:
+        if self._file is None or self.rotate_seconds is None:
+            return math.inf
+        return self._opened_at + self.rotate_seconds
+
+    async def tick(self) -> None:
+        if self._file is not None and trio.current_time() >= self.deadline():
+            await trio.to_thread.run_sync(self.rotate)
+
+    async def aclose(self) -> None:
+        await trio.to_thread.run_sync(self.close_now)
+
+    def close_now(self) -> None:
+        self.rotate()
+
+    # -- blocking work (worker thread) ------------------------------------------------
+
+    def _open(self) -> tuple[BinaryIO, bool]:
+        """The current file, and whether it was opened just now."""
+        if self._file is None:
+            self._sequence += 1
+            stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%f")
+            self._path = self.staging / f"audit-{self.node_id}-{stamp}-{self._sequence:06d}.jsonl"
+            self._file = open(self._path, "ab")
+            self._size = 0
+            if self._fsync:
+                fsync_directory(self.staging)
+            return self._file, True
+        return self._file, False
+
+    def _append(self, data: bytes) -> bool:
+        """Write one batch; True when it started a new file."""
+        handle, opened = self._open()
+        try:
+            handle.write(data)
+            if self.durability != DURABILITY_NONE:
+                handle.flush()
+            if self._fsync:
+                os.fsync(handle.fileno())
+        except OSError:
+            self._abandon_file()
+            raise
+        self._size += len(data)
+        if self._size >= self.max_file_bytes:
+            try:
+                self.rotate()
+            except OSError as exc:
+                # The batch is committed; failing it now would only write it twice.
+                log.error("audit: could not publish a full file (%s); it stays in staging until the next start", exc)
+        return opened
+
+    def _abandon_file(self) -> None:
+        """After a failed write: cut the file back to its committed records and publish it; the retry starts a new file."""
+        handle, path, size = self._file, self._path, self._size
+        self._file = self._path = None
+        if handle is None or path is None:
+            return
+        try:
+            handle.close()
+        except OSError:
+            pass  # the buffer that failed to flush is what we cut off below
+        try:
+            os.truncate(path, size)
+            if size:
+                os.replace(path, self.directory / path.name)
+            else:
+                path.unlink()
+        except OSError as exc:
+            log.error("audit: could not tidy %s after a failed write (%s); it is published at the next start", path, exc)
+
+    def rotate(self) -> None:
+        """Publish the current file (if any)."""
+        if self._file is None or self._path is None:
+            return
+        handle, path = self._file, self._path
+        self._file = self._path = None
+        try:
+            handle.flush()
+            if self._fsync:
+                os.fsync(handle.fileno())
+        finally:
+            handle.close()
+        os.replace(path, self.directory / path.name)
+        if self._fsync:
+            fsync_directory(self.directory)
+        if self.metrics is not None:
+            self.metrics.audit_files_published.inc()

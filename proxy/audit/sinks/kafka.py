@@ -1,0 +1,249 @@
+"""The Kafka sink: records produced to a topic (idempotent, acks=all), spooled locally while Kafka is away.
+
+A batch is committed when Kafka acknowledged every record, or when the records it
+did not take are in the spool (as durable as `audit.durability` says). Once anything
+is spooled, later records go to the spool too, behind it, until a drainer task has
+delivered the spool in order; only then are records produced directly again. So
+records reach the topic in the order they were written (per key: the request id),
+at least once: a record whose delivery timed out may still have reached Kafka and
+is sent again from the spool. Consumers de-duplicate on the record's `id`.
+"""
+
+import functools
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from proxy.audit.pipeline import AuditEntry
+from proxy.audit.sinks.spool import Spool
+
+if TYPE_CHECKING:
+    from proxy.audit.settings import KafkaSinkSettings
+    from proxy.ops.metrics import ProxyMetrics
+
+log = logging.getLogger(__name__)
+
+HEADERS = [("content-type", b"application/cloudevents+json; charset=UTF-8")]
+
+
+class _LibrdkafkaLog:
+    """librdkafka's own log lines, one level down: while Kafka is away it logs every reconnect attempt as an
+    error, and the proxy already says (once, as a warning) that it spools."""
+
+    def __init__(self) -> None:
+        self.logger = logging.getLogger("proxy.audit.sinks.kafka.librdkafka")
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        self.logger.log(logging.INFO if level >= logging.WARNING else logging.DEBUG, message, *args)
+
+
+@dataclass(frozen=True)
+class Message:
+    key: bytes
+    value: bytes
+    stage: str
+    line: bytes
+
+    @classmethod
+    def of_line(cls, line: bytes) -> "Message":
+        """A spooled line back into a message (key and stage come from the record itself)."""
+        try:
+            record = json.loads(line)
+            data = record.get("data") or {}
+            key, stage = str(data.get("requestId") or record.get("id")), str(data.get("stage"))
+        except (ValueError, AttributeError):
+            key, stage = "", "unknown"  # unreadable line: still delivered, consumers see what the disk held
+        return cls(key.encode(), line.rstrip(b"\n"), stage, line)
+
+
+def producer_config(settings: "KafkaSinkSettings") -> dict[str, Any]:
+    """librdkafka settings: the operator's passthrough keys, then what the sink's guarantees need."""
+    return {
+        **settings.producer,
+        "bootstrap.servers": settings.bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        "message.timeout.ms": int(settings.delivery_timeout * 1000),
+    }
+
+
+class KafkaSink:
+    name = "kafka"
+
+    def __init__(self, settings: "KafkaSinkSettings", *, durability: str, metrics: "ProxyMetrics | None" = None) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.spool = Spool(settings.spool_dir, durability=durability)
+        self.spooling = not self.spool.empty
+        self._lock = trio.Lock()
+        self._wakeup = trio.Event()
+        self._fatal: str | None = None
+        self._producer: Any = self._new_producer()
+        # Long enough for librdkafka to report on every message (it times them out at message.timeout.ms).
+        self._flush_timeout = settings.delivery_timeout + 2.0
+        if metrics is not None:
+            metrics.audit_spool_records.set_function(lambda: float(self.spool.records))
+            metrics.audit_spool_bytes.set_function(lambda: float(self.spool.size))
+            metrics.audit_spooling.set_function(lambda: 1.0 if self.spooling else 0.0)
+
+    def _new_producer(self) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer(
+            {**producer_config(self.settings), "error_cb": self._on_error, "logger": _LibrdkafkaLog()}
+        )
+
+    def _on_error(self, error: Any) -> None:
+        """librdkafka's global errors (brokers down, authentication): delivery reports say what matters per record."""
+        if error.fatal():
+            self._fatal = str(error)
+            log.error("audit: the Kafka producer hit a fatal error (%s); it is recreated", error)
+        else:
+            log.debug("audit: Kafka producer: %s", error)
+
+    # -- AuditSink ---------------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        if self.spooling:
+            log.warning(
+                "audit: %d records spooled in %s by a previous run; delivering them to Kafka topic %s first",
+                self.spool.records,
+                self.spool.directory,
+                self.settings.topic,
+            )
+            self._wakeup.set()
+        await nursery.start(self._drain_loop)
+
+    async def commit(self, batch: Sequence[AuditEntry]) -> None:
+        async with self._lock:
+            if self.spooling:
+                await self._spool([Message(entry.key.encode(), entry.line.rstrip(b"\n"), entry.stage, entry.line) for entry in batch])
+                return
+        messages = [Message(entry.key.encode(), entry.line.rstrip(b"\n"), entry.stage, entry.line) for entry in batch]
+        failed, reason = await trio.to_thread.run_sync(self._deliver, messages)
+        self._count_delivered([m for i, m in enumerate(messages) if i not in failed])
+        if not failed:
+            return
+        async with self._lock:
+            if not self.spooling:
+                self.spooling = True
+                log.warning(
+                    "audit: Kafka %s did not take %d records (%s): spooling records to %s until it does",
+                    self.settings.bootstrap_servers,
+                    len(failed),
+                    reason,
+                    self.spool.directory,
+                )
+            await self._spool([messages[i] for i in sorted(failed)])
+            self._wakeup.set()
+
+    def deadline(self) -> float:
+        return math.inf
+
+    async def tick(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        await trio.to_thread.run_sync(self.close_now)
+
+    def close_now(self) -> None:
+        self.spool.close()
+        left = self._producer.flush(0)
+        if left:
+            log.info("audit: %d spooled records were being sent when the proxy stopped; they stay spooled (Kafka may see them twice)", left)
+        if not self.spool.empty:
+            log.warning(
+                "audit: %d records remain spooled in %s; they are delivered to Kafka after the next start",
+                self.spool.records,
+                self.spool.directory,
+            )
+
+    # -- spool -------------------------------------------------------------------------
+
+    async def _spool(self, messages: list[Message]) -> None:
+        await trio.to_thread.run_sync(self.spool.append, [message.line for message in messages])
+        if self.metrics is not None:
+            self.metrics.audit_spooled.inc(len(messages))
+            for message in messages:
+                self.metrics.audit_records.labels("spool", message.stage).inc()
+
+    async def _drain_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Deliver the spool, oldest segment first, whenever there is one; then hand back to direct delivery."""
+        task_status.started()
+        delivered = 0
+        while True:
+            await self._wakeup.wait()
+            async with self._lock:
+                segment = await trio.to_thread.run_sync(self.spool.oldest)
+                if segment is None:
+                    self.spooling = False
+                    self._wakeup = trio.Event()
+                    log.info("audit: spool drained (%d records delivered); records go to Kafka directly again", delivered)
+                    delivered = 0
+                    continue
+            lines = await trio.to_thread.run_sync(self.spool.read, segment)
+            messages = [Message.of_line(line) for line in lines]
+            # Abandoned on shutdown: the segment stays and is sent again after the next start.
+            failed, reason = await trio.to_thread.run_sync(self._deliver, messages, abandon_on_cancel=True)
+            self._count_delivered([m for i, m in enumerate(messages) if i not in failed])
+            delivered += len(messages) - len(failed)
+            async with self._lock:
+                if not failed:
+                    await trio.to_thread.run_sync(self.spool.remove, segment)
+                elif len(failed) < len(messages):
+                    await trio.to_thread.run_sync(self.spool.keep_only, segment, [messages[i].line for i in sorted(failed)])
+            if failed:
+                log.info("audit: Kafka still does not take spooled records (%s); next try in %.1f s", reason, self.settings.retry_backoff)
+                await trio.sleep(self.settings.retry_backoff)
+
+    # -- delivery (worker thread) ------------------------------------------------------
+
+    def _deliver(self, messages: list[Message]) -> tuple[set[int], str | None]:
+        """Produce and wait for every delivery report; the indexes Kafka did not acknowledge, and why."""
+        if self._fatal is not None:
+            self._fatal = None
+            self._producer.flush(0)
+            self._producer = self._new_producer()
+        producer = self._producer
+        acknowledged = [False] * len(messages)
+        errors: list[str] = []
+
+        def report(index: int, error: Any, _message: Any) -> None:
+            if error is None:
+                acknowledged[index] = True
+            elif not errors:
+                errors.append(str(error))
+
+        deadline = time.monotonic() + self._flush_timeout
+        for index, message in enumerate(messages):
+            while True:
+                try:
+                    producer.produce(
+                        self.settings.topic, value=message.value, key=message.key, headers=HEADERS, on_delivery=functools.partial(report, index)
+                    )
+                    break
+                except BufferError:
+                    # librdkafka's queue is full (Kafka slow or away): let it make room, within the deadline.
+                    if time.monotonic() >= deadline:
+                        errors.append("the producer queue stayed full")
+                        break
+                    producer.poll(0.05)
+                except Exception as exc:  # KafkaException: unknown topic, fatal state, ...
+                    errors.append(str(exc))
+                    break
+        producer.flush(max(0.0, deadline - time.monotonic()))
+        failed = {index for index, ok in enumerate(acknowledged) if not ok}
+        if failed and not errors:
+            errors.append(f"no delivery report within {self._flush_timeout:.0f} s")
+        return failed, errors[0] if errors else None
+
+    def _count_delivered(self, messages: list[Message]) -> None:
+        if self.metrics is not None:
+            for message in messages:
+                self.metrics.audit_records.labels(self.name, message.stage).inc()

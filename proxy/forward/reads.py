@@ -1,0 +1,259 @@
+"""Reads through the proxy, authorized at the edge: Metadata with topics, DescribeConfigs, DescribeAcls,
+DescribeClientQuotas and DescribeUserScramCredentials.
+
+None of them may travel in an Envelope, so the upstream would see the proxy
+rather than the client. The proxy asks its edge authorizer first and sends
+only what the client may see, under its own identity, to the read upstream
+(a broker listener given by `read.bootstrap.servers`, or the controller).
+Answers are rebuilt at the client's version with the proxy as the only
+broker and the controller, at the advertised endpoint of the client's
+listener (KIP-103).
+"""
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from authz import Operation, PatternType, RequestContext, ResourceType
+from authz.actions import CLUSTER_OPERATIONS, CONFIG_TOPIC, ResourceAccess
+from authz.model import CLUSTER_NAME
+from envelope.apis import ApiKey, api_name
+from envelope.build import build_entity
+from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
+from envelope.errors import ProtocolError
+from envelope.header import RequestHeaderInfo
+from envelope.responses import metadata_topic_error
+from proxy.forward.edge_authz import EdgeAuthorizer
+from proxy.forward.local import AUTHORIZED_OPERATIONS_OMITTED
+from proxy.forward.offload import CpuOffload
+from proxy.forward.upstream import Upstream, UpstreamUnavailable
+from proxy.net.settings import ListenerConfig
+
+log = logging.getLogger(__name__)
+
+# Reads gated by one operation on CLUSTER, then passed through as the client asked.
+CLUSTER_GATED_READS = frozenset({ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS})
+READ_APIS = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CONFIGS}) | CLUSTER_GATED_READS
+CONFIG_GROUP = 32
+
+
+@dataclass
+class ReadResult:
+    """The answer frame, and what the audit record says about it."""
+
+    frame: bytes
+    resources: list[ResourceAccess]
+    denied: list[ResourceAccess] = field(default_factory=list)
+    error_code: int = 0
+    error_message: str | None = None
+
+
+class ReadUnavailable(Exception):
+    """The read upstream could not answer (down, or it does not serve this API)."""
+
+
+class ReadPath:
+    def __init__(
+        self, upstream: Upstream, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None, offload: CpuOffload | None = None
+    ) -> None:
+        self.upstream = upstream
+        self.edge = edge
+        self.offload = offload or CpuOffload()
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+
+    async def answer(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        if header.api_key == ApiKey.METADATA:
+            return await self._metadata(ctx, listener, header, body)
+        if header.api_key == ApiKey.DESCRIBE_CONFIGS:
+            return await self._describe_configs(ctx, header, body)
+        return await self._cluster_gated(ctx, header, body)
+
+    async def _allowed(self, ctx: RequestContext, accesses: list[ResourceAccess]) -> list[bool]:
+        return await self.edge.allowed(ctx, accesses)
+
+    async def _upstream_call(self, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
+        """The upstream's answer to `values`, asked at the highest version both sides speak."""
+        ranges = self.upstream.controller_ranges or {}
+        served = ranges.get(api_key)
+        if served is None or served.min > client_version:
+            raise ReadUnavailable(f"the read upstream {self.upstream.settings.address} does not serve this API at v{client_version} or lower")
+        version = min(client_version, served.max)
+        body = build_entity(request_schema(api_key, version), values)
+        try:
+            frame = await self.upstream.request(lambda cid: encode_request(body, correlation_id=cid, client_id="envelope-proxy-read"))
+            _, response = decode_response_body(api_key, version, frame)
+        except (UpstreamUnavailable, ProtocolError) as exc:
+            raise ReadUnavailable(str(exc)) from exc
+        return response
+
+    def _encode(self, header: RequestHeaderInfo, values: dict[str, Any]) -> bytes:
+        entity = build_entity(response_schema(header.api_key, header.api_version), values)
+        return encode_response(entity, correlation_id=header.correlation_id)
+
+    # -- Metadata ------------------------------------------------------------------------
+
+    async def _metadata(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        # v0 has no null: an empty list asks for every topic there
+        explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
+        names, accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
+        error: tuple[int, str | None] = (0, None)
+        decisions = await self._allowed(ctx, accesses)
+        allowed_names, denied, topics = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
+        cluster_id = self.cluster_id
+        if not explicit or allowed_names:
+            request = {
+                "topics": [{"name": n, "topic_id": None} for n in allowed_names] if explicit else None if header.api_version > 0 else [],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
+            try:
+                response = await self._upstream_call(ApiKey.METADATA, header.api_version, request)
+            except ReadUnavailable as exc:
+                log.warning("Metadata for %s: %s", ctx.principal, exc)
+                error = (ErrorCode.unknown_server_error, str(exc))
+                for name in allowed_names:
+                    topics[name] = metadata_topic_error(name, ErrorCode.unknown_server_error)
+            else:
+                cluster_id = cluster_id or response.cluster_id
+                upstream_topics = [_as_dict(t) for t in response.topics]
+                if not explicit:
+                    # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
+                    everything = [_topic(str(t["name"]), Operation.DESCRIBE) for t in upstream_topics]
+                    visible = await self._allowed(ctx, everything)
+                    upstream_topics = [t for t, ok in zip(upstream_topics, visible, strict=True) if ok]
+                    accesses = [a for a, ok in zip(everything, visible, strict=True) if ok]
+                for topic in upstream_topics:
+                    topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+                    topics[str(topic["name"])] = topic
+        frame = await self.offload.entries(len(names) + len(topics), self._metadata_frame, header, listener, cluster_id, names, topics, explicit)
+        return ReadResult(frame, accesses, denied, *error)
+
+    def _metadata_frame(
+        self,
+        header: RequestHeaderInfo,
+        listener: ListenerConfig,
+        cluster_id: str | None,
+        names: list[str],
+        topics: dict[str, dict[str, Any]],
+        explicit: bool,
+    ) -> bytes:
+        ordered = [topics[n] for n in names if n in topics] if explicit else list(topics.values())
+        values: dict[str, Any] = {
+            "throttle_time": 0,
+            "brokers": [{"node_id": self.node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
+            "cluster_id": cluster_id,
+            "controller_id": self.node_id,
+            "topics": ordered,
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "error_code": 0,
+        }
+        return self._encode(header, values)
+
+    # -- DescribeConfigs -----------------------------------------------------------------
+
+    async def _describe_configs(self, ctx: RequestContext, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        requested = [_as_dict(r) for r in body.resources]
+        accesses = [_config_access(int(r["resource_type"]), str(r["resource_name"])) for r in requested]
+        allowed = await self._allowed(ctx, accesses)
+        results: list[dict[str, Any] | None] = [
+            None if ok else _config_denied(r, access) for r, access, ok in zip(requested, accesses, allowed, strict=True)
+        ]
+        error: tuple[int, str | None] = (0, None)
+        wanted = [r for r, ok in zip(requested, allowed, strict=True) if ok]
+        if wanted:
+            values = {**_as_dict(body), "resources": wanted}
+            try:
+                answers = iter(_as_dict(r) for r in (await self._upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results)
+            except ReadUnavailable as exc:
+                log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
+                error = (ErrorCode.unknown_server_error, str(exc))
+                answers = iter(_config_failed(r, ErrorCode.unknown_server_error, str(exc)) for r in wanted)
+            results = [item if item is not None else next(answers) for item in results]
+        denied = [a for a, ok in zip(accesses, allowed, strict=True) if not ok]
+        frame = self._encode(header, {"throttle_time": 0, "results": results})
+        return ReadResult(frame, accesses, denied, *error)
+
+    # -- DescribeAcls, DescribeClientQuotas, DescribeUserScramCredentials ------------------
+
+    async def _cluster_gated(self, ctx: RequestContext, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        operation = CLUSTER_OPERATIONS[header.api_key]
+        access = ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, operation)
+        (ok,) = await self._allowed(ctx, [access])
+        # One shape for the three answers: build_entity keeps the list field the API has.
+        empty = {"throttle_time": 0, "resources": [], "results": [], "entries": None}
+        if not ok:
+            values = {**empty, "error_code": ErrorCode.cluster_authorization_failed, "error_message": "Cluster authorization failed."}
+            return ReadResult(self._encode(header, values), [access], [access], ErrorCode.cluster_authorization_failed)
+        try:
+            response = await self._upstream_call(header.api_key, header.api_version, _as_dict(body))
+        except ReadUnavailable as exc:
+            log.warning("%s for %s: %s", api_name(header.api_key), ctx.principal, exc)
+            values = {**empty, "error_code": ErrorCode.unknown_server_error, "error_message": str(exc)}
+            return ReadResult(self._encode(header, values), [access], [], ErrorCode.unknown_server_error, str(exc))
+        answer = _as_dict(response)
+        return ReadResult(self._encode(header, answer), [access], [], int(answer["error_code"]), answer.get("error_message"))
+
+
+def _split_decisions(
+    accesses: list[ResourceAccess], decisions: list[bool]
+) -> tuple[list[str], list[ResourceAccess], dict[str, dict[str, Any]]]:
+    """(allowed names, denied accesses, the denied topics' error entries of the answer)."""
+    allowed = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
+    denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
+    return allowed, denied, {a.name: metadata_topic_error(a.name, ErrorCode.topic_authorization_failed) for a in denied}
+
+
+def _requested_topics(body: Any) -> tuple[list[str], list[ResourceAccess]]:
+    """The topic names a Metadata request asks for, and the DESCRIBE each needs."""
+    names = [str(t.name) for t in body.topics or () if t.name is not None]
+    return names, [_topic(name, Operation.DESCRIBE) for name in names]
+
+
+def _as_dict(entity: Any) -> dict[str, Any]:
+    """A decoded kio entity as the version-independent dict `build_entity` takes."""
+    return {f.name: _plain(getattr(entity, f.name)) for f in dataclasses.fields(entity)}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _as_dict(value)
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _topic(name: str, operation: Operation) -> ResourceAccess:
+    return ResourceAccess(ResourceType.TOPIC, name, PatternType.LITERAL, operation)
+
+
+def _config_access(resource_type: int, name: str) -> ResourceAccess:
+    if resource_type == CONFIG_TOPIC:
+        return _topic(name, Operation.DESCRIBE_CONFIGS)
+    if resource_type == CONFIG_GROUP:
+        return ResourceAccess(ResourceType.GROUP, name, PatternType.LITERAL, Operation.DESCRIBE_CONFIGS)
+    return ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, Operation.DESCRIBE_CONFIGS)
+
+
+def denial_code(access: ResourceAccess) -> int:
+    """The authorization error Kafka gives for a denied resource of this type."""
+    codes = {ResourceType.TOPIC: ErrorCode.topic_authorization_failed, ResourceType.GROUP: ErrorCode.group_authorization_failed}
+    return codes.get(access.resource_type, ErrorCode.cluster_authorization_failed)
+
+
+def _config_denied(resource: dict[str, Any], access: ResourceAccess) -> dict[str, Any]:
+    return _config_failed(resource, denial_code(access), "Authorization failed.")
+
+
+def _config_failed(resource: dict[str, Any], code: int, message: str) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": resource["resource_type"],
+        "resource_name": resource["resource_name"],
+        "configs": [],
+    }

@@ -1,0 +1,52 @@
+"""Connections refused as a whole (IP filter, connection limits, privileged principals, SSL principal mapping).
+
+The accept loop and the SASL exchange report each refusal once through an
+`OnRefused` callback; the proxy turns it into an audit record, every server
+counts it (until metrics are wired, `RefusalCounter.counts` is the metric).
+"""
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+IP_FILTER = "ip-filter"
+PRIVILEGED_PRINCIPAL = "privileged-principal"
+SSL_PRINCIPAL_MAPPING = "ssl-principal-mapping"  # an SSL client certificate's DN matched no ssl.principal.mapping.rules
+PROTOCOL_ERROR = "protocol-error"  # bytes Kafka would close the connection for: a bad frame size, a malformed header or SASL frame
+
+
+@dataclass(frozen=True)
+class RefusedConnection:
+    listener: str
+    security_protocol: str
+    host: str
+    port: int
+    reason: str  # IP_FILTER, PRIVILEGED_PRINCIPAL, SSL_PRINCIPAL_MAPPING, or the limit's key (max.connections, max.connections.per.ip, ...)
+    detail: str  # the matching rule or the limit, for people reading the log or the audit
+    connection_id: str | None = None
+    principal: str | None = None
+    mechanism: str | None = None
+
+
+OnRefused = Callable[[RefusedConnection], Awaitable[None]]
+
+
+class RefusalCounter:
+    """Counts refusals by (listener, reason)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    async def __call__(self, event: RefusedConnection) -> None:
+        self.counts[(event.listener, event.reason)] += 1
+
+
+# Why a connection ended (`data.connection.cause` of `disconnected`).
+CAUSE_CLIENT = "client"
+CAUSE_IDLE = "idle"
+CAUSE_SHUTDOWN = "shutdown"
+CAUSE_AUTHENTICATION_FAILED = "authentication-failed"
+CAUSE_PROTOCOL_ERROR = "protocol-error"
+CAUSE_VERSIONS_CHANGED = "versions-changed"
+CAUSE_PRIVILEGED_PRINCIPAL = "privileged-principal"
+CAUSE_ERROR = "error"

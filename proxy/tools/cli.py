@@ -1,0 +1,196 @@
+"""`envelope-proxy`: run, controller, demo, audit, check-config, scram, certs."""
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import trio
+
+from proxy.net.tls.context import ReloadingServerContext
+from proxy.net.tls.settings import listener_contexts
+from proxy.ops.logging import apply_log_format
+from proxy.properties import ConfigError, Properties, load_properties
+from proxy.tools.authz_cli import add_authz_parser, run_authz
+from proxy.tools.certs_cli import add_certs_parser, run_certs
+from proxy.tools.scram_cli import add_scram_parser, run_scram
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
+    )
+
+
+def reload_tls(contexts: Sequence[ReloadingServerContext]) -> None:
+    """SIGHUP: rebuild every TLS context from its files; a failed one keeps the previous certificates (logged)."""
+    log = logging.getLogger(__name__)
+    if not contexts:
+        log.info("received SIGHUP: no TLS listener to reload")
+    for context in contexts:
+        if context.reload():
+            log.info("received SIGHUP: reloaded TLS %s (generation %d)", _describe(context), context.generation)
+
+
+def _describe(context: ReloadingServerContext) -> str:
+    return ", ".join(f"{key}={path}" for key, path in context.settings.watched_files()) or "inline PEM"
+
+
+def _serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]], tls_contexts: Sequence[ReloadingServerContext] = ()) -> int:
+    """Run a server until SIGTERM or SIGINT, which set its shutdown event: it drains and returns,
+    publishing its audit file, and the process exits 0. A second signal cancels at once.
+    SIGHUP reloads the TLS certificates and stores of `tls_contexts` (new connections use them)."""
+
+    async def main() -> None:
+        shutdown = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def serve_then_stop() -> None:
+                await serve(shutdown)
+                nursery.cancel_scope.cancel()  # the server is done: stop listening for signals
+
+            nursery.start_soon(serve_then_stop)
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        reload_tls(tls_contexts)
+                        continue
+                    if shutdown.is_set():
+                        logging.getLogger(__name__).warning("second %s: stopping now", signal.Signals(signum).name)
+                        nursery.cancel_scope.cancel()
+                        break
+                    logging.getLogger(__name__).info("received %s, draining", signal.Signals(signum).name)
+                    shutdown.set()
+
+    trio.run(main)
+    return 0
+
+
+async def _until(shutdown: trio.Event, serve: Callable[[], Awaitable[None]]) -> None:
+    """For servers without a drain of their own: run until `shutdown`, then cancel."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        await shutdown.wait()
+        nursery.cancel_scope.cancel()
+
+
+def _apply_log_format(raw: dict[str, str]) -> None:
+    text = (raw.get("log.format") or "text").strip()
+    try:
+        apply_log_format(text)
+    except ValueError as exc:
+        raise ConfigError("log.format", text, str(exc)) from None
+
+
+def _is_controller(raw: dict[str, str]) -> bool:
+    return "controller" in Properties(raw).list("process.roles")
+
+
+def _check_config(path: str) -> int:
+    from controller.config import parse_controller_config
+    from proxy.config import parse_proxy_config
+
+    raw = load_properties(path)
+    if _is_controller(raw):
+        effective = {"role": "controller", **parse_controller_config(raw).effective()}
+    else:
+        effective = {"role": "proxy", **parse_proxy_config(raw).effective()}
+    print(json.dumps(effective, indent=2))
+    return 0
+
+
+def _run_proxy(path: str) -> int:
+    from proxy.app import run_proxy
+    from proxy.config import load_proxy_config
+
+    _apply_log_format(load_properties(path))
+    config = load_proxy_config(path)
+    contexts = listener_contexts(config.listeners)
+    if config.upstream.tls_context is not None:
+        contexts.append(config.upstream.tls_context)  # read.bootstrap.servers shares it
+    return _serve_until_signal(lambda shutdown: run_proxy(config, shutdown=shutdown), contexts)
+
+
+def _run_controller(path: str) -> int:
+    from controller.config import load_controller_config
+    from controller.persistence import MetadataStoreError
+    from controller.server import EmbeddedController
+
+    _apply_log_format(load_properties(path))
+    config = load_controller_config(path)
+    try:
+        controller = EmbeddedController(config)
+    except MetadataStoreError as exc:
+        print(f"cannot start the controller: {exc}", file=sys.stderr)
+        return 2
+    return _serve_until_signal(lambda shutdown: _until(shutdown, controller.run), listener_contexts(config.listeners))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envelope-proxy", description="Kafka admin proxy that forwards requests inside Envelopes (KIP-590)."
+    )
+    parser.add_argument("--log-level", default="INFO")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("run", "run the proxy"),
+        ("controller", "run the embedded reference controller"),
+        ("check-config", "validate a configuration file and print the effective settings"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--config", required=True, help="a Kafka-style .properties file")
+    demo = commands.add_parser("demo", help="controller + proxy + a real Kafka client + the Spark audit report")
+    demo.add_argument("--workdir", default=None, help="where configs, audit files and the report go (default: a temporary folder)")
+    demo.add_argument("--skip-spark", action="store_true", help="stop after the admin work")
+    # Everything after `audit` goes to the Spark job's own parser (see main).
+    commands.add_parser("audit", help="the Spark audit job over audit files (options: envelope-proxy audit --help)", add_help=False)
+    add_scram_parser(commands)
+    add_certs_parser(commands)
+    add_authz_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    audit_args: list[str] = []
+    if "audit" in raw:
+        # The Spark job parses its own options (also under spark-submit), so they pass through untouched.
+        position = raw.index("audit")
+        raw, audit_args = raw[: position + 1], raw[position + 1 :]
+    args = build_parser().parse_args(raw)
+    _setup_logging(args.log_level)
+    try:
+        if args.command == "check-config":
+            return _check_config(args.config)
+        if args.command == "run":
+            return _run_proxy(args.config)
+        if args.command == "scram":
+            return run_scram(args)
+        if args.command == "certs":
+            return run_certs(args)
+        if args.command == "authz":
+            return run_authz(args)
+        if args.command == "controller":
+            return _run_controller(args.config)
+        if args.command == "demo":
+            from proxy.tools.demo import run_demo
+
+            return run_demo(Path(args.workdir) if args.workdir else None, spark=not args.skip_spark)
+        if args.command == "audit":
+            from spark_audit.job import main as audit_main
+
+            return audit_main(audit_args)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

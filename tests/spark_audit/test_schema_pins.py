@@ -1,0 +1,12 @@
+"""The Spark job stands alone (it imports nothing of the proxy), so its copy of the record's identity is pinned here."""
+
+from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE, SCHEMA_VERSION, load_schema
+from spark_audit import schema as job_schema
+
+
+def test_event_types_and_schema_version_match_the_proxys_record_schema() -> None:
+    record_schema = load_schema()
+    assert set(record_schema["properties"]["type"]["enum"]) == {job_schema.REQUEST_EVENT_TYPE, job_schema.CONNECTION_EVENT_TYPE}
+    assert (job_schema.REQUEST_EVENT_TYPE, job_schema.CONNECTION_EVENT_TYPE) == (REQUEST_EVENT_TYPE, CONNECTION_EVENT_TYPE)
+    assert record_schema["properties"]["schemaversion"]["const"] == SCHEMA_VERSION
+    assert SCHEMA_VERSION in job_schema.SUPPORTED_SCHEMA_VERSIONS
