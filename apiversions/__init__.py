@@ -6,6 +6,7 @@ Pure: no IO. Ranges are plain (api key -> VersionRange) mappings.
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -126,8 +127,12 @@ def build_error_response(request_version: int, correlation_id: int, error_code: 
 def parse_response(frame: bytes, request_version: int) -> tuple[int, dict[int, VersionRange]]:
     """(error code, ranges) from a whole ApiVersions response frame."""
     _, body = decode_response_body(ApiKey.API_VERSIONS, request_version, frame)
+    return int(body.error_code), ranges_of(body)
+
+
+def ranges_of(body: Any) -> dict[int, VersionRange]:
+    """The ranges of a decoded ApiVersions response; ProtocolError for an impossible one (min > max)."""
     try:
-        ranges = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
+        return {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version)) for item in body.api_keys}
     except ValueError as exc:
         raise ProtocolError(f"ApiVersions answer with {exc}") from exc
-    return int(body.error_code), ranges

@@ -26,7 +26,7 @@ from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import unwrap, unwrap_request, wrap
 from fuzz.generate import Generated, body
-from proxy.forward.session import own_ranges
+from proxy.forward.service import own_ranges
 
 
 def decode_client_request(frame: bytes) -> None:

@@ -7,7 +7,7 @@ import trio
 
 from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
-from proxy.forward.session import ProxyService
+from proxy.forward.service import ProxyService
 from proxy.forward.upstream import Upstream
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener

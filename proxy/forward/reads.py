@@ -35,8 +35,6 @@ from proxy.net.settings import ListenerConfig
 log = logging.getLogger(__name__)
 
 # Reads gated by one operation on CLUSTER, then passed through as the client asked.
-CLUSTER_GATED_READS = frozenset({ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS})
-READ_APIS = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CONFIGS}) | CLUSTER_GATED_READS
 CONFIG_GROUP = 32
 
 

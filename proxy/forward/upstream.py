@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+import apiversions
 from apiversions import VersionRange
 from envelope.apis import ApiKey
 from envelope.build import build_entity
@@ -194,7 +195,7 @@ class Upstream:
         error = int(response.error_code)  # type: ignore[attr-defined]
         if error != 0:
             raise ProtocolError(f"controller answered ApiVersions with error {error}")
-        ranges = {int(k.api_key): VersionRange(int(k.min_version), int(k.max_version)) for k in response.api_keys}  # type: ignore[attr-defined]
+        ranges = apiversions.ranges_of(response)
         if self.settings.security_protocol.startswith("SASL_"):
             await self._authenticate(stream, reader)
         return ranges

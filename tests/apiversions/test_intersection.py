@@ -3,9 +3,9 @@
 import struct
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from apiversions import (
-    UNSUPPORTED_VERSION,
     VersionRange,
     build_response,
     intersect,
@@ -166,7 +166,7 @@ def test_response_header_is_v0_at_every_version(version: int) -> None:
 def test_unsupported_version_gets_error_35_as_v0(version: int) -> None:
     frame = build_response(version, 99, OWN)
     assert frame[:4] == struct.pack(">i", 99)
-    assert struct.unpack_from(">h", frame, 4)[0] == UNSUPPORTED_VERSION == 35
+    assert struct.unpack_from(">h", frame, 4)[0] == ErrorCode.unsupported_version == 35
     # v0 body: error code, int32 array length 1, one (key, min, max) entry, nothing else
     assert frame[6:] == struct.pack(">ihhh", 1, 18, 0, 4)
     assert parse_response(frame, 0) == (35, {18: R(0, 4)})

@@ -94,5 +94,5 @@ async def test_a_proxy_without_cluster_action_gets_a_clear_error_and_a_loud_log(
         return outcomes(admin.create_topics([NewTopic("never-created", 1, 1)]))
 
     assert await trio.to_thread.run_sync(work) == ["CLUSTER_AUTHORIZATION_FAILED"]
-    loud = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name == "proxy.forward.session"]
+    loud = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name == "proxy.forward.forwarding"]
     assert any("User:bob lacks CLUSTER_ACTION" in m and "--operation ClusterAction --cluster" in m for m in loud), loud

@@ -1,0 +1,125 @@
+"""Forwarding one admin request: its intent, the Envelope (retried on NOT_CONTROLLER), its outcome, the answer.
+
+The client's bytes go into the Envelope untouched. The intent is committed before
+the controller sees the request, and the outcome before the client sees the answer.
+"""
+
+import ipaddress
+import logging
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from envelope.apis import ApiKey
+from envelope.codec import decode_response_body, encode_response
+from envelope.errors import ProtocolError
+from envelope.principal import Principal
+from envelope.responses import ResourceError, error_response, response_errors
+from envelope.wrap import unwrap, wrap
+from proxy.audit.pipeline import AuditUnavailable
+from proxy.forward.edge_authz import EdgeAuthorizer
+from proxy.forward.offload import CpuOffload
+from proxy.forward.policy import CloseConnection, Next, envelope_action
+from proxy.forward.request_audit import RequestAudit
+from proxy.forward.upstream import Upstream, UpstreamUnavailable
+from proxy.net.connection import KafkaConnection
+from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
+from proxy.ops.metrics import ProxyMetrics
+
+log = logging.getLogger(__name__)
+
+NOT_CONTROLLER_RETRIES = 3
+_RETRY_BACKOFF = 0.05
+_FORWARDER_CLIENT_ID = "envelope-proxy"
+# The ACL changes the edge authorizer's mirror must see at once.
+_ACL_CHANGES = frozenset({ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+    _, response = decode_response_body(api_key, api_version, embedded)
+    return response_errors(api_key, response)
+
+
+class Forwarder:
+    def __init__(self, upstream: Upstream, edge: EdgeAuthorizer, metrics: ProxyMetrics, offload: CpuOffload, *, forwarding_principal: str) -> None:
+        self.upstream = upstream
+        self.edge = edge
+        self.metrics = metrics
+        self.offload = offload
+        self.forwarding_principal = forwarding_principal
+
+    async def forward(self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> None:
+        try:
+            await audit.intent()
+        except AuditUnavailable as exc:
+            await self._reject_unaudited(conn, body, audit, exc)
+            return
+        with self.metrics.forwarding_queue.track_inprogress():
+            await self._send(conn, principal, address, frame, body, audit)
+
+    async def _send(self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> None:
+        header = audit.header
+        audit.restart()  # the outcome's timings measure the Envelope's round trips
+        envelope_error: int = ErrorCode.none
+        embedded: bytes | None = None
+        for attempt in range(NOT_CONTROLLER_RETRIES + 1):
+            try:
+                response = await self.upstream.request(
+                    lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID)
+                )
+                envelope_error, embedded = unwrap(response)
+            except UpstreamUnavailable as exc:
+                log.warning("request %s of %s: %s", audit.api, principal, exc)
+                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
+                return
+            if envelope_action(envelope_error).next is not Next.RETRY or attempt == NOT_CONTROLLER_RETRIES:
+                break
+            self.metrics.upstream_not_controller_retries.inc()
+            await trio.sleep(_RETRY_BACKOFF * (attempt + 1))
+        action = envelope_action(envelope_error)
+        if action.next is Next.ANSWER and embedded is not None:
+            if header.api_key in _ACL_CHANGES:
+                self.edge.invalidate()
+            await self._outcome(audit, envelope_error, embedded)
+            await conn.send(embedded)
+            return
+        if action.next is Next.CLOSE:
+            await audit.failed(envelope_error, action.client_code, "controller refused the embedded version")
+            audit.count(self.metrics, "failed", forwarded=True)
+            raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION", CAUSE_VERSIONS_CHANGED)
+        message = f"envelope error {envelope_error}"
+        if action.client_code == ErrorCode.cluster_authorization_failed:
+            message = f"the proxy's principal {self.forwarding_principal} lacks CLUSTER_ACTION on the controller"
+            log.error(
+                "%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster", message, self.forwarding_principal
+            )
+        await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
+
+    async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> None:
+        header = audit.header
+        try:
+            top, results = await self.offload.frame(len(embedded), _response_errors, header.api_key, header.api_version, embedded)
+        except ProtocolError as exc:
+            log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
+            top, results = ErrorCode.unknown_server_error, []
+        await audit.outcome(envelope_error, top, results)
+        audit.count(self.metrics, "forwarded", forwarded=True)
+
+    async def _answer_error(self, conn: KafkaConnection, body: Any, audit: RequestAudit, code: int, message: str, envelope_error: int | None) -> None:
+        await audit.failed(envelope_error, code, message)
+        audit.count(self.metrics, "failed", forwarded=True)
+        header = audit.header
+        answer = error_response(header.api_key, header.api_version, body, code, message)
+        await conn.send(encode_response(answer, correlation_id=header.correlation_id))
+
+    async def _reject_unaudited(self, conn: KafkaConnection, body: Any, audit: RequestAudit, exc: AuditUnavailable) -> None:
+        """audit.on.failure=reject and the intent could not be written: answer with an error, forward nothing."""
+        message = "the proxy could not write the audit record of this request; it was not forwarded"
+        log.error("connection %s (%s): %s %s: %s", conn.connection_id, audit.caller.principal, audit.api, message, exc)
+        audit.count(self.metrics, "failed")
+        header = audit.header
+        answer = error_response(header.api_key, header.api_version, body, ErrorCode.kafka_storage_error, message)
+        await conn.send(encode_response(answer, correlation_id=header.correlation_id))

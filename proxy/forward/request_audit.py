@@ -1,0 +1,195 @@
+"""The audit records of one request, typed: who sent it, what it touches, and each stage's record.
+
+One `RequestAudit` is made per request. It carries the request id, the start time
+and the resources from the intent to the outcome, so the records of one forwarded
+request always pair up (same `requestId`) and name the same resources.
+"""
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from authz.actions import ResourceAccess, subject_of
+from envelope.apis import api_name
+from envelope.header import RequestHeaderInfo
+from envelope.responses import ResourceError, error_name
+from proxy.audit.bounds import first_entries
+from proxy.audit.pipeline import AuditLog, make_record
+from proxy.ops.metrics import ProxyMetrics
+
+REFUSED_CODE = 42  # INVALID_REQUEST: what a refused request's record names as its error
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The client side of a request, as its records name it."""
+
+    principal: str
+    mechanism: str | None
+    listener: str
+    security_protocol: str
+    address: str
+    port: int
+    connection_id: str
+    software_name: str | None
+    software_version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarding:
+    """The proxy side of a forwarded request."""
+
+    principal: str
+    upstream_address: str
+
+
+def error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
+    """One entry of a record's `result.errors`."""
+    return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
+
+
+@dataclass
+class RequestAudit:
+    log: AuditLog
+    node_id: int
+    caller: Caller
+    header: RequestHeaderInfo
+    resources: list[ResourceAccess] = field(default_factory=list)
+    forwarding: Forwarding | None = None
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def api(self) -> str:
+        return api_name(self.header.api_key)
+
+    def restart(self) -> None:
+        self.started = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def _data(self, stage: str, resources: list[ResourceAccess]) -> dict[str, Any]:
+        caller, header, forwarding = self.caller, self.header, self.forwarding
+        data: dict[str, Any] = {
+            "requestId": self.request_id if stage in ("intent", "outcome") else str(uuid.uuid4()),
+            "stage": stage,
+            "methodName": f"kafka.{self.api}",
+            "apiKey": header.api_key,
+            "apiVersion": header.api_version,
+            "authenticationInfo": {
+                "principal": caller.principal,
+                "mechanism": caller.mechanism,
+                "listener": caller.listener,
+                "securityProtocol": caller.security_protocol,
+            },
+            "forwardingPrincipal": forwarding.principal if forwarding else None,
+            "requestMetadata": {
+                "clientAddress": caller.address,
+                "clientPort": caller.port,
+                "clientId": header.client_id,
+                "clientSoftwareName": caller.software_name,
+                "clientSoftwareVersion": caller.software_version,
+                "correlationId": header.correlation_id,
+                "connectionId": caller.connection_id,
+            },
+            "resources": [],
+            "authorizationInfo": None,
+            "result": None,
+            "timings": None,
+            "upstream": {"address": forwarding.upstream_address, "nodeId": None} if forwarding else None,
+            "connection": None,
+        }
+        data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
+        return data
+
+    def _timings(self, upstream_ms: float = 0.0) -> dict[str, float]:
+        return {"queueMs": 0.0, "upstreamMs": round(upstream_ms, 3), "totalMs": round(self.elapsed_ms(), 3)}
+
+    async def _write(self, data: dict[str, Any], subject: str | None, *, required: bool = False) -> None:
+        await self.log.write(make_record(self.node_id, subject, data), required=required)
+
+    def count(self, metrics: ProxyMetrics, outcome: str, *, forwarded: bool = False) -> None:
+        """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
+        metrics.requests.labels(self.caller.listener, self.api, outcome).inc()
+        if forwarded:
+            # No queue in front of the upstream yet: all of the time after the intent is upstream time.
+            elapsed = self.elapsed_ms() / 1000
+            metrics.queue_time.labels(self.api).observe(0.0)
+            metrics.upstream_time.labels(self.api).observe(elapsed)
+            metrics.total_time.labels(self.api).observe(elapsed)
+
+    # -- the stages -------------------------------------------------------------------------
+
+    async def intent(self) -> None:
+        """Committed (as durable as audit.durability says) before the controller sees the request; raises AuditUnavailable."""
+        await self._write(self._data("intent", self.resources), subject_of(self.resources), required=True)
+
+    async def outcome(self, envelope_error: int, top: int, results: list[ResourceError]) -> None:
+        """The controller answered: its top-level and per-resource errors."""
+        failed = [r for r in results if r.error_code != 0]
+        data = self._data("outcome", self.resources)
+        rows = first_entries(data, failed, self.log.limits.max_resources, "result.errors")
+        data["result"] = {
+            "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
+            "envelopeErrorCode": envelope_error,
+            "errorCode": top,
+            "errors": [error_row(r.resource, r.error_code, r.message) for r in rows],
+        }
+        # The proxy does not queue yet, so the whole wait after the intent is upstream time.
+        data["timings"] = self._timings(upstream_ms=self.elapsed_ms())
+        await self._write(data, subject_of(self.resources))
+
+    async def failed(self, envelope_error: int | None, code: int, message: str) -> None:
+        """No answer from the controller to pass on: the proxy answers `code` for every resource."""
+        data = self._data("outcome", self.resources)
+        rows = first_entries(data, self.resources, self.log.limits.max_resources, "result.errors")
+        data["result"] = {
+            "status": "ERROR",
+            "envelopeErrorCode": envelope_error,
+            "errorCode": code,
+            "errors": [error_row(r.name, code, message) for r in rows],
+        }
+        data["timings"] = self._timings()
+        await self._write(data, subject_of(self.resources))
+
+    async def refused(self, reason: str) -> None:
+        data = self._data("refused", [])
+        data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
+        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": REFUSED_CODE, "errors": []}
+        data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
+        await self._write(data, None)
+
+    async def local(self) -> None:
+        data = self._data("local", [])
+        data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
+        data["timings"] = self._timings()
+        await self._write(data, None)
+
+    async def read(
+        self, policy: str, denied: list[ResourceAccess], code_of: Callable[[ResourceAccess], int], error_code: int, error_message: str | None
+    ) -> None:
+        """A read answered by the proxy: what the edge authorizer denied, and the upstream's error if any."""
+        data = self._data("read", self.resources)
+        limit = self.log.limits.max_resources
+        data["authorizationInfo"] = {
+            "decision": "DENIED" if denied and len(denied) == len(self.resources) else "ALLOWED",
+            "reason": f"edge authorizer ({policy})",
+            "denied": [r.as_audit() for r in first_entries(data, denied, limit, "authorizationInfo.denied")],
+        }
+        kept = first_entries(data, denied, limit, "result.errors")
+        failed = error_code != 0
+        data["result"] = {
+            "status": "ERROR" if failed else "FAILURE" if denied else "SUCCESS",
+            "envelopeErrorCode": None,
+            "errorCode": error_code,
+            "errors": [error_row(r.name, code_of(r), "denied at the edge") for r in kept]
+            + ([error_row("upstream", error_code, error_message)] if failed else []),
+        }
+        data["timings"] = self._timings()
+        await self._write(data, subject_of(self.resources))
+
+
+__all__ = ["Caller", "Forwarding", "RequestAudit", "error_row"]

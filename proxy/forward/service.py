@@ -1,0 +1,336 @@
+"""The proxy's request path: one task per client connection, its login, and each request routed.
+
+Requests of one connection are handled one at a time, like a Kafka broker
+(which mutes a channel while its request is in flight), so responses keep
+the order of requests. Every answer is audited before the client can read it.
+"""
+
+import logging
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+import apiversions
+from apiversions import VersionRange
+from authz.actions import ResourceAccess, resources_of
+from envelope.apis import FORWARDABLE, ApiKey, api_name
+from envelope.codec import decode_body
+from envelope.errors import ProtocolError
+from envelope.header import RequestHeaderInfo, peek_request_header
+from envelope.responses import SERVED_ADMIN_APIS
+from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, AuditedRefusals
+from proxy.audit.pipeline import AuditLog
+from proxy.forward.edge_authz import EdgeAuthorizer
+from proxy.forward.forwarding import Forwarder
+from proxy.forward.local import describe_cluster_response, metadata_response
+from proxy.forward.offload import CpuOffload
+from proxy.forward.policy import CloseConnection
+from proxy.forward.reads import ReadPath, denial_code
+from proxy.forward.request_audit import Forwarding, RequestAudit
+from proxy.forward.routing import READ_APIS, Route, route
+from proxy.forward.session import Session
+from proxy.forward.settings import ServiceSettings
+from proxy.forward.upstream import Upstream
+from proxy.net.connection import KafkaConnection
+from proxy.net.refusals import (
+    CAUSE_CLIENT,
+    CAUSE_ERROR,
+    CAUSE_IDLE,
+    CAUSE_PROTOCOL_ERROR,
+    CAUSE_SHUTDOWN,
+    CAUSE_VERSIONS_CHANGED,
+    IP_FILTER,
+    PRIVILEGED_PRINCIPAL,
+    PROTOCOL_ERROR,
+    SSL_PRINCIPAL_MAPPING,
+    RefusedConnection,
+)
+from proxy.net.sasl.server import AuthReport, LoginFailure, authenticate
+from proxy.net.settings import ListenerConfig
+from proxy.ops.metrics import ProxyMetrics
+
+log = logging.getLogger(__name__)
+
+_DISCONNECT_AUDIT_TIMEOUT = 10.0
+# RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
+_REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_principal", SSL_PRINCIPAL_MAPPING: "tls", PROTOCOL_ERROR: "protocol_error"}
+
+
+def own_ranges() -> dict[int, VersionRange]:
+    """What the proxy itself can serve (before intersecting with the controller)."""
+    ranges: dict[int, VersionRange] = {
+        ApiKey.API_VERSIONS: VersionRange(0, 4),
+        ApiKey.METADATA: apiversions.kio_range(ApiKey.METADATA),
+        ApiKey.DESCRIBE_CLUSTER: apiversions.kio_range(ApiKey.DESCRIBE_CLUSTER),
+        **{api_key: apiversions.kio_range(api_key) for api_key in READ_APIS},
+        ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+        ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
+    }
+    for api_key in SERVED_ADMIN_APIS:
+        ranges[api_key] = apiversions.kio_range(api_key)
+    return dict(sorted(ranges.items()))
+
+
+def _decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
+    # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
+    # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
+    body = decode_body(api_key, api_version, frame, offset, allow_trailing=True)
+    return body, resources_of(api_key, body)
+
+
+class ProxyService:
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        upstream: Upstream,
+        audit: AuditLog,
+        *,
+        read_upstream: Upstream | None = None,
+        metrics: ProxyMetrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics if metrics is not None else ProxyMetrics()
+        self.upstream = upstream
+        self.audit = audit
+        # Connections refused as a whole (IP filter, limits, privileged principals): counted and audited.
+        self.refusals = AuditedRefusals(audit, settings.node_id)
+        self.own = own_ranges()
+        self.offload = CpuOffload()
+        self.edge = EdgeAuthorizer(settings.edge, upstream)
+        self.edge.offload = self.offload
+        self.sessions: set[Session] = set()
+        self.draining = False
+        self.drained = trio.Event()
+        self._advertised_before = self.advertised()
+        upstream.on_versions_changed = self._versions_changed
+        upstream.on_event = self._upstream_event
+        self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
+        self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=settings.node_id, cluster_id=settings.cluster_id, offload=self.offload)
+        self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
+        self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
+
+    def advertised(self) -> dict[int, VersionRange]:
+        return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
+
+    async def on_refused(self, event: RefusedConnection) -> None:
+        """A connection refused as a whole: audited and counted by cause (bounded label values)."""
+        await self.refusals(event)
+        self.metrics.connections_refused.labels(event.listener, _REFUSAL_CAUSES.get(event.reason, "limit")).inc()
+
+    def _upstream_event(self, event: str) -> None:
+        if event == "apiversions":
+            self.metrics.upstream_apiversions_refreshes.inc()
+        elif event == "reconnect":
+            self.metrics.upstream_reconnects.inc()
+
+    def drain(self) -> None:
+        """Shutdown: every session closes after its request in flight (whose audit record completes)."""
+        self.draining = True
+        for session in list(self.sessions):
+            session.close_when_idle()
+        self._check_drained()
+
+    async def wait_drained(self) -> None:
+        await self.drained.wait()
+
+    def _check_drained(self) -> None:
+        if self.draining and not self.sessions:
+            self.drained.set()
+
+    def on_connection_error(self, listener: str, cause: str) -> None:
+        self.metrics.connections_refused.labels(listener, cause).inc()
+
+    def _versions_changed(self) -> None:
+        """KIP-590: a controller with other versions means clients must ask ApiVersions again, so close them."""
+        before, after = self._advertised_before, self.advertised()
+        self._advertised_before = after
+        if not apiversions.must_reconnect_clients(before, after):
+            return
+        log.warning("the controller's API versions changed: closing %d client connections so they ask again", len(self.sessions))
+        for session in list(self.sessions):
+            session.close_when_idle(CAUSE_VERSIONS_CHANGED)
+
+    # -- one connection ---------------------------------------------------------------------
+
+    async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
+        self.metrics.connections_accepted.labels(listener.name).inc()
+        active = self.metrics.connections_active.labels(listener.name)
+        active.inc()
+        session = Session(conn, listener)
+        cause: str | None = None
+        try:
+            await self.audit.write(session.event(self.settings.node_id, CONNECTED))
+            await self._session(session)
+        except trio.Cancelled:
+            cause = CAUSE_SHUTDOWN
+            raise
+        except ProtocolError as exc:
+            cause = CAUSE_PROTOCOL_ERROR
+            if not session.refusal_audited:
+                # A bad frame size, header or SASL frame: Kafka closes the connection; we say why first.
+                with trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
+                    await self.on_refused(session.protocol_refusal(str(exc)))
+            raise
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            cause = CAUSE_CLIENT  # the peer reset the connection while we wrote to it
+            raise
+        except BaseException:
+            cause = CAUSE_ERROR
+            raise
+        finally:
+            active.dec()
+            self.metrics.connections_closed.labels(listener.name).inc()
+            log.info("connection %s from %s:%s on %s closed", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+            cause = cause or session.close_cause or (CAUSE_IDLE if conn.idle_expired else CAUSE_CLIENT)
+            # Shielded and bounded: also a connection cancelled at shutdown gets its disconnect recorded.
+            with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
+                await self.audit.write(session.event(self.settings.node_id, DISCONNECTED, cause=cause))
+
+    async def _login(self, session: Session) -> bool:
+        conn, listener = session.conn, session.listener
+
+        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> bool:
+            return await self._api_versions(session, header, frame)
+
+        def login_failed(mechanism: str) -> None:
+            self.metrics.authentications.labels(listener.name, mechanism, "failure").inc()
+            self.metrics.connections_refused.labels(listener.name, "auth").inc()
+
+        async def audit_login_failure(failure: LoginFailure) -> None:
+            await self.audit.write(session.login_failed_event(self.settings.node_id, failure))
+
+        report = AuthReport(on_failure=audit_login_failure)
+        authenticated = await authenticate(
+            conn, listener, self.settings.transport, answer_api_versions, on_refused=self.on_refused, on_login_failed=login_failed, report=report
+        )
+        if authenticated is None:
+            session.close_cause = report.cause
+            return False
+        session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+        session.authenticated = True
+        if authenticated.mechanism is not None:
+            self.metrics.authentications.labels(listener.name, authenticated.mechanism, "success").inc()
+            log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+            await self.audit.write(session.event(self.settings.node_id, AUTHENTICATED))
+        return True
+
+    async def _session(self, session: Session) -> None:
+        conn, listener = session.conn, session.listener
+        log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+        if not await self._login(session):
+            return
+        self.sessions.add(session)
+        if self.draining:
+            session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
+        try:
+            while not session.closing:
+                frame = None
+                # The first request must come as soon as a login's would (connections.preauth.idle.ms).
+                timeout = conn.idle_timeout if session.requests else min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout)
+                with trio.CancelScope() as session.idle:
+                    frame = await conn.receive_frame(timeout)
+                session.idle = None
+                if frame is None:
+                    return
+                session.requests += 1
+                try:
+                    await self.handle_request(session, frame)
+                except CloseConnection as exc:
+                    log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
+                    session.close_cause = session.close_cause or exc.cause
+                    return
+        finally:
+            self.sessions.discard(session)
+            self._check_drained()
+
+    # -- one request ------------------------------------------------------------------------
+
+    def _request_audit(self, session: Session, header: RequestHeaderInfo, *, forwarded: bool = False) -> RequestAudit:
+        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding if forwarded else None)
+
+    async def handle_request(self, session: Session, frame: bytes) -> None:
+        header = peek_request_header(frame)
+        routed = route(header, self.advertised())
+        if routed.route is Route.API_VERSIONS:
+            await self._api_versions(session, header, frame)
+        elif routed.route is Route.REFUSE:
+            assert routed.reason is not None
+            await self._refuse(session, header, routed.reason)
+            raise CloseConnection(routed.reason)
+        elif routed.route is Route.LOCAL:
+            settings = self.settings
+            await self._local(self._request_audit(session, header))
+            await session.conn.send(describe_cluster_response(header, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id))
+        elif routed.route is Route.READ:
+            await self._read(session, header, frame)
+        else:
+            await self._forward(session, header, frame)
+
+    async def _local(self, audit: RequestAudit) -> None:
+        await audit.local()
+        audit.count(self.metrics, "local")
+
+    async def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
+        conn = session.conn
+        log.warning("connection %s from %s (%s): refused %s: %s", conn.connection_id, conn.peer.host, session.principal, api_name(header.api_key), reason)
+        session.refusal_audited = True
+        audit = self._request_audit(session, header)
+        await audit.refused(reason)
+        audit.count(self.metrics, "refused")
+
+    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> bool:
+        """Answer ApiVersions; False when the answer was an error (INVALID_REQUEST for a software name
+        Kafka refuses, UNSUPPORTED_VERSION), after which Kafka lets the client ask again before the login."""
+        audit = self._request_audit(session, header)
+        advertised = self.advertised()
+        if header.api_version >= 3 and header.api_version in advertised[ApiKey.API_VERSIONS]:
+            try:
+                body = decode_body(ApiKey.API_VERSIONS, header.api_version, frame, header.header_size)
+            except ProtocolError as exc:
+                await self._refuse(session, header, f"request body cannot be decoded: {exc}")
+                raise
+            name, version = str(body.client_software_name), str(body.client_software_version)
+            if not apiversions.valid_software(name, version):
+                # Kafka's answer; nothing the client chose is kept for later records.
+                await self._refuse(session, header, "client software name or version does not match Kafka's pattern")
+                session.refusal_audited = False  # answered, and the connection goes on
+                await session.conn.send(apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request))
+                return False
+            session.software_name, session.software_version = name, version
+            audit.caller = session.caller()
+        answer = apiversions.build_response(header.api_version, header.correlation_id, advertised)
+        await self._local(audit)
+        await session.conn.send(answer)
+        # An unsupported version is answered with the supported range; as in Kafka, the client may ask again.
+        return header.api_version in advertised[ApiKey.API_VERSIONS]
+
+    async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
+        audit = self._request_audit(session, header)
+        try:
+            body = await self.offload.frame(len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+        except ProtocolError as exc:
+            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
+            raise
+        settings = self.settings
+        if header.api_key == ApiKey.METADATA and body.topics is not None and not body.topics and header.api_version > 0:
+            # Only brokers and the controller asked for: the proxy knows those itself.
+            answer = metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id)
+            await self._local(audit)
+            await session.conn.send(answer)
+            return
+        result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
+        audit.resources = result.resources
+        await audit.read(settings.edge.policy, result.denied, denial_code, result.error_code, result.error_message)
+        audit.count(self.metrics, "read")
+        await session.conn.send(result.frame)
+
+    async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
+        audit = self._request_audit(session, header, forwarded=True)
+        try:
+            body, audit.resources = await self.offload.frame(len(frame), _decode_with_resources, header.api_key, header.api_version, frame, header.header_size)
+        except ProtocolError as exc:
+            # Fail closed: a mutation whose resources cannot be named is never forwarded.
+            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
+            raise
+        await self.forwarder.forward(session.conn, session.principal, session.client_address, frame, body, audit)
