@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apiversions import parse_response
-from authz.actions import resources_of
+from authz.admin_apis import resources_of
 from envelope.apis import FORWARDABLE, ApiKey
 from envelope.bounded import plan_of
 from envelope.codec import (

@@ -11,11 +11,12 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
+from authz.admin_apis import error_response, response_errors
 from envelope.apis import ApiKey
 from envelope.codec import decode_response_body, encode_response
 from envelope.errors import ProtocolError
 from envelope.principal import Principal
-from envelope.responses import ResourceError, error_response, response_errors
+from envelope.responses import ResourceError
 from envelope.wrap import unwrap, wrap
 from proxy.audit.pipeline import AuditUnavailable
 from proxy.forward.edge_authz import EdgeAuthorizer

@@ -13,12 +13,12 @@ from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
-from authz.actions import ResourceAccess, resources_of
+from authz.actions import ResourceAccess
+from authz.admin_apis import SERVED_ADMIN_APIS, resources_of
 from envelope.apis import FORWARDABLE, ApiKey, api_name
 from envelope.codec import decode_body
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
-from envelope.responses import SERVED_ADMIN_APIS
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
 from proxy.forward.edge_authz import EdgeAuthorizer

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from authz.admin_apis import SERVED_ADMIN_APIS, error_response, response_errors
 from envelope.build import build_entity
 from envelope.codec import (
     decode_body,
@@ -16,7 +17,7 @@ from envelope.codec import (
     response_schema,
 )
 from envelope.header import peek_request_header
-from envelope.responses import SERVED_ADMIN_APIS, ResourceError, error_name, error_response, response_errors
+from envelope.responses import ResourceError, error_name
 
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
 

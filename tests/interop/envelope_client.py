@@ -16,11 +16,11 @@ from typing import Any
 import trio
 
 from authz import Operation, PatternType, PermissionType, ResourceType
+from authz.admin_apis import response_errors
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
-from envelope.responses import response_errors
 from envelope.wrap import unwrap, wrap
 from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from tests.integration import wire

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 import trio
 
+from authz.admin_apis import response_errors
 from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope.header import peek_request_header
-from envelope.responses import response_errors
 from tests.audit_records import records_under
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode

@@ -1,0 +1,169 @@
+"""One entry per admin API the proxy forwards: the resources it touches, its error answer, how to read its results.
+
+Adding an API means adding its entry here (and a handler to the embedded
+controller): the proxy serves exactly the APIs listed, names their resources in
+the audit from `resources`, answers with `error_answer` when the controller
+cannot (unreachable, envelope refused), and reads each resource's error code
+from the controller's answer with `results`. The interop suite checks every
+entry's operations against a real Kafka controller.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from authz.actions import CLUSTER_OPERATIONS, ResourceAccess, acl_target, cluster, config_resource, topics
+from authz.model import Operation
+from envelope.apis import ApiKey
+from envelope.build import build_entity
+from envelope.codec import response_schema
+from envelope.errors import ProtocolError
+from envelope.responses import ResourceError, ResultReader, deleted_topics, field_results, partition_results, quota_entity
+
+ErrorAnswer = Callable[[Any, dict[str, Any]], dict[str, Any]]
+"""(request body, {"error_code", "error_message"}) -> the response's values answering every resource with that error."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdminApi:
+    resources: Callable[[Any], list[ResourceAccess]]
+    error_answer: ErrorAnswer
+    results: ResultReader
+
+
+def _cluster_api(key: ApiKey, error_answer: ErrorAnswer, results: ResultReader) -> AdminApi:
+    """A cluster-level API: one operation on CLUSTER (authz.actions.CLUSTER_OPERATIONS)."""
+    return AdminApi(lambda _: cluster(CLUSTER_OPERATIONS[key]), error_answer, results)
+
+
+def _deleted_names(body: Any) -> list[str]:
+    names = getattr(body, "topic_names", None)
+    if names is None:
+        names = [t.name or str(t.topic_id) for t in body.topics]
+    return [str(n) for n in names]
+
+
+def _configs(operation: Operation) -> Callable[[Any], list[ResourceAccess]]:
+    return lambda body: [config_resource(int(r.resource_type), str(r.resource_name), operation) for r in body.resources]
+
+
+def _config_errors(body: Any, error: dict[str, Any]) -> dict[str, Any]:
+    return {"responses": [{**error, "resource_type": r.resource_type, "resource_name": r.resource_name} for r in body.resources]}
+
+
+_CONFIG_RESULTS = field_results("responses", lambda r: str(r.resource_name))
+_NO_ENTRIES: ErrorAnswer = lambda _, error: {**error, "topics": [], "nodes": []}  # noqa: E731
+
+
+ADMIN_APIS: dict[int, AdminApi] = {
+    ApiKey.CREATE_TOPICS: AdminApi(
+        lambda body: topics([str(t.name) for t in body.topics], Operation.CREATE),
+        lambda body, error: {
+            "topics": [
+                {"name": t.name, **error, "topic_id": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
+                for t in body.topics
+            ]
+        },
+        field_results("topics", lambda t: str(t.name)),
+    ),
+    ApiKey.DELETE_TOPICS: AdminApi(
+        lambda body: topics(_deleted_names(body), Operation.DELETE),
+        lambda body, error: {"responses": [{"name": name, "topic_id": topic_id, **error} for name, topic_id in deleted_topics(body)]},
+        field_results("responses", lambda t: str(t.name)),
+    ),
+    ApiKey.CREATE_PARTITIONS: AdminApi(
+        lambda body: topics([str(t.name) for t in body.topics], Operation.ALTER),
+        lambda body, error: {"results": [{"name": t.name, **error} for t in body.topics]},
+        field_results("results", lambda t: str(t.name)),
+    ),
+    ApiKey.ALTER_CONFIGS: AdminApi(_configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: AdminApi(_configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS),
+    ApiKey.CREATE_ACLS: AdminApi(
+        lambda body: [acl_target(c, "resource_pattern_type") for c in body.creations],
+        lambda body, error: {"results": [error for _ in body.creations]},
+        field_results("results", lambda _: "acl"),
+    ),
+    ApiKey.DELETE_ACLS: AdminApi(
+        lambda body: [acl_target(f, "pattern_type_filter") for f in body.filters],
+        lambda body, error: {"filter_results": [{**error, "matching_acls": []} for _ in body.filters]},
+        field_results("filter_results", lambda _: "acl-filter"),
+    ),
+    ApiKey.ELECT_LEADERS: _cluster_api(
+        ApiKey.ELECT_LEADERS,
+        lambda body, error: {
+            "error_code": error["error_code"],
+            "replica_election_results": [
+                {"topic": t.topic, "partition_result": [{"partition_id": p, **error} for p in t.partitions]} for t in body.topic_partitions or ()
+            ],
+        },
+        partition_results("replica_election_results", "topic", "partition_result", "partition_id"),
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_api(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        lambda body, error: {
+            **error,
+            "allow_replication_factor_change": getattr(body, "allow_replication_factor_change", True),
+            "responses": [
+                {"name": t.name, "partitions": [{"partition_index": p.partition_index, **error} for p in t.partitions]} for t in body.topics
+            ],
+        },
+        partition_results("responses", "name", "partitions", "partition_index"),
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_api(ApiKey.LIST_PARTITION_REASSIGNMENTS, _NO_ENTRIES, lambda _: []),
+    ApiKey.ALTER_CLIENT_QUOTAS: _cluster_api(
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        lambda body, error: {
+            "entries": [
+                {**error, "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]} for entry in body.entries
+            ]
+        },
+        field_results("entries", quota_entity),
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster_api(
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        lambda body, error: {
+            "results": [{"user": user, **error} for user in dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])]
+        },
+        field_results("results", lambda r: str(r.user)),
+    ),
+    ApiKey.DESCRIBE_QUORUM: _cluster_api(
+        ApiKey.DESCRIBE_QUORUM, _NO_ENTRIES, partition_results("topics", "topic_name", "partitions", "partition_index")
+    ),
+    ApiKey.UPDATE_FEATURES: _cluster_api(
+        ApiKey.UPDATE_FEATURES,
+        lambda body, error: {**error, "results": [{"feature": u.feature, **error} for u in body.feature_updates]},
+        lambda body: field_results("results", lambda r: str(r.feature))(body) if hasattr(body, "results") else [],
+    ),
+}
+
+SERVED_ADMIN_APIS: frozenset[int] = frozenset(ADMIN_APIS)
+
+
+def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:
+    """What a decoded admin request touches, with the operation Kafka checks.
+
+    Raises ProtocolError for a body whose resources cannot be named (the caller
+    refuses it: a mutation is never forwarded without its resources)."""
+    api = ADMIN_APIS.get(api_key)
+    if api is None:
+        return []
+    try:
+        return api.resources(body)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProtocolError(f"cannot name the resources of api key {api_key}: {exc}") from exc
+
+
+def error_response(api_key: int, api_version: int, request_body: Any, code: int, message: str | None = None) -> Any:
+    """The embedded API's response with `code` for every resource of the request."""
+    api = ADMIN_APIS.get(api_key)
+    if api is None:
+        raise ValueError(f"no error answer for api key {api_key}")
+    values = {"throttle_time": 0, **api.error_answer(request_body, {"error_code": code, "error_message": message})}
+    return build_entity(response_schema(api_key, api_version), values)
+
+
+def response_errors(api_key: int, response_body: Any) -> tuple[int, list[ResourceError]]:
+    """(top-level error code, every per-resource result) of an admin response."""
+    top = int(getattr(response_body, "error_code", 0))
+    api = ADMIN_APIS.get(api_key)
+    return top, [] if api is None else api.results(response_body)
