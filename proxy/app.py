@@ -8,7 +8,7 @@ import trio
 from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
 from proxy.forward.service import ProxyService
-from proxy.forward.upstream import Upstream
+from proxy.forward.upstream import Upstream, UpstreamEvent
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
 from proxy.net.settings import ListenerConfig
@@ -51,7 +51,9 @@ async def run_proxy(
     flight finish and be audited, for at most `shutdown.timeout.ms`) and return."""
     metrics = ProxyMetrics()
     audit = open_audit_log(config.audit, config.audit_log_dir, config.node_id, metrics)
-    upstream = Upstream(config.upstream)
+    # The controller connection reports to the service on one bounded channel.
+    upstream_events, upstream_events_received = trio.open_memory_channel[UpstreamEvent](16)
+    upstream = Upstream(config.upstream, events=upstream_events)
     read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
     service = ProxyService(config.service(), upstream, audit, read_upstream=read_upstream, metrics=metrics)
     tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
@@ -66,6 +68,7 @@ async def run_proxy(
                 running.metrics_port = await nursery.start(
                     serve_operations, OperationsEndpoint(metrics.registry, running.ready), host, port
                 )
+            nursery.start_soon(service.follow_upstream, upstream_events_received)
             await nursery.start(upstream.run)
             if read_upstream is not None:
                 await nursery.start(read_upstream.run)

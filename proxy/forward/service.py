@@ -31,7 +31,7 @@ from proxy.forward.request_audit import Forwarding, RequestAudit
 from proxy.forward.routing import READ_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
-from proxy.forward.upstream import Upstream
+from proxy.forward.upstream import Upstream, UpstreamEvent
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import (
     CAUSE_CLIENT,
@@ -103,8 +103,6 @@ class ProxyService:
         self.draining = False
         self.drained = trio.Event()
         self._advertised_before = self.advertised()
-        upstream.on_versions_changed = self._versions_changed
-        upstream.on_event = self._upstream_event
         self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
         self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=settings.node_id, cluster_id=settings.cluster_id, offload=self.offload)
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
@@ -118,11 +116,15 @@ class ProxyService:
         await self.refusals(event)
         self.metrics.connections_refused.labels(event.listener, _REFUSAL_CAUSES.get(event.reason, "limit")).inc()
 
-    def _upstream_event(self, event: str) -> None:
-        if event == "apiversions":
-            self.metrics.upstream_apiversions_refreshes.inc()
-        elif event == "reconnect":
-            self.metrics.upstream_reconnects.inc()
+    async def follow_upstream(self, events: trio.MemoryReceiveChannel[UpstreamEvent]) -> None:
+        """Count the controller connection's events, and close clients when its versions change."""
+        async for event in events:
+            if event is UpstreamEvent.APIVERSIONS:
+                self.metrics.upstream_apiversions_refreshes.inc()
+            elif event is UpstreamEvent.RECONNECT:
+                self.metrics.upstream_reconnects.inc()
+            else:
+                self._versions_changed()
 
     def drain(self) -> None:
         """Shutdown: every session closes after its request in flight (whose audit record completes)."""

@@ -9,6 +9,7 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
 import trio
 
@@ -92,13 +93,21 @@ class _Pending:
         self.error: Exception | None = None
 
 
+class UpstreamEvent(Enum):
+    """What an upstream reports on its events channel."""
+
+    APIVERSIONS = "apiversions"  # a (re)connect asked ApiVersions
+    RECONNECT = "reconnect"  # the connection was lost
+    VERSIONS_CHANGED = "versions-changed"  # the controller's ranges differ from the previous connection's
+
+
 class Upstream:
-    def __init__(self, settings: UpstreamSettings, *, on_versions_changed: Callable[[], None] | None = None) -> None:
+    def __init__(self, settings: UpstreamSettings, *, events: trio.MemorySendChannel[UpstreamEvent] | None = None) -> None:
+        """`events`, when given, receives an UpstreamEvent for each reconnect, ApiVersions and change of versions
+        (the upstream waits for room in it: a bounded channel, read by the service)."""
         self.settings = settings
         self.controller_ranges: dict[int, VersionRange] | None = None
-        self.on_versions_changed = on_versions_changed
-        self.on_event: Callable[[str], None] | None = None
-        """Told "apiversions" after each (re)connect's ApiVersions, "reconnect" after a lost connection."""
+        self._events = events
         self.reconnects = 0
         self._connected = trio.Event()
         self._stream: trio.abc.Stream | None = None
@@ -139,8 +148,11 @@ class Upstream:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
             self.reconnects += 1
-            if self.on_event is not None:
-                self.on_event("reconnect")
+            await self._report(UpstreamEvent.RECONNECT)
+
+    async def _report(self, event: UpstreamEvent) -> None:
+        if self._events is not None:
+            await self._events.send(event)
 
     def _disconnect(self, error: Exception) -> None:
         self._stream = None
@@ -167,10 +179,9 @@ class Upstream:
         self._connected.set()
         identity = self.settings.username or self.settings.certificate_dn or "ANONYMOUS"
         log.info("connected to controller %s (%s) as %s", self.settings.address, self.settings.security_protocol, identity)
-        if self.on_event is not None:
-            self.on_event("apiversions")  # every connection starts with a fresh ApiVersions
-        if previous is not None and previous != ranges and self.on_versions_changed is not None:
-            self.on_versions_changed()
+        await self._report(UpstreamEvent.APIVERSIONS)  # every connection starts with a fresh ApiVersions
+        if previous is not None and previous != ranges:
+            await self._report(UpstreamEvent.VERSIONS_CHANGED)
         return stream
 
     async def _exchange(self, stream: trio.abc.Stream, reader: FrameReader, body: object, version: int) -> object:
