@@ -100,7 +100,6 @@ class TransportSettings:
 
     max_frame_size: int = 104857600
     sasl_max_receive_size: int = 524288
-    idle_timeout: float = 600.0
     failed_auth_delay: float = 0.1
     # Before a login completes (and for a connection's first request), a frame must arrive whole within this.
     preauth_idle_timeout: float = 10.0
@@ -109,7 +108,6 @@ class TransportSettings:
         return {
             "socket.request.max.bytes": self.max_frame_size,
             "sasl.server.max.receive.size": self.sasl_max_receive_size,
-            "connections.max.idle.ms": int(self.idle_timeout * 1000),
             "connection.failed.authentication.delay.ms": int(self.failed_auth_delay * 1000),
             "connections.preauth.idle.ms": int(self.preauth_idle_timeout * 1000),
         }
@@ -119,7 +117,6 @@ def parse_transport(props: Properties) -> TransportSettings:
     return TransportSettings(
         max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
         sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
-        idle_timeout=props.int("connections.max.idle.ms", 600000, minimum=1) / 1000,
         failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
         preauth_idle_timeout=props.int("connections.preauth.idle.ms", 10000, minimum=1) / 1000,
     )
