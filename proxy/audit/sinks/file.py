@@ -24,19 +24,12 @@ from proxy.audit.pipeline import AuditEntry
 if TYPE_CHECKING:
     from proxy.ops.metrics import ProxyMetrics
 
+from proxy.files import fsync_directory
+
 log = logging.getLogger(__name__)
 
 DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC = "none", "flush", "fsync"
 DURABILITY_MODES = (DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC)
-
-
-def fsync_directory(path: Path) -> None:
-    """Make a new or renamed entry of `path` survive power loss (POSIX needs the directory fsynced)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def drop_torn_tail(path: Path) -> int:

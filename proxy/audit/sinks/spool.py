@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from proxy.audit.sinks.file import DURABILITY_FSYNC, DURABILITY_NONE, drop_torn_tail, fsync_directory
+from proxy.audit.sinks.file import DURABILITY_FSYNC, DURABILITY_NONE, drop_torn_tail
+from proxy.files import fsync_directory
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ import binascii
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from proxy.files import write_atomically
 from proxy.net.sasl.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
 from proxy.properties import ConfigError
 
@@ -186,36 +186,7 @@ def _write(path: Path, users: Mapping[str, Mapping[str, ScramCredential]]) -> No
         "users": {user: {m: _encode(c) for m, c in sorted(users[user].items())} for user in sorted(users)},
     }
     data = (json.dumps(document, indent=2, sort_keys=False) + "\n").encode("utf-8")
-    directory = path.parent
-    fd, temp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable; not every platform lets a directory be opened."""
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, data, mode=0o600)
 
 
 def _check_user(user: str) -> None:
