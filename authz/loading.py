@@ -10,6 +10,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from authz.acl import AclAuthorizer
+from authz.model import parse_super_users
 from authz.plugin import ENTRY_POINT_GROUP, Authorizer
 
 KEY = "authorizer.class.name"
@@ -65,8 +66,7 @@ def _bool(properties: Mapping[str, str], key: str) -> bool:
 def load_authorizer(name: str, properties: Mapping[str, str]) -> Authorizer:
     """The authorizer named `name`, built from `properties`; AuthorizerLoadError naming the problem otherwise."""
     if is_standard(name):
-        # super.users separates with ';' because a certificate DN contains ','.
-        super_users = [user.strip() for user in properties.get("super.users", "").split(";") if user.strip()]
+        super_users = parse_super_users(properties.get("super.users"))
         return AclAuthorizer(super_users, allow_everyone_if_no_acl_found=_bool(properties, "allow.everyone.if.no.acl.found"))
     factory = _factory(name)
     try:

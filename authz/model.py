@@ -150,3 +150,8 @@ class RequestContext:
     client_software_name: str | None = None
     client_software_version: str | None = None
     forwarding_principal: Principal | None = None
+
+
+def parse_super_users(text: str | None) -> frozenset[str]:
+    """`super.users` as Kafka reads it: principals separated by ';', because a certificate DN contains ','."""
+    return frozenset(user.strip() for user in (text or "").split(";") if user.strip())

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from authz import Authorizer
+from authz.model import parse_super_users
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
 
@@ -64,8 +65,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     return ControllerConfig(
         node_id=node_id,
         listeners=listeners,
-        # Kafka separates super.users with ';' because principals may contain ','.
-        super_users=frozenset(props.list("super.users", separator=";")),
+        super_users=parse_super_users(props.get("super.users")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         default_partitions=props.int("num.partitions", 1, minimum=1),
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),

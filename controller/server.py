@@ -57,7 +57,7 @@ class ControllerConnection:
     address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
 
     def __post_init__(self) -> None:
-        self.address = ipaddress.ip_address(self.conn.peer.host)
+        self.address = self.conn.peer.address
 
 
 class EmbeddedController:

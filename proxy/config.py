@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from authz.loading import is_standard
+from authz.model import parse_super_users
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import EdgeSettings
 from proxy.forward.settings import ServiceSettings
@@ -175,7 +176,7 @@ def _edge(props: Properties) -> EdgeSettings:
         policy, plugin = "plugin", load_authorizer(name, props.raw)
     return EdgeSettings(
         policy=policy,
-        super_users=frozenset(props.list("super.users", separator=";")),
+        super_users=parse_super_users(props.get("super.users")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
         plugin=plugin,

@@ -37,7 +37,7 @@ class Session:
     opened: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
-        self.client_address = ipaddress.ip_address(self.conn.peer.host)
+        self.client_address = self.conn.peer.address
 
     def close_when_idle(self, cause: str = CAUSE_SHUTDOWN) -> None:
         """Close now if waiting for a request, else right after the one in flight (its audit completes)."""

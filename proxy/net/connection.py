@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import trio
 
 from envelope.frames import FrameReader, encode_frame
+from proxy.net.ip_filter import IpAddress, parse_address
 
 _RECEIVE_CHUNK = 65536
 _connection_ids = itertools.count(1)
@@ -19,6 +20,14 @@ def next_connection_id(listener: str) -> str:
 class Peer:
     host: str
     port: int
+
+    @property
+    def address(self) -> IpAddress:
+        """The peer's address, normalised once for everyone: IPv4-mapped IPv6 unwrapped, zone dropped."""
+        parsed = parse_address(self.host)
+        if parsed is None:
+            raise ValueError(f"peer {self.host!r} is not an IP address")
+        return parsed
 
 
 class KafkaConnection:
@@ -43,9 +52,7 @@ class KafkaConnection:
         if peer is None:
             assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
             host, port, *_ = stream.socket.getpeername()
-            if host.startswith("::ffff:"):
-                host = host[len("::ffff:") :]
-            peer = (host, port)
+            peer = (str(parse_address(host) or host), port)
         self.peer = Peer(*peer)
 
     async def receive_frame(self, timeout: float | None = None) -> bytes | None:
