@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from authz.actions import ResourceAccess, subject_of
 from envelope.apis import api_name
 from envelope.header import RequestHeaderInfo
@@ -18,8 +20,6 @@ from envelope.responses import ResourceError, error_name
 from proxy.audit.bounds import first_entries
 from proxy.audit.pipeline import AuditLog, make_record
 from proxy.ops.metrics import ProxyMetrics
-
-REFUSED_CODE = 42  # INVALID_REQUEST: what a refused request's record names as its error
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +158,7 @@ class RequestAudit:
     async def refused(self, reason: str) -> None:
         data = self._data("refused", [])
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
-        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": REFUSED_CODE, "errors": []}
+        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": ErrorCode.invalid_request, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
         await self._write(data, None)
 
