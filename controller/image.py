@@ -1,7 +1,10 @@
 """The controller's in-memory metadata image."""
 
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
+
+from controller.changes import MAX_CHANGES, Change
 
 
 @dataclass
@@ -20,18 +23,6 @@ class Topic:
             return list(self.assignments[partition])
         count = len(broker_ids)
         return [broker_ids[(partition + r) % count] for r in range(min(self.replication_factor, count))]
-
-
-@dataclass(frozen=True)
-class Change:
-    """Who changed what, as seen by the controller (the forwarded identity)."""
-
-    api: str
-    principal: str
-    client_address: str
-    forwarded_by: str | None
-    resource: str
-    error_code: int
 
 
 QuotaEntity = tuple[tuple[str, str | None], ...]
@@ -55,4 +46,11 @@ class MetadataImage:
     # user -> mechanism name (SCRAM-SHA-256 / SCRAM-SHA-512) -> credential
     scram_credentials: dict[str, dict[str, StoredScramCredential]] = field(default_factory=dict)
     finalized_features: dict[str, int] = field(default_factory=dict)
-    changes: list[Change] = field(default_factory=list)
+    # The newest MAX_CHANGES changes, oldest first; add with `record`, which also counts.
+    changes: deque[Change] = field(default_factory=lambda: deque(maxlen=MAX_CHANGES))
+    change_count: int = 0
+    """Every change ever recorded, including those the bounded log has dropped."""
+
+    def record(self, change: Change) -> None:
+        self.changes.append(change)
+        self.change_count += 1

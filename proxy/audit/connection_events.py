@@ -6,6 +6,7 @@ as a whole gives `refused` (proxy/net/refusals.py).
 """
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -20,60 +21,69 @@ AUTHENTICATION_FAILED = "authentication-failed"
 DISCONNECTED = "disconnected"
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a connection came in: what every connection event of it names."""
 
-def connection_record(
-    node_id: int,
-    stage: str,
-    *,
-    listener: str,
-    security_protocol: str,
-    host: str,
-    port: int,
-    connection_id: str | None,
-    principal: str | None = None,
-    mechanism: str | None = None,
-    authorization: dict[str, Any] | None = None,
-    result: dict[str, Any] | None = None,
-    timings: dict[str, float] | None = None,
-    cause: str | None = None,
-    duration_ms: float | None = None,
-    requests: int | None = None,
-    software: tuple[str | None, str | None] = (None, None),
-) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "requestId": str(uuid.uuid4()),
-        "stage": stage,
-        "methodName": "kafka.Connection",
-        "apiKey": None,
-        "apiVersion": None,
-        "authenticationInfo": {
-            "principal": principal,
-            "mechanism": mechanism,
-            "listener": listener,
-            "securityProtocol": security_protocol,
-        },
-        "forwardingPrincipal": None,
-        "requestMetadata": {
-            "clientAddress": host,
-            "clientPort": port,
-            "clientId": None,
-            "clientSoftwareName": software[0],
-            "clientSoftwareVersion": software[1],
-            "correlationId": None,
-            "connectionId": connection_id,
-        },
-        "resources": [],
-        "authorizationInfo": authorization,
-        "result": result,
-        "timings": timings,
-        "upstream": None,
-        "connection": {
-            "cause": cause,
-            "durationMs": None if duration_ms is None else round(duration_ms, 3),
-            "requests": requests,
-        },
-    }
-    return make_record(node_id, None, data, event_type=CONNECTION_EVENT_TYPE)
+    listener: str
+    security_protocol: str
+    host: str
+    port: int
+    connection_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionEvent:
+    """One connection event; `record` makes the audit record of it."""
+
+    stage: str
+    endpoint: Endpoint
+    principal: str | None = None
+    mechanism: str | None = None
+    authorization: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    timings: dict[str, float] | None = None
+    cause: str | None = None
+    duration_ms: float | None = None
+    requests: int | None = None
+    software: tuple[str | None, str | None] = (None, None)
+
+    def record(self, node_id: int) -> dict[str, Any]:
+        where = self.endpoint
+        data: dict[str, Any] = {
+            "requestId": str(uuid.uuid4()),
+            "stage": self.stage,
+            "methodName": "kafka.Connection",
+            "apiKey": None,
+            "apiVersion": None,
+            "authenticationInfo": {
+                "principal": self.principal,
+                "mechanism": self.mechanism,
+                "listener": where.listener,
+                "securityProtocol": where.security_protocol,
+            },
+            "forwardingPrincipal": None,
+            "requestMetadata": {
+                "clientAddress": where.host,
+                "clientPort": where.port,
+                "clientId": None,
+                "clientSoftwareName": self.software[0],
+                "clientSoftwareVersion": self.software[1],
+                "correlationId": None,
+                "connectionId": where.connection_id,
+            },
+            "resources": [],
+            "authorizationInfo": self.authorization,
+            "result": self.result,
+            "timings": self.timings,
+            "upstream": None,
+            "connection": {
+                "cause": self.cause,
+                "durationMs": None if self.duration_ms is None else round(self.duration_ms, 3),
+                "requests": self.requests,
+            },
+        }
+        return make_record(node_id, None, data, event_type=CONNECTION_EVENT_TYPE)
 
 
 def authentication_failed_result(error_code: int = ErrorCode.sasl_authentication_failed) -> dict[str, Any]:
@@ -82,20 +92,16 @@ def authentication_failed_result(error_code: int = ErrorCode.sasl_authentication
 
 def refusal_record(node_id: int, event: RefusedConnection) -> dict[str, Any]:
     """A connection event (stage `refused`) for a connection refused before any request."""
-    return connection_record(
-        node_id,
+    endpoint = Endpoint(event.listener, event.security_protocol, event.host, event.port, event.connection_id)
+    return ConnectionEvent(
         REFUSED,
-        listener=event.listener,
-        security_protocol=event.security_protocol,
-        host=event.host,
-        port=event.port,
-        connection_id=event.connection_id,
+        endpoint,
         principal=event.principal,
         mechanism=event.mechanism,
         authorization={"decision": "DENIED", "reason": event.reason, "detail": event.detail},
         result={"status": "REFUSED", "envelopeErrorCode": None, "errorCode": None, "errors": []},
         timings={"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0},
-    )
+    ).record(node_id)
 
 
 class AuditedRefusals(RefusalCounter):

@@ -9,7 +9,14 @@ import trio
 
 from authz import RequestContext
 from envelope.principal import ANONYMOUS, Principal
-from proxy.audit.connection_events import AUTHENTICATION_FAILED, CONNECTED, DISCONNECTED, authentication_failed_result, connection_record
+from proxy.audit.connection_events import (
+    AUTHENTICATION_FAILED,
+    CONNECTED,
+    DISCONNECTED,
+    ConnectionEvent,
+    Endpoint,
+    authentication_failed_result,
+)
 from proxy.forward.request_audit import Caller
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection
@@ -75,41 +82,34 @@ class Session:
 
     # -- connection events ----------------------------------------------------------------
 
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.listener.name, self.listener.security_protocol, self.conn.peer.host, self.conn.peer.port, self.conn.connection_id)
+
     def event(self, node_id: int, stage: str, *, cause: str | None = None) -> dict[str, Any]:
         """`connected`, `authenticated` or `disconnected` (with its cause, duration and request count)."""
         closing = stage == DISCONNECTED
         principal = str(self.principal) if self.authenticated and stage != CONNECTED else None
-        return connection_record(
-            node_id,
+        return ConnectionEvent(
             stage,
-            listener=self.listener.name,
-            security_protocol=self.listener.security_protocol,
-            host=self.conn.peer.host,
-            port=self.conn.peer.port,
-            connection_id=self.conn.connection_id,
+            self.endpoint(),
             principal=principal,
             mechanism=self.mechanism if principal is not None else None,
             cause=cause,
             duration_ms=(time.monotonic() - self.opened) * 1000 if closing else None,
             requests=self.requests if closing else None,
             software=(self.software_name, self.software_version) if stage != CONNECTED else (None, None),
-        )
+        ).record(node_id)
 
     def login_failed_event(self, node_id: int, failure: LoginFailure) -> dict[str, Any]:
-        return connection_record(
-            node_id,
+        return ConnectionEvent(
             AUTHENTICATION_FAILED,
-            listener=self.listener.name,
-            security_protocol=self.listener.security_protocol,
-            host=self.conn.peer.host,
-            port=self.conn.peer.port,
-            connection_id=self.conn.connection_id,
+            self.endpoint(),
             principal=f"User:{failure.user}" if failure.user is not None else None,
             mechanism=failure.mechanism,
             authorization={"decision": "DENIED", "reason": AUTHENTICATION_FAILED, "detail": failure.message},
             result=authentication_failed_result(failure.error_code),
             software=(self.software_name, self.software_version),
-        )
+        ).record(node_id)
 
     def protocol_refusal(self, detail: str) -> RefusedConnection:
         """Bytes Kafka closes the connection for, where no request record could say so."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.audit.connection_events import connection_record
+from proxy.audit.connection_events import ConnectionEvent, Endpoint
 from proxy.audit.pipeline import (
     CONNECTION_EVENT_TYPE,
     AuditEntry,
@@ -62,7 +62,7 @@ def request_record(principal: str = "User:alice", stage: str = "local", n: int =
 
 
 def connection_event(stage: str) -> dict[str, Any]:
-    return connection_record(100, stage, listener="CLIENT", security_protocol="SASL_PLAINTEXT", host="127.0.0.1", port=1, connection_id="CLIENT-1")
+    return ConnectionEvent(stage, Endpoint("CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 1, "CLIENT-1")).record(100)
 
 
 def sample(metrics: ProxyMetrics, name: str, **labels: str) -> float:
