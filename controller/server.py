@@ -3,6 +3,7 @@
 import ipaddress
 import logging
 from collections.abc import Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
 import trio
@@ -31,7 +32,7 @@ from proxy.net.connection import KafkaConnection
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
 from proxy.net.refusals import RefusalCounter
-from proxy.net.sasl.server import authenticate
+from proxy.net.sasl.server import ApiVersionsRequest, Login, Refused, refused_connection
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
@@ -132,11 +133,15 @@ class EmbeddedController:
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = ControllerConnection(conn, listener)
 
-        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> bool:
-            await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
-            return True
-
-        authenticated = await authenticate(conn, listener, self.config.transport, answer_api_versions, on_refused=self.refusals)
+        login = Login(conn, listener, self.config.transport)
+        async with aclosing(login.events()) as events:
+            async for event in events:
+                if isinstance(event, ApiVersionsRequest):
+                    await conn.send(apiversions.build_response(event.header.api_version, event.header.correlation_id, self.ranges))
+                    login.api_versions_answered(event.header.api_version in self.ranges[ApiKey.API_VERSIONS])
+                elif isinstance(event, Refused):
+                    await self.refusals(refused_connection(conn, listener, event))
+        authenticated = login.result
         if authenticated is None:
             return
         session.principal, session.mechanism = authenticated.principal, authenticated.mechanism

@@ -6,6 +6,7 @@ the order of requests. Every answer is audited before the client can read it.
 """
 
 import logging
+from contextlib import aclosing
 from typing import Any
 
 import trio
@@ -46,7 +47,7 @@ from proxy.net.refusals import (
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
-from proxy.net.sasl.server import AuthReport, LoginFailure, authenticate
+from proxy.net.sasl.server import ApiVersionsRequest, Login, LoginFailed, refused_connection
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
 
@@ -191,28 +192,25 @@ class ProxyService:
 
     async def _login(self, session: Session) -> bool:
         conn, listener = session.conn, session.listener
-
-        async def answer_api_versions(header: RequestHeaderInfo, frame: bytes) -> bool:
-            return await self._api_versions(session, header, frame)
-
-        def login_failed(mechanism: str) -> None:
-            self.metrics.authentications.labels(listener.name, mechanism, "failure").inc()
-            self.metrics.connections_refused.labels(listener.name, "auth").inc()
-
-        async def audit_login_failure(failure: LoginFailure) -> None:
-            await self.audit.write(session.login_failed_event(self.settings.node_id, failure))
-
-        report = AuthReport(on_failure=audit_login_failure)
-        authenticated = await authenticate(
-            conn, listener, self.settings.transport, answer_api_versions, on_refused=self.on_refused, on_login_failed=login_failed, report=report
-        )
-        if authenticated is None:
-            session.close_cause = report.cause
+        login = Login(conn, listener, self.settings.transport)
+        async with aclosing(login.events()) as events:
+            async for event in events:
+                if isinstance(event, ApiVersionsRequest):
+                    login.api_versions_answered(await self._api_versions(session, event.header, event.frame))
+                elif isinstance(event, LoginFailed):
+                    if event.failure.error_code == ErrorCode.sasl_authentication_failed:
+                        self.metrics.authentications.labels(listener.name, event.failure.mechanism, "failure").inc()
+                        self.metrics.connections_refused.labels(listener.name, "auth").inc()
+                    await self.audit.write(session.login_failed_event(self.settings.node_id, event.failure))
+                else:
+                    await self.on_refused(refused_connection(conn, listener, event))
+        if login.result is None:
+            session.close_cause = login.cause
             return False
-        session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
+        session.principal, session.mechanism = login.result.principal, login.result.mechanism
         session.authenticated = True
-        if authenticated.mechanism is not None:
-            self.metrics.authentications.labels(listener.name, authenticated.mechanism, "success").inc()
+        if session.mechanism is not None:
+            self.metrics.authentications.labels(listener.name, session.mechanism, "success").inc()
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
             await self.audit.write(session.event(self.settings.node_id, AUTHENTICATED))
         return True

@@ -20,7 +20,7 @@ from proxy.audit.connection_events import (
 from proxy.forward.request_audit import Caller
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection
-from proxy.net.sasl.server import LoginFailure
+from proxy.net.sasl.machine import LoginFailure
 from proxy.net.settings import ListenerConfig
 
 

@@ -1,0 +1,131 @@
+"""The SASL state machine, fed bytes: no sockets, no clock, no callbacks."""
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from envelope.codec import decode_response_body
+from envelope.errors import ProtocolError
+from proxy.net.refusals import (
+    CAUSE_AUTHENTICATION_FAILED,
+    CAUSE_PRIVILEGED_PRINCIPAL,
+    CAUSE_PROTOCOL_ERROR,
+    PRIVILEGED_PRINCIPAL,
+    PROTOCOL_ERROR,
+)
+from proxy.net.sasl.machine import ApiVersionsRequest, Close, Event, LoggedIn, LoginFailed, Refused, Reply, SaslMachine
+from proxy.net.sasl.scram import ScramClient
+from proxy.net.settings import ListenerConfig
+from proxy.properties import Properties
+from tests.integration import wire
+
+_PROPERTIES = {
+    "listeners": "CLIENT://127.0.0.1:0",
+    "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "listener.name.client.plain.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_proxy="proxy-secret";',
+}
+
+
+def _listener(tmp_path: Any, *, privileged: frozenset[str] = frozenset()) -> ListenerConfig:
+    from proxy.net.sasl.credentials import add_user
+    from proxy.net.settings import parse_listeners
+
+    credentials = tmp_path / "scram.json"
+    add_user(credentials, "carol", "carol-secret", mechanisms=["SCRAM-SHA-256"])
+    props = Properties({**_PROPERTIES, "sasl.scram.credentials.file": str(credentials)})
+    (listener,) = parse_listeners(props)
+    return dataclasses.replace(listener, privileged_principals=privileged)
+
+
+def _answer(events: list[Event], api_key: int, version: int) -> Any:
+    replies = [e for e in events if isinstance(e, Reply)]
+    assert len(replies) == 1
+    return decode_response_body(api_key, version, replies[0].data)[1]
+
+
+def _handshake(mechanism: str = "PLAIN") -> bytes:
+    return wire.request(17, 1, {"mechanism": mechanism})
+
+
+def _authenticate(token: bytes) -> bytes:
+    return wire.request(36, 2, {"auth_bytes": token})
+
+
+def test_plain_login_in_two_frames(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    assert int(_answer(machine.receive(_handshake()), 17, 1).error_code) == 0
+    events = machine.receive(_authenticate(b"\x00alice\x00alice-secret"))
+    assert int(_answer(events, 36, 2).error_code) == 0
+    assert events[-1] == LoggedIn(principal=events[-1].principal, mechanism="PLAIN") and str(events[-1].principal) == "User:alice"
+    assert machine.done
+
+
+def test_scram_login_in_three_frames(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    machine.receive(_handshake("SCRAM-SHA-256"))
+    client = ScramClient("SCRAM-SHA-256", "carol", "carol-secret")
+    server_first = _answer(machine.receive(_authenticate(client.first())), 36, 2)
+    events = machine.receive(_authenticate(client.final(bytes(server_first.auth_bytes))))
+    client.verify(bytes(_answer(events, 36, 2).auth_bytes))
+    assert isinstance(events[-1], LoggedIn) and str(events[-1].principal) == "User:carol"
+
+
+def test_a_wrong_password_is_audited_before_the_answer_and_closed_after_the_delay(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    machine.receive(_handshake())
+    events = machine.receive(_authenticate(b"\x00alice\x00wrong"))
+    assert [type(e) for e in events] == [LoginFailed, Reply, Close]
+    failed = events[0]
+    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("alice", 58)
+    assert int(_answer(events, 36, 2).error_code) == 58
+    assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)
+
+
+def test_an_unsupported_mechanism(tmp_path: Any) -> None:
+    events = SaslMachine(_listener(tmp_path)).receive(_handshake("GSSAPI"))
+    assert [type(e) for e in events] == [LoginFailed, Reply, Close]
+    assert int(_answer(events, 17, 1).error_code) == 33
+
+
+def test_one_api_versions_before_the_handshake(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    versions = wire.request(18, 3, {"client_software_name": "x", "client_software_version": "1"})
+    (event,) = machine.receive(versions)
+    assert isinstance(event, ApiVersionsRequest) and event.frame == versions
+    machine.api_versions_answered(False)  # an INVALID_REQUEST answer: the client may ask again
+    assert isinstance(machine.receive(versions)[0], ApiVersionsRequest)
+    machine.api_versions_answered(True)
+    events = machine.receive(versions)  # a second valid one: Kafka closes
+    assert isinstance(events[0], Refused) and events[0].reason == PROTOCOL_ERROR
+    assert events[-1] == Close(CAUSE_PROTOCOL_ERROR)
+
+
+def test_a_request_before_the_login_is_illegal(tmp_path: Any) -> None:
+    events = SaslMachine(_listener(tmp_path)).receive(wire.request(19, 7, {"topics": [], "timeout": 1, "validate_only": False}))
+    assert isinstance(events[0], Refused) and "ILLEGAL_SASL_STATE" in events[0].detail
+    assert events[-1] == Close(CAUSE_PROTOCOL_ERROR)
+
+
+def test_a_privileged_principal_is_refused_after_its_login(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path, privileged=frozenset({"User:proxy"})))
+    machine.receive(_handshake())
+    events = machine.receive(_authenticate(b"\x00proxy\x00proxy-secret"))
+    assert [type(e) for e in events] == [Refused, Reply, Close]
+    assert isinstance(events[0], Refused) and events[0].reason == PRIVILEGED_PRINCIPAL
+    assert events[-1] == Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True)
+
+
+def test_raw_v0_tokens(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    assert int(_answer(machine.receive(wire.request(17, 0, {"mechanism": "PLAIN"})), 17, 0).error_code) == 0
+    events = machine.receive(b"\x00alice\x00alice-secret")  # a bare token, no Kafka header
+    assert events[0] == Reply(b"") and isinstance(events[-1], LoggedIn)
+
+
+def test_a_malformed_sasl_frame_is_a_protocol_error(tmp_path: Any) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    frame = _handshake()
+    with pytest.raises(ProtocolError):
+        machine.receive(frame[:-7] + b"\x7f\xffPL")  # a mechanism length past the frame
