@@ -3,7 +3,6 @@
 from authz import Action, Authorizer, Decision, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 
-CLUSTER_AUTHORIZATION_FAILED = 31
 AUTHORIZATION_FAILED = "Authorization failed."  # Kafka's message for every *_AUTHORIZATION_FAILED answer
 
 

@@ -9,17 +9,12 @@ follow Kafka's controller.
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
+from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from controller.image import MetadataImage
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_REQUEST = 42
-ELECTION_NOT_NEEDED = 84
-NO_REASSIGNMENT_IN_PROGRESS = 85
 NO_SUCH_PARTITION = "This server does not host this topic-partition."
 ELECTION_TYPES = (0, 1)  # PREFERRED, UNCLEAN
 
@@ -37,17 +32,17 @@ class PartitionAdminHandlers:
     def elect_leaders(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         asked = [(str(t.topic), [int(p) for p in t.partitions]) for t in body.topic_partitions or []]
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
-            return _elect_answer(CLUSTER_AUTHORIZATION_FAILED, asked, lambda _t, _p: (CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED))
+            return _elect_answer(ErrorCode.cluster_authorization_failed, asked, lambda _t, _p: (ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED))
         if int(body.election_type) not in ELECTION_TYPES:
-            return _elect_answer(INVALID_REQUEST, asked, lambda _t, _p: (INVALID_REQUEST, f"Unknown election type {int(body.election_type)}"))
+            return _elect_answer(ErrorCode.invalid_request, asked, lambda _t, _p: (ErrorCode.invalid_request, f"Unknown election type {int(body.election_type)}"))
 
         def outcome(topic: str, partition: int) -> tuple[int, str | None]:
             if not self._partition_exists(topic, partition):
-                return UNKNOWN_TOPIC_OR_PARTITION, NO_SUCH_PARTITION
-            return ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+                return ErrorCode.unknown_topic_or_partition, NO_SUCH_PARTITION
+            return ErrorCode.election_not_needed, "Leader election not needed for topic partition."
 
         # A null list means every partition that needs an election: here, none.
-        return _elect_answer(NONE, asked, outcome)
+        return _elect_answer(ErrorCode.none, asked, outcome)
 
     def alter_partition_reassignments(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
@@ -55,13 +50,13 @@ class PartitionAdminHandlers:
             return {
                 "throttle_time": 0,
                 "allow_replication_factor_change": allow_rf_change,
-                "error_code": CLUSTER_AUTHORIZATION_FAILED,
+                "error_code": ErrorCode.cluster_authorization_failed,
                 "error_message": AUTHORIZATION_FAILED,
                 "responses": [
                     {
                         "name": str(t.name),
                         "partitions": [
-                            {"partition_index": int(p.partition_index), "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED}
+                            {"partition_index": int(p.partition_index), "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED}
                             for p in t.partitions
                         ],
                     }
@@ -81,37 +76,37 @@ class PartitionAdminHandlers:
         return {
             "throttle_time": 0,
             "allow_replication_factor_change": allow_rf_change,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "responses": responses,
         }
 
     def _reassign(self, name: str, index: int, replicas: list[int] | None, allow_rf_change: bool) -> tuple[int, str | None]:
         if not self._partition_exists(name, index):
-            return UNKNOWN_TOPIC_OR_PARTITION, NO_SUCH_PARTITION
+            return ErrorCode.unknown_topic_or_partition, NO_SUCH_PARTITION
         topic = self.image.topics[name]
         if replicas is None:
-            return NO_REASSIGNMENT_IN_PROGRESS, None
+            return ErrorCode.no_reassignment_in_progress, None
         if not replicas:
-            return INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+            return ErrorCode.invalid_replica_assignment, "The manual partition assignment includes an empty replica list."
         for replica in replicas:
             if replicas.count(replica) > 1:
-                return INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the broker {replica} more than once."
+                return ErrorCode.invalid_replica_assignment, f"The manual partition assignment includes the broker {replica} more than once."
             if replica not in self.broker_ids:
-                return INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker {replica}, but no such broker is registered."
+                return ErrorCode.invalid_replica_assignment, f"The manual partition assignment includes broker {replica}, but no such broker is registered."
         current = topic.replicas(index, self.broker_ids)
         if not allow_rf_change and len(replicas) != len(current):
             return (
-                INVALID_REPLICATION_FACTOR,
+                ErrorCode.invalid_replication_factor,
                 f"The replication factor is changed from {len(current)} to {len(replicas)} but allowReplicationFactorChange is false",
             )
         topic.assignments[index] = replicas
-        return NONE, None
+        return ErrorCode.none, None
 
     def list_partition_reassignments(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
-            return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "topics": []}
-        return {"throttle_time": 0, "error_code": NONE, "error_message": None, "topics": []}
+            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "topics": []}
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": []}
 
 
 def _elect_answer(top_level: int, asked: list[tuple[str, list[int]]], outcome: Any) -> dict[str, Any]:

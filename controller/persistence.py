@@ -4,14 +4,15 @@ After every request that changed something, and before its response is sent,
 the whole image is written to a temporary file, fsynced, renamed over
 `metadata.json` and the directory fsynced. A crash at any instant leaves
 either the old or the new image, never a mix, and every acknowledged change
-is on disk. Rewriting everything per change is linear in the image size;
-that suits a reference controller with thousands of entries, not millions.
+is on disk. The server encodes the image on its event loop and writes it in a
+worker thread, one write at a time (controller/server.py). Rewriting
+everything per change is linear in the image size; that suits a reference
+controller with thousands of entries, not millions.
 """
 
 import base64
 import json
 import logging
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from authz import AclBinding
 from authz.acl_file import binding_from_dict, binding_to_dict
 from controller.image import MetadataImage, StoredScramCredential, Topic
+from proxy.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -117,18 +119,18 @@ class MetadataStore:
 
     def save(self, image: MetadataImage, acls: list[AclBinding]) -> None:
         """Write the image if it changed; returns once it is durable."""
-        data = json.dumps(image_state(image, acls), indent=1).encode()
+        self.write(self.encode(image, acls))
+
+    def encode(self, image: MetadataImage, acls: list[AclBinding]) -> bytes:
+        """The image as stored: a snapshot that later changes to `image` cannot touch (taken on the event loop)."""
+        return json.dumps(image_state(image, acls), indent=1).encode()
+
+    def write(self, data: bytes) -> None:
+        """Store `data` from `encode` unless it is what is stored; blocks until durable (runs in a worker thread).
+
+        Not safe to call concurrently: the caller serializes writes.
+        """
         if data == self._written:
             return
-        temporary = self.directory / f".{FILE_NAME}.{base64.urlsafe_b64encode(os.urandom(6)).decode()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
-        directory = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory)  # the rename itself must survive a power cut
-        finally:
-            os.close(directory)
+        write_atomically(self.path, data)
         self._written = data

@@ -8,14 +8,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
+from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from controller.image import MetadataImage
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REQUEST = 42
-INVALID_UPDATE_VERSION = 95
 METADATA_TOPIC = "__cluster_metadata"
 
 # feature -> (lowest, highest) level the embedded controller supports
@@ -38,7 +36,7 @@ class QuorumHandlers:
 
     def describe_quorum(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
-            return {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "topics": [], "nodes": []}
+            return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "topics": [], "nodes": []}
         now_ms = int(time.time() * 1000)
         end = self.offset()
         topics = []
@@ -47,7 +45,7 @@ class QuorumHandlers:
             for partition in topic.partitions:
                 index = int(partition.partition_index)
                 if str(topic.topic_name) != METADATA_TOPIC or index != 0:
-                    partitions.append(_partition(index, UNKNOWN_TOPIC_OR_PARTITION, -1, 0, []))
+                    partitions.append(_partition(index, ErrorCode.unknown_topic_or_partition, -1, 0, []))
                     continue
                 voter = {
                     "replica_id": self.node_id,
@@ -56,18 +54,18 @@ class QuorumHandlers:
                     "last_fetch_timestamp": now_ms,
                     "last_caught_up_timestamp": now_ms,
                 }
-                partitions.append(_partition(index, NONE, self.node_id, end, [voter]))
+                partitions.append(_partition(index, ErrorCode.none, self.node_id, end, [voter]))
             topics.append({"topic_name": str(topic.topic_name), "partitions": partitions})
-        return {"error_code": NONE, "error_message": None, "topics": topics, "nodes": [{"node_id": self.node_id, "listeners": []}]}
+        return {"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": [{"node_id": self.node_id, "listeners": []}]}
 
     def update_features(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         names = [str(u.feature) for u in body.feature_updates]
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
-            return _features_answer(CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED, {n: (CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED) for n in names})
+            return _features_answer(ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED, {n: (ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED) for n in names})
         if len(set(names)) != len(names):
-            return _features_answer(INVALID_REQUEST, "The request contains multiple updates for the same feature.", {})
+            return _features_answer(ErrorCode.invalid_request, "The request contains multiple updates for the same feature.", {})
         outcomes = {str(u.feature): self._problem(str(u.feature), int(u.max_version_level), int(getattr(u, "upgrade_type", UPGRADE))) for u in body.feature_updates}
-        failed = next(((code, message) for code, message in outcomes.values() if code != NONE), None)
+        failed = next(((code, message) for code, message in outcomes.values() if code != ErrorCode.none), None)
         if failed is not None:
             # One failure fails the whole request, named at the top level only (Kafka 4.x, every version).
             return _features_answer(failed[0], f"The update failed for all features since the following feature had an error: {failed[1]}", {})
@@ -78,27 +76,27 @@ class QuorumHandlers:
                     self.image.finalized_features.pop(str(update.feature), None)
                 else:
                     self.image.finalized_features[str(update.feature)] = level
-        return _features_answer(NONE, None, outcomes)
+        return _features_answer(ErrorCode.none, None, outcomes)
 
     def _problem(self, feature: str, level: int, upgrade_type: int) -> tuple[int, str | None]:
         prefix = f"Invalid update version {level} for feature {feature}."
         supported = SUPPORTED_FEATURES.get(feature)
         if supported is None:
-            return INVALID_UPDATE_VERSION, f"{prefix} Local controller {self.node_id} does not support this feature."
+            return ErrorCode.invalid_update_version, f"{prefix} Local controller {self.node_id} does not support this feature."
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
-            return INVALID_REQUEST, f"Unknown upgrade type {upgrade_type}"
+            return ErrorCode.invalid_request, f"Unknown upgrade type {upgrade_type}"
         lowest, highest = supported
         if level != 0 and not lowest <= level <= highest:
-            return INVALID_UPDATE_VERSION, f"{prefix} The controller only supports versions {lowest}-{highest}."
+            return ErrorCode.invalid_update_version, f"{prefix} The controller only supports versions {lowest}-{highest}."
         if feature == "metadata.version" and level == 0:
-            return INVALID_UPDATE_VERSION, f"{prefix} A metadata.version can't be deleted."
+            return ErrorCode.invalid_update_version, f"{prefix} A metadata.version can't be deleted."
         current = self.image.finalized_features.get(feature, 0)
         if level < current and upgrade_type == UPGRADE:
             return (
-                INVALID_UPDATE_VERSION,
+                ErrorCode.invalid_update_version,
                 f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.",
             )
-        return NONE, None
+        return ErrorCode.none, None
 
 
 def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]]) -> dict[str, Any]:
@@ -107,7 +105,7 @@ def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[s
         "error_code": code,
         "error_message": None,
         "leader_id": leader,
-        "leader_epoch": 1 if code == NONE else -1,
+        "leader_epoch": 1 if code == ErrorCode.none else -1,
         "high_watermark": end,
         "current_voters": voters,
         "observers": [],

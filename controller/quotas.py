@@ -9,12 +9,11 @@ change, DESCRIBE_CONFIGS to read.
 import ipaddress
 from typing import Any
 
-from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
-from controller.image import MetadataImage, QuotaEntity
+from kio.schema.errors import ErrorCode
 
-NONE = 0
-INVALID_REQUEST = 42
+from authz import Authorizer, Operation, RequestContext
+from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
+from controller.image import MetadataImage, QuotaEntity
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # key -> whether it must be a whole number (Kafka's LONG configs)
@@ -70,7 +69,7 @@ class QuotaHandlers:
             return {
                 "throttle_time": 0,
                 "entries": [
-                    {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "entity": entity_answer(entity_of(e.entity))}
+                    {"error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "entity": entity_answer(entity_of(e.entity))}
                     for e in body.entries
                 ],
             }
@@ -90,13 +89,13 @@ class QuotaHandlers:
                 if not values:
                     del self.image.quotas[entity]
             results.append(
-                {"error_code": INVALID_REQUEST if problem else NONE, "error_message": problem, "entity": entity_answer(entity)}
+                {"error_code": ErrorCode.invalid_request if problem else ErrorCode.none, "error_message": problem, "entity": entity_answer(entity)}
             )
         return {"throttle_time": 0, "entries": results}
 
     def describe_client_quotas(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS):
-            return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "entries": None}
+            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "entries": None}
         components = [(str(c.entity_type), int(c.match_type), c.match) for c in body.components]
         kinds = [kind for kind, _, _ in components]
         problem = None
@@ -109,7 +108,7 @@ class QuotaHandlers:
         elif any(match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY) for _, match_type, _ in components):
             problem = "Unknown match type in filter"
         if problem:
-            return {"throttle_time": 0, "error_code": INVALID_REQUEST, "error_message": problem, "entries": None}
+            return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": problem, "entries": None}
         entries = []
         for entity, values in sorted(self.image.quotas.items(), key=lambda item: str(item[0])):
             names = dict(entity)
@@ -118,7 +117,7 @@ class QuotaHandlers:
             if not all(_component_matches(names, kind, match_type, match) for kind, match_type, match in components):
                 continue
             entries.append({"entity": entity_answer(entity), "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-        return {"throttle_time": 0, "error_code": NONE, "error_message": None, "entries": entries}
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": entries}
 
 
 def _component_matches(names: dict[str, str | None], kind: str, match_type: int, match: str | None) -> bool:

@@ -8,6 +8,8 @@ the controller authorizes that caller, as a broker would.
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from authz import (
     AclStore,
     Authorizer,
@@ -16,15 +18,11 @@ from authz import (
     ResourceType,
 )
 from authz.model import CLUSTER_NAME
-from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, allowed
-from controller.handlers import binding_filter_of
+from controller.acls import NO_ACL_STORE, binding_filter_of
+from controller.authorize import AUTHORIZATION_FAILED, allowed
 from controller.image import MetadataImage
 from envelope.responses import metadata_topic_error
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-TOPIC_AUTHORIZATION_FAILED = 29
-INVALID_REQUEST = 42
-SECURITY_DISABLED = 54
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 CONFIG_RESOURCE_TOPIC = 2
 CONFIG_RESOURCE_BROKER = 4
@@ -56,19 +54,19 @@ class ReadHandlers:
         for name in names:
             topic = self.image.topics.get(name)
             if explicit and not self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(metadata_topic_error(name, TOPIC_AUTHORIZATION_FAILED))
+                topics.append(metadata_topic_error(name, ErrorCode.topic_authorization_failed))
             elif topic is None:
-                topics.append(metadata_topic_error(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(metadata_topic_error(name, ErrorCode.unknown_topic_or_partition))
             else:
                 topics.append(
                     {
-                        "error_code": 0,
+                        "error_code": ErrorCode.none,
                         "name": name,
                         "topic_id": topic.topic_id,
                         "is_internal": False,
                         "partitions": [
                             {
-                                "error_code": 0,
+                                "error_code": ErrorCode.none,
                                 "partition_index": p,
                                 "leader_id": topic.replicas(p, self.broker_ids)[0],
                                 "leader_epoch": 0,
@@ -88,7 +86,7 @@ class ReadHandlers:
             "controller_id": self.node_id,
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-            "error_code": 0,
+            "error_code": ErrorCode.none,
         }
 
     def describe_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -97,24 +95,24 @@ class ReadHandlers:
         for resource in body.resources:
             kind, name = int(resource.resource_type), str(resource.resource_name)
             wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
-            code, message, source = 0, None, SOURCE_DYNAMIC_TOPIC_CONFIG
+            code, message, source = ErrorCode.none, None, SOURCE_DYNAMIC_TOPIC_CONFIG
             configs: dict[str, str] = {}
             if kind == CONFIG_RESOURCE_TOPIC:
                 topic = self.image.topics.get(name)
                 if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
-                    code, message = TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
+                    code, message = ErrorCode.topic_authorization_failed, AUTHORIZATION_FAILED
                 elif topic is None:
-                    code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+                    code, message = ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist."
                 else:
                     configs = topic.configs
             elif kind == CONFIG_RESOURCE_BROKER:
                 source = SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
                 if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-                    code, message = CLUSTER_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED
+                    code, message = ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED
                 else:
                     configs = self.image.broker_configs.get(name, {})
             else:
-                code, message = INVALID_REQUEST, f"Unsupported resource type {kind}"
+                code, message = ErrorCode.invalid_request, f"Unsupported resource type {kind}"
             results.append(
                 {
                     "error_code": code,
@@ -143,13 +141,13 @@ class ReadHandlers:
     def describe_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         empty = {"throttle_time": 0, "resources": []}
         if self.acl_store is None:
-            return {**empty, "error_code": SECURITY_DISABLED, "error_message": "No Authorizer is configured."}
+            return {**empty, "error_code": ErrorCode.security_disabled, "error_message": NO_ACL_STORE}
         if not self._allowed(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-            return {**empty, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED}
+            return {**empty, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED}
         try:
             binding_filter = binding_filter_of(body)
         except ValueError as exc:
-            return {**empty, "error_code": INVALID_REQUEST, "error_message": str(exc)}
+            return {**empty, "error_code": ErrorCode.invalid_request, "error_message": str(exc)}
         grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
         for binding in self.acl_store.describe_acls(binding_filter):
             key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
@@ -160,4 +158,4 @@ class ReadHandlers:
             {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls}
             for (kind, name, pattern), acls in sorted(grouped.items())
         ]
-        return {"throttle_time": 0, "error_code": 0, "error_message": None, "resources": resources}
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "resources": resources}

@@ -8,15 +8,11 @@ iterations. Error codes follow Kafka's ScramControlManager.
 from collections import Counter
 from typing import Any
 
-from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
-from controller.image import MetadataImage, StoredScramCredential
+from kio.schema.errors import ErrorCode
 
-NONE = 0
-UNSUPPORTED_SASL_MECHANISM = 33
-RESOURCE_NOT_FOUND = 91
-DUPLICATE_RESOURCE = 92
-UNACCEPTABLE_CREDENTIAL = 93
+from authz import Authorizer, Operation, RequestContext
+from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
+from controller.image import MetadataImage, StoredScramCredential
 
 MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 MECHANISM_CODES = {name: code for code, name in MECHANISMS.items()}
@@ -33,7 +29,7 @@ class ScramCredentialHandlers:
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
             return {
                 "throttle_time": 0,
-                "results": [{"user": u, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED} for u in users],
+                "results": [{"user": u, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED} for u in users],
             }
         mentions = Counter([str(d.name) for d in body.deletions] + [str(u.name) for u in body.upsertions])
         problems: dict[str, tuple[int, str]] = {}
@@ -43,28 +39,28 @@ class ScramCredentialHandlers:
             if name in problems:
                 continue
             if mechanism is None:
-                problems[name] = (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+                problems[name] = (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
             elif mechanism not in self.image.scram_credentials.get(name, {}):
-                problems[name] = (RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+                problems[name] = (ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist")
         for user, count in mentions.items():
             if user in problems:
                 continue
             if count > 1:
-                problems[user] = (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+                problems[user] = (ErrorCode.duplicate_resource, "A user credential cannot be altered twice in the same request")
             elif not user:
-                problems[user] = (UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+                problems[user] = (ErrorCode.unacceptable_credential, "Username must not be empty")
         for upsertion in body.upsertions:
             name, mechanism, iterations = str(upsertion.name), MECHANISMS.get(int(upsertion.mechanism)), int(upsertion.iterations)
             if name in problems:
                 continue
             if mechanism is None:
-                problems[name] = (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+                problems[name] = (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
             elif iterations < MIN_ITERATIONS:
-                problems[name] = (UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+                problems[name] = (ErrorCode.unacceptable_credential, "Too few iterations")
             elif iterations > MAX_ITERATIONS:
-                problems[name] = (UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+                problems[name] = (ErrorCode.unacceptable_credential, "Too many iterations")
             elif not upsertion.salt or not upsertion.salted_password:
-                problems[name] = (UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
+                problems[name] = (ErrorCode.unacceptable_credential, "Salt and salted password must not be empty")
         for deletion in body.deletions:
             name = str(deletion.name)
             if name not in problems:
@@ -81,24 +77,24 @@ class ScramCredentialHandlers:
         return {
             "throttle_time": 0,
             "results": [
-                {"user": u, "error_code": problems.get(u, (NONE, None))[0], "error_message": problems.get(u, (NONE, None))[1]} for u in users
+                {"user": u, "error_code": problems.get(u, (ErrorCode.none, None))[0], "error_message": problems.get(u, (ErrorCode.none, None))[1]} for u in users
             ],
         }
 
     def describe_user_scram_credentials(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
-            return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED, "results": []}
+            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "results": []}
         asked = [str(u.name) for u in body.users] if body.users else sorted(self.image.scram_credentials)
         counts = Counter(asked)
         results = []
         for user in dict.fromkeys(asked):
             stored = self.image.scram_credentials.get(user)
             if counts[user] > 1:
-                code, message = DUPLICATE_RESOURCE, "Cannot describe SCRAM credentials for the same user twice in a single request"
+                code, message = ErrorCode.duplicate_resource, "Cannot describe SCRAM credentials for the same user twice in a single request"
             elif not stored:
-                code, message = RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist"
+                code, message = ErrorCode.resource_not_found, "Attempt to describe a user credential that does not exist"
             else:
-                code, message = NONE, None
+                code, message = ErrorCode.none, None
             infos = [{"mechanism": MECHANISM_CODES[m], "iterations": c.iterations} for m, c in sorted((stored or {}).items())]
-            results.append({"user": user, "error_code": code, "error_message": message, "credential_infos": infos if code == NONE else []})
-        return {"throttle_time": 0, "error_code": NONE, "error_message": None, "results": results}
+            results.append({"user": user, "error_code": code, "error_message": message, "credential_infos": infos if code == ErrorCode.none else []})
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results}

@@ -7,6 +7,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 import trio
+from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
@@ -15,12 +16,8 @@ from controller.authorize import cluster_allowed
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
-from controller.partition_admin import PartitionAdminHandlers
 from controller.persistence import MetadataStore
-from controller.quorum import INITIAL_FEATURES, QuorumHandlers
-from controller.quotas import QuotaHandlers
-from controller.reads import ReadHandlers
-from controller.scram_credentials import ScramCredentialHandlers
+from controller.quorum import INITIAL_FEATURES
 from envelope.apis import ApiKey, api_name, is_forwardable
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
@@ -36,10 +33,6 @@ from proxy.net.sasl.server import ApiVersionsRequest, Login, Refused, refused_co
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
-
-CLUSTER_AUTHORIZATION_FAILED = 31
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
 
 
 class AllowEverything:
@@ -74,34 +67,19 @@ class EmbeddedController:
         self.handlers = Handlers(
             self.image,
             self.authorizer,
+            node_id=config.node_id,
             default_partitions=config.default_partitions,
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
         )
         if not self.image.finalized_features:
             self.image.finalized_features.update(INITIAL_FEATURES)
-        reads = ReadHandlers(self.image, self.authorizer, node_id=config.node_id, broker_count=config.broker_count)
-        quotas = QuotaHandlers(self.image, self.authorizer)
-        scram = ScramCredentialHandlers(self.image, self.authorizer)
-        partitions = PartitionAdminHandlers(self.image, self.authorizer, broker_ids=reads.broker_ids)
-        quorum = QuorumHandlers(self.image, self.authorizer, node_id=config.node_id, offset=lambda: len(self.image.changes))
-        self.handlers.by_key.update(
-            {
-                ApiKey.ELECT_LEADERS: partitions.elect_leaders,
-                ApiKey.ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,
-                ApiKey.LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,
-                ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
-                ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
-                ApiKey.DESCRIBE_QUORUM: quorum.describe_quorum,
-                ApiKey.UPDATE_FEATURES: quorum.update_features,
-                # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
-                ApiKey.METADATA: reads.metadata,
-                ApiKey.DESCRIBE_CONFIGS: reads.describe_configs,
-                ApiKey.DESCRIBE_ACLS: reads.describe_acls,
-                ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
-                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
-            }
-        )
+        # Durable before the answer leaves: `execute` counts the forwardable requests it applied (each
+        # may have changed the image); `_until_stored` writes the image, off the event loop, until the
+        # stored image holds all of them. One write at a time, under `_store_lock`.
+        self._applied = 0
+        self._stored = 0  # how many of the applied requests the stored image holds
+        self._store_lock = trio.Lock()
         self.ranges: dict[int, VersionRange] = {
             ApiKey.API_VERSIONS: VersionRange(0, 4),
             ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
@@ -150,10 +128,14 @@ class EmbeddedController:
             if header.api_key == ApiKey.API_VERSIONS:
                 await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
             elif header.api_key == ApiKey.ENVELOPE:
-                await conn.send(self.handle_envelope(session, header, frame))
+                response = self.handle_envelope(session, header, frame)
+                await self._until_stored()
+                await conn.send(response)
             elif header.api_key in self.handlers.by_key and header.api_version in self.ranges[header.api_key]:
                 ctx = self._context(session.principal, session.address, session, header.client_id, None)
-                await conn.send(self.execute(header, frame, header.header_size, ctx))
+                response = self.execute(header, frame, header.header_size, ctx)
+                await self._until_stored()
+                await conn.send(response)
             else:
                 log.info("controller: closing connection %s: api %s v%s not served", conn.connection_id, header.api_key, header.api_version)
                 return
@@ -182,28 +164,28 @@ class EmbeddedController:
         forwarder = self._context(session.principal, session.address, session, header.client_id, None)
         if not cluster_allowed(self.authorizer, forwarder, Operation.CLUSTER_ACTION):
             log.warning("controller: envelope from %s refused: no CLUSTER_ACTION", session.principal)
-            return wrap_response(cid, CLUSTER_AUTHORIZATION_FAILED, None)
+            return wrap_response(cid, ErrorCode.cluster_authorization_failed, None)
         try:
             _, parts = unwrap_request(frame)
         except EnvelopeError as exc:
             return wrap_response(cid, exc.error_code, None)
         except ProtocolError:
-            return wrap_response(cid, INVALID_REQUEST, None)
+            return wrap_response(cid, ErrorCode.invalid_request, None)
         try:
             embedded = peek_request_header(parts.request_data)
         except ProtocolError:
-            return wrap_response(cid, UNSUPPORTED_VERSION, None)
+            return wrap_response(cid, ErrorCode.unsupported_version, None)
         if not is_forwardable(embedded.api_key):
-            return wrap_response(cid, INVALID_REQUEST, None)
+            return wrap_response(cid, ErrorCode.invalid_request, None)
         served = self.ranges.get(embedded.api_key)
         if served is None or embedded.api_version not in served:
-            return wrap_response(cid, UNSUPPORTED_VERSION, None)
+            return wrap_response(cid, ErrorCode.unsupported_version, None)
         ctx = self._context(parts.principal, parts.client_address, session, embedded.client_id, session.principal)
         try:
             response = self.execute(embedded, parts.request_data, embedded.header_size, ctx)
         except ProtocolError:
-            return wrap_response(cid, UNSUPPORTED_VERSION, None)
-        return wrap_response(cid, 0, response)
+            return wrap_response(cid, ErrorCode.unsupported_version, None)
+        return wrap_response(cid, ErrorCode.none, response)
 
     def execute(self, header: RequestHeaderInfo, frame: bytes, offset: int, ctx: RequestContext) -> bytes:
         body = decode_body(header.api_key, header.api_version, frame, offset, allow_trailing=True)  # as Kafka does
@@ -215,8 +197,26 @@ class EmbeddedController:
             f" (forwarded by {ctx.forwarding_principal})" if ctx.forwarding_principal else "",
         )
         values = self.handlers.by_key[header.api_key](body, ctx)
-        if self.store is not None and is_forwardable(header.api_key):
-            # durable before the answer leaves: an acknowledged change survives a crash
-            self.store.save(self.image, self.handlers.acl_store.acls if self.handlers.acl_store else [])
+        if is_forwardable(header.api_key):
+            self._applied += 1  # the caller awaits `_until_stored` before it sends the answer
         entity = build_entity(response_schema(header.api_key, header.api_version), values)
         return encode_response(entity, correlation_id=header.correlation_id)
+
+    async def _until_stored(self) -> None:
+        """Return once the stored image holds every request applied so far: durable before the answer leaves.
+
+        Called between `execute` (or `handle_envelope`) and sending its answer, with no
+        checkpoint in between, so "so far" includes that request. Every answer waits,
+        not only a change's: a read must not show a change that a crash could still undo.
+        """
+        if self.store is None or self._stored >= self._applied:
+            return
+        wanted = self._applied
+        async with self._store_lock:
+            if self._stored >= wanted:
+                return  # a write that began after our request already held it
+            holds = self._applied
+            # Encoded here, on the event loop: changes made while the thread writes cannot race it.
+            data = self.store.encode(self.image, self.handlers.acl_store.acls if self.handlers.acl_store else [])
+            await trio.to_thread.run_sync(self.store.write, data)  # not cancellable: the lock is held until the write ends
+            self._stored = holds

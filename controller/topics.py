@@ -133,13 +133,18 @@ class TopicHandlers:
         else:
             names = [(str(t.name) if t.name else None, t.topic_id) for t in body.topics]
         counts = Counter(n or str(i) for n, i in names)
-        results = []
+        results: list[dict[str, Any]] = []
         for name, topic_id in names:
             if name is None and topic_id is not None:
                 found = next((t for t in self.image.topics.values() if t.topic_id == topic_id), None)
                 if found is None:
                     results.append(
-                        {"name": None, "topic_id": topic_id, "error_code": ErrorCode.unknown_topic_id, "error_message": "Topic id not found."}
+                        {
+                            "name": None,
+                            "topic_id": topic_id,
+                            "error_code": ErrorCode.unknown_topic_id,
+                            "error_message": "Topic id not found.",
+                        }
                     )
                     continue
                 name = found.name
