@@ -1,5 +1,6 @@
 """Message bodies and headers through kio, keyed by (api key, version)."""
 
+import dataclasses
 import io
 from functools import cache
 from typing import Any
@@ -13,7 +14,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i16, i32
 
-from envelope.bounded import prepare
+from envelope.bounded import prepare, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
 
 
@@ -65,16 +66,29 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return int(response_schema(api_key, version).__header_schema__.__version__)
 
 
+# Top-level arrays longer than this are decoded element by element (see bounded.split_large_arrays).
+LARGE_ARRAY_ELEMENTS = 2000
+
+
+def _elements(read: Any, source: bytes, bounds: list[tuple[int, int]]) -> tuple[Any, ...]:
+    return tuple(read(source, start)[0] for start, _ in bounds)
+
+
 def decode_entity(schema: type[Any], data: bytes, offset: int) -> tuple[Any, int]:
     """(value, bytes it took in `data`). The bounded pre-pass runs first: kio aborts the
     process on hostile counts and refuses unknown tagged fields, which Kafka skips."""
-    prepared = prepare(schema, data, offset)
+    prepared = prepare(schema, data, offset, large_threshold=LARGE_ARRAY_ELEMENTS)
     try:
-        value, size = entity_reader(schema)(prepared.source, prepared.start)
+        if not prepared.large:
+            value, size = entity_reader(schema)(prepared.source, prepared.start)
+            if prepared.start + size != prepared.end:
+                raise ProtocolError(f"cannot decode {schema.__name__}: {size} bytes decoded, {prepared.end - prepared.start} checked")
+        else:
+            value, _ = entity_reader(schema)(stub_without(prepared.source, prepared.start, prepared.end, prepared.large), 0)
+            entries = {a.field: _elements(entity_reader(a.element), prepared.source, a.bounds) for a in prepared.large}
+            value = dataclasses.replace(value, **entries)
     except (SerialError, ValueError, UnicodeDecodeError, OverflowError, IndexError, KeyError, TypeError) as exc:
         raise ProtocolError(f"cannot decode {schema.__name__}: {exc}") from exc
-    if prepared.start + size != prepared.end:
-        raise ProtocolError(f"cannot decode {schema.__name__}: {size} bytes decoded, {prepared.end - prepared.start} checked")
     return value, prepared.consumed
 
 

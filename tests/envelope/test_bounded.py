@@ -205,3 +205,26 @@ def test_generated_valid_bodies_decode_through_kio_identically(api_key: int) -> 
                     continue
                 assert size == len(data)
                 assert value is not None
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_a_long_top_level_array_is_decoded_element_by_element_to_the_same_value(tagged: bool) -> None:
+    """Past LARGE_ARRAY_ELEMENTS entries, kio decodes each entry in its own call (the interpreter lock changes
+    hands between them); the value is the one a single call gives."""
+    from kio.serial import entity_reader
+
+    from envelope.codec import LARGE_ARRAY_ELEMENTS, encode_request
+
+    values = {
+        "topics": [{"name": f"topic-{i}", "topic_id": None} for i in range(LARGE_ARRAY_ELEMENTS + 5)],
+        "allow_auto_topic_creation": True,
+        "include_topic_authorized_operations": True,
+    }
+    frame = encode_request(build_entity(request_schema(3, 12), values), correlation_id=1, client_id="c")
+    offset = _body_offset(frame)
+    whole = entity_reader(request_schema(3, 12))(frame, offset)[0]
+    if tagged:
+        frame = frame[:-1] + bytes([1, 9, 1, 0x55])  # an unknown top-level tag: the copy path
+    prepared = prepare(request_schema(3, 12), frame, offset, large_threshold=LARGE_ARRAY_ELEMENTS)
+    assert [a.field for a in prepared.large] == ["topics"] and len(prepared.large[0].bounds) == LARGE_ARRAY_ELEMENTS + 5
+    assert decode_body(3, 12, frame, offset) == whole
