@@ -135,5 +135,14 @@ def api_name(api_key: int) -> str:
     return "".join(part.capitalize() for part in snake.split("_"))
 
 
+UNKNOWN_API = "Unknown"
+
+
+def api_label(api_key: int) -> str:
+    """The API's name where a client must not choose the value set: audit `methodName`, metric labels.
+    Every key Kafka does not know is `Unknown` (its number stays in the record's apiKey)."""
+    return api_name(api_key) if api_key in api_key_map else UNKNOWN_API
+
+
 def is_forwardable(api_key: int) -> bool:
     return api_key in FORWARDABLE

@@ -14,7 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz.actions import ResourceAccess, subject_of
-from envelope.apis import api_name
+from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
 from proxy.audit.bounds import first_entries
@@ -63,7 +63,8 @@ class RequestAudit:
 
     @property
     def api(self) -> str:
-        return api_name(self.header.api_key)
+        """The API's name, with a bounded set of values (audit methodName, metric labels)."""
+        return api_label(self.header.api_key)
 
     def restart(self) -> None:
         self.started = time.perf_counter()
