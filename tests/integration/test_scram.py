@@ -13,7 +13,8 @@ from controller.server import EmbeddedController
 from proxy.forward.upstream import Upstream, UpstreamSettings
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
-from proxy.net.sasl.scram import ScramClient, generic_failure_message
+from proxy.net.sasl.scram import generic_failure_message
+from proxy.net.sasl.scram_client import ScramClient
 from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records

@@ -9,7 +9,6 @@ import pytest
 
 from proxy.net.sasl.scram import (
     MECHANISMS,
-    ScramClient,
     ScramCredential,
     ScramError,
     ScramServer,
@@ -18,6 +17,7 @@ from proxy.net.sasl.scram import (
     make_credential,
     unescape_username,
 )
+from proxy.net.sasl.scram_client import ScramClient
 
 # RFC 7677 section 3.
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")

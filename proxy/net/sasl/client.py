@@ -3,7 +3,8 @@
 from typing import Protocol
 
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
-from proxy.net.sasl.scram import ScramClient, ScramError
+from proxy.net.sasl.scram import ScramError
+from proxy.net.sasl.scram_client import ScramClient
 
 CLIENT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 

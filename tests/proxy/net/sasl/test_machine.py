@@ -15,7 +15,7 @@ from proxy.net.refusals import (
     PROTOCOL_ERROR,
 )
 from proxy.net.sasl.machine import ApiVersionsRequest, Close, Event, LoggedIn, LoginFailed, Refused, Reply, SaslMachine
-from proxy.net.sasl.scram import ScramClient
+from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.settings import ListenerConfig
 from proxy.properties import Properties
 from tests.integration import wire
