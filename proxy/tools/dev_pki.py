@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from proxy.net.tls.principal import distinguished_name
+from proxy.net.tls.subject import distinguished_name
 
 __all__ = ["ORGANIZATION", "ClientFiles", "DevPki", "generate_dev_pki", "properties_snippet"]
 

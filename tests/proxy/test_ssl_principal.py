@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID, ObjectIdentifier
 
-from proxy.net.tls.principal import NoMatchingRule, distinguished_name, parse_mapping_rules, principal_for_peer
+from proxy.net.tls.principal import NoMatchingRule, parse_mapping_rules, principal_for_peer
+from proxy.net.tls.subject import distinguished_name
 from proxy.properties import ConfigError
 
 KEY = "listener.name.client.ssl.principal.mapping.rules"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from proxy.net.tls.context import CLIENT_AUTH, ReloadingServerContext, TlsSettings, client_context, load_keystore, parse_tls_settings
-from proxy.net.tls.principal import PrincipalMapper, distinguished_name, parse_mapping_rules
+from proxy.net.tls.principal import PrincipalMapper, parse_mapping_rules
+from proxy.net.tls.subject import distinguished_name
 from proxy.properties import ConfigError, Properties
 
 PRINCIPAL_MAPPING_RULES = "ssl.principal.mapping.rules"
