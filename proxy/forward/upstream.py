@@ -22,7 +22,8 @@ from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_correlation_id
 from proxy.net.sasl.client import LoginFailed, client_exchange
-from proxy.net.tls.context import ReloadingServerContext, TlsSettings
+from proxy.net.tls.context import ReloadingServerContext
+from proxy.net.tls.options import TlsSettings
 
 log = logging.getLogger(__name__)
 

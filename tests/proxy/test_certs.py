@@ -11,7 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import verification
 
-from proxy.net.tls.context import parse_tls_settings, server_context
+from proxy.net.tls.context import server_context
+from proxy.net.tls.options import parse_tls_settings
 from proxy.tools.dev_pki import DevPki, generate_dev_pki, properties_snippet
 
 PASSWORD = "pki-secret"

@@ -13,16 +13,10 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from proxy.net.tls.context import (
-    ReloadingServerContext,
-    TlsSettings,
-    client_context,
-    load_keystore,
-    load_truststore,
-    parse_tls_settings,
-    server_context,
-)
+from proxy.net.tls.context import ReloadingServerContext, client_context, server_context
+from proxy.net.tls.options import TlsSettings, parse_tls_settings
 from proxy.net.tls.principal import parse_mapping_rules, principal_for_peer
+from proxy.net.tls.stores import load_keystore, load_truststore
 from proxy.properties import ConfigError
 from proxy.tools.dev_pki import DevPki, generate_dev_pki
 

@@ -17,8 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from proxy.net.tls.context import CLIENT_AUTH, ReloadingServerContext, TlsSettings, client_context, load_keystore, parse_tls_settings
+from proxy.net.tls.context import ReloadingServerContext, client_context
+from proxy.net.tls.options import CLIENT_AUTH, TlsSettings, parse_tls_settings
 from proxy.net.tls.principal import PrincipalMapper, parse_mapping_rules
+from proxy.net.tls.stores import load_keystore
 from proxy.net.tls.subject import distinguished_name
 from proxy.properties import ConfigError, Properties
 
