@@ -11,7 +11,6 @@ flight, next to the same figures with no big request (the baseline).
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,28 +26,7 @@ sys.path.insert(0, str(ROOT))
 from envelope.frames import encode_frame  # noqa: E402
 from proxy.tools.embedded import controller_properties, proxy_properties  # noqa: E402
 from tests.integration.wire import connect, exchange, read_frame, request  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _write(path: Path, props: dict[str, str]) -> Path:
-    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
-    return path
-
-
-def _wait(port: int, deadline: float = 60.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"port {port} not listening")
+from tests.processes import free_port, wait_for_port, write_properties  # noqa: E402
 
 
 def _api_versions_latencies(address: str, stop: threading.Event, out: list[float], limit: int = 20_000) -> None:
@@ -104,20 +82,20 @@ def main() -> int:
     sizes = args.topics or [100_000]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        controller_port, proxy_port = _free_port(), _free_port()
-        controller_file = _write(work / "controller.properties", controller_properties(port=controller_port))
+        controller_port, proxy_port = free_port(), free_port()
+        controller_file = write_properties(work / "controller.properties", controller_properties(port=controller_port))
         props = proxy_properties(controller_port, work / "audit")
         props["listeners"] = f"PLAIN://127.0.0.1:{proxy_port}"
         props["listener.security.protocol.map"] = "PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
-        proxy_file = _write(work / "proxy.properties", props)
+        proxy_file = write_properties(work / "proxy.properties", props)
         logs = [(work / "controller.log").open("w"), (work / "proxy.log").open("w")]
         servers = [
             subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", "controller", "--config", str(controller_file)], cwd=ROOT, stdout=logs[0], stderr=subprocess.STDOUT),
             subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", "run", "--config", str(proxy_file)], cwd=ROOT, stdout=logs[1], stderr=subprocess.STDOUT),
         ]
         try:
-            _wait(controller_port)
-            _wait(proxy_port)
+            wait_for_port(controller_port, servers[0])
+            wait_for_port(proxy_port, servers[1])
             address = f"127.0.0.1:{proxy_port}"
             runs = [_measure(address, 0)] + [_measure(address, n) for n in sizes]
         finally:

@@ -2,40 +2,15 @@
 
 import json
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from proxy.tools.embedded import client_config, controller_properties, proxy_properties
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _write(path: Path, props: dict[str, str]) -> Path:
-    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
-    return path
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[Any], deadline: float = 60.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited early with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"port {port} not listening after {deadline}s")
+from tests.processes import free_port, wait_for_port, write_properties
 
 
 def _server(args: list[str], log: Path) -> subprocess.Popen[Any]:
@@ -45,18 +20,18 @@ def _server(args: list[str], log: Path) -> subprocess.Popen[Any]:
 def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    controller_port, proxy_port = _free_port(), _free_port()
-    controller_file = _write(tmp_path / "controller.properties", controller_properties(port=controller_port))
+    controller_port, proxy_port = free_port(), free_port()
+    controller_file = write_properties(tmp_path / "controller.properties", controller_properties(port=controller_port))
     props = proxy_properties(controller_port, tmp_path / "audit")
     props["listeners"] = f"CLIENT://127.0.0.1:{proxy_port}"
     props["listener.security.protocol.map"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
-    proxy_file = _write(tmp_path / "proxy.properties", props)
+    proxy_file = write_properties(tmp_path / "proxy.properties", props)
 
     controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller.log")
     proxy = _server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
     try:
-        _wait_for_port(controller_port, controller)
-        _wait_for_port(proxy_port, proxy)
+        wait_for_port(controller_port, controller)
+        wait_for_port(proxy_port, proxy)
         admin = AdminClient(client_config(f"127.0.0.1:{proxy_port}", "admin"))
         for future in admin.create_topics([NewTopic("cli-topic", 1, 1)]).values():
             future.result(timeout=30)
@@ -81,7 +56,7 @@ def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: 
 
 
 def test_check_config_of_the_controller(tmp_path: Path) -> None:
-    path = _write(tmp_path / "controller.properties", controller_properties(port=9093))
+    path = write_properties(tmp_path / "controller.properties", controller_properties(port=9093))
     result = subprocess.run(
         [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )

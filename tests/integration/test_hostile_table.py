@@ -28,6 +28,7 @@ from envelope.header import peek_request_header
 from proxy.tools.embedded import controller_properties, proxy_properties
 from tests.audit_records import records_under
 from tests.integration import wire
+from tests.processes import free_port, wait_for_port, write_properties
 
 PREAUTH_IDLE_MS = 1500
 IDLE_CROWD = 1000
@@ -37,29 +38,6 @@ if _soft < 3 * IDLE_CROWD and _hard > _soft:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(_hard, 8 * IDLE_CROWD), _hard))
 ANSWER_BOUND = 1.0
 _ids = itertools.count(1)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _write(path: Path, props: dict[str, str]) -> Path:
-    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
-    return path
-
-
-def _wait_for_port(port: int, process: "subprocess.Popen[bytes]", deadline: float = 60.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        assert process.poll() is None, f"server exited early with {process.returncode}"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"port {port} not listening after {deadline}s")
 
 
 @dataclass
@@ -73,8 +51,8 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("hostile")
-    controller_port, sasl_port, plain_port = _free_port(), _free_port(), _free_port()
-    controller_file = _write(work / "controller.properties", controller_properties(port=controller_port))
+    controller_port, sasl_port, plain_port = free_port(), free_port(), free_port()
+    controller_file = write_properties(work / "controller.properties", controller_properties(port=controller_port))
     props = proxy_properties(controller_port, work / "audit")
     props.update(
         {
@@ -84,15 +62,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "audit.file.rotate.ms": "0",
         }
     )
-    proxy_file = _write(work / "proxy.properties", props)
+    proxy_file = write_properties(work / "proxy.properties", props)
     logs = [(work / "controller.log").open("wb"), (work / "proxy.log").open("wb")]
     command = [sys.executable, "-m", "proxy.tools.cli"]
     controller = subprocess.Popen([*command, "controller", "--config", str(controller_file)], stdout=logs[0], stderr=subprocess.STDOUT)
     proxy = subprocess.Popen([*command, "run", "--config", str(proxy_file)], stdout=logs[1], stderr=subprocess.STDOUT)
     try:
-        _wait_for_port(controller_port, controller)
-        _wait_for_port(sasl_port, proxy)
-        _wait_for_port(plain_port, proxy)
+        wait_for_port(controller_port, controller)
+        wait_for_port(sasl_port, proxy)
+        wait_for_port(plain_port, proxy)
         yield Stack(proxy, f"127.0.0.1:{plain_port}", f"127.0.0.1:{sasl_port}", work / "audit")
     finally:
         for server in (proxy, controller):
