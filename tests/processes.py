@@ -2,6 +2,7 @@
 
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,3 +31,8 @@ def wait_for_port(port: int, process: "subprocess.Popen[Any]", deadline: float =
         except OSError:
             time.sleep(0.1)
     raise AssertionError(f"port {port} not listening after {deadline}s")
+
+
+def start_server(args: list[str], log: Path) -> "subprocess.Popen[Any]":
+    """`envelope-proxy <args>` (run, controller, ...) as a process of the current interpreter, its output in `log`."""
+    return subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)

@@ -20,7 +20,7 @@ from typing import Any
 from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 from tests.integration import wire
-from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
+from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 CLIENTS = 4
 ANSWERED_BEFORE_KILL = 60
@@ -55,8 +55,8 @@ def intents_without_outcomes(records: list[dict[str, Any]]) -> set[str]:
 def run_until_killed(tmp_path: Path) -> CrashRun:
     """Controller and proxy as processes, CLIENTS connections creating topics back to back, then SIGKILL the proxy.
     The controller is left running (stop it with `_stop`)."""
-    controller_port, proxy_port = _free_port(), _free_port()
-    controller_file = _write(tmp_path / "controller.properties", controller_properties(port=controller_port))
+    controller_port, proxy_port = free_port(), free_port()
+    controller_file = write_properties(tmp_path / "controller.properties", controller_properties(port=controller_port))
     props = proxy_properties(controller_port, tmp_path / "audit")
     props.update(
         {
@@ -68,9 +68,9 @@ def run_until_killed(tmp_path: Path) -> CrashRun:
     )
     run = CrashRun(
         tmp_path / "audit",
-        _write(tmp_path / "proxy.properties", props),
+        write_properties(tmp_path / "proxy.properties", props),
         proxy_port,
-        _server(["controller", "--config", str(controller_file)], tmp_path / "controller.log"),
+        start_server(["controller", "--config", str(controller_file)], tmp_path / "controller.log"),
     )
     lock, stop = threading.Lock(), threading.Event()
 
@@ -88,10 +88,10 @@ def run_until_killed(tmp_path: Path) -> CrashRun:
         except (ConnectionError, OSError):
             return  # the proxy was killed
 
-    _wait_for_port(controller_port, run.controller)
-    proxy = _server(["run", "--config", str(run.proxy_config)], tmp_path / "proxy.log")
+    wait_for_port(controller_port, run.controller)
+    proxy = start_server(["run", "--config", str(run.proxy_config)], tmp_path / "proxy.log")
     try:
-        _wait_for_port(proxy_port, proxy)
+        wait_for_port(proxy_port, proxy)
         threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(CLIENTS)]
         for thread in threads:
             thread.start()
@@ -140,9 +140,9 @@ def test_sigkill_keeps_the_intent_of_every_answered_request_and_a_restart_publis
         assert len(intents_without_outcomes(records)) <= CLIENTS
         assert run.staged_at_kill, "the kill should leave the current file in staging"
 
-        restarted = _server(["run", "--config", str(run.proxy_config)], tmp_path / "proxy-restart.log")
+        restarted = start_server(["run", "--config", str(run.proxy_config)], tmp_path / "proxy-restart.log")
         try:
-            _wait_for_port(run.proxy_port, restarted)
+            wait_for_port(run.proxy_port, restarted)
             published = {path.name for path in run.audit_dir.glob("*.jsonl")}
             assert set(run.staged_at_kill) <= published
             assert f"published {len(run.staged_at_kill)} files left in" in (tmp_path / "proxy-restart.log").read_text()

@@ -5,16 +5,11 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from proxy.tools.embedded import client_config, controller_properties, proxy_properties
-from tests.processes import free_port, wait_for_port, write_properties
-
-
-def _server(args: list[str], log: Path) -> subprocess.Popen[Any]:
-    return subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)
+from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 
 def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: Path) -> None:
@@ -27,8 +22,8 @@ def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: 
     props["listener.security.protocol.map"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
     proxy_file = write_properties(tmp_path / "proxy.properties", props)
 
-    controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller.log")
-    proxy = _server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
+    controller = start_server(["controller", "--config", str(controller_file)], tmp_path / "controller.log")
+    proxy = start_server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
     try:
         wait_for_port(controller_port, controller)
         wait_for_port(proxy_port, proxy)

@@ -13,7 +13,7 @@ from controller.image import MetadataImage, StoredScramCredential, Topic
 from controller.persistence import MetadataStore, MetadataStoreError
 from proxy.tools.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
 from tests.integration import wire
-from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
+from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 TIMEOUT = 30
 
@@ -47,22 +47,22 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
         UserScramCredentialUpsertion,
     )
 
-    controller_port, proxy_port = _free_port(), _free_port()
+    controller_port, proxy_port = free_port(), free_port()
     props = {**controller_properties(port=controller_port), "metadata.log.dir": str(tmp_path / "metadata")}
-    controller_file = _write(tmp_path / "controller.properties", props)
+    controller_file = write_properties(tmp_path / "controller.properties", props)
     proxy_props = proxy_properties(controller_port, tmp_path / "audit")
     proxy_props["listeners"] = f"CLIENT://127.0.0.1:{proxy_port}"
     proxy_props["listener.security.protocol.map"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
-    proxy_file = _write(tmp_path / "proxy.properties", proxy_props)
+    proxy_file = write_properties(tmp_path / "proxy.properties", proxy_props)
     grant = AclBinding(
         ResourceType.TOPIC, "kept-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW
     )
 
-    controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller-1.log")
-    proxy = _server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
+    controller = start_server(["controller", "--config", str(controller_file)], tmp_path / "controller-1.log")
+    proxy = start_server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
     try:
-        _wait_for_port(controller_port, controller)
-        _wait_for_port(proxy_port, proxy)
+        wait_for_port(controller_port, controller)
+        wait_for_port(proxy_port, proxy)
         admin = AdminClient(client_config(f"127.0.0.1:{proxy_port}", "admin"))
         for future in admin.create_topics([NewTopic(f"kept-{i}", 1, 1) for i in range(5)]).values():
             future.result(timeout=TIMEOUT)
@@ -81,8 +81,8 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
 
         controller.send_signal(signal.SIGKILL)  # no shutdown hook runs
         controller.wait(10)
-        controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller-2.log")
-        _wait_for_port(controller_port, controller)
+        controller = start_server(["controller", "--config", str(controller_file)], tmp_path / "controller-2.log")
+        wait_for_port(controller_port, controller)
 
         topics = admin.list_topics(timeout=TIMEOUT).topics
         (configs,) = admin.describe_configs([ConfigResource("TOPIC", "kept-1")]).values()

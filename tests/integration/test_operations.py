@@ -18,7 +18,7 @@ from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.integration import wire
-from tests.integration.test_cli_servers import _free_port, _server, _wait_for_port, _write
+from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -101,7 +101,7 @@ async def test_metrics_change_exactly_after_a_known_sequence(nursery: Any, tmp_p
 
 
 async def test_readyz_follows_the_controller(nursery: Any, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     props = {**proxy_properties(port, tmp_path / "audit"), "metrics.listen": "127.0.0.1:0"}
     running = await nursery.start(run_proxy, parse_proxy_config(props))
     readyz = f"http://127.0.0.1:{running.metrics_port}/readyz"
@@ -115,8 +115,8 @@ async def test_readyz_follows_the_controller(nursery: Any, tmp_path: Path) -> No
 
 
 def test_sigterm_under_load_answers_and_audits_every_accepted_request(tmp_path: Path) -> None:
-    controller_port, proxy_port = _free_port(), _free_port()
-    controller_file = _write(tmp_path / "controller.properties", controller_properties(port=controller_port))
+    controller_port, proxy_port = free_port(), free_port()
+    controller_file = write_properties(tmp_path / "controller.properties", controller_properties(port=controller_port))
     props = proxy_properties(controller_port, tmp_path / "audit")
     props.update(
         {
@@ -125,9 +125,9 @@ def test_sigterm_under_load_answers_and_audits_every_accepted_request(tmp_path: 
         }
     )
     props["shutdown.timeout.ms"] = "20000"
-    proxy_file = _write(tmp_path / "proxy.properties", props)
-    controller = _server(["controller", "--config", str(controller_file)], tmp_path / "controller.log")
-    proxy = _server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
+    proxy_file = write_properties(tmp_path / "proxy.properties", props)
+    controller = start_server(["controller", "--config", str(controller_file)], tmp_path / "controller.log")
+    proxy = start_server(["run", "--config", str(proxy_file)], tmp_path / "proxy.log")
     answered: list[str] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -148,8 +148,8 @@ def test_sigterm_under_load_answers_and_audits_every_accepted_request(tmp_path: 
                     answered.append(topic)
 
     try:
-        _wait_for_port(controller_port, controller)
-        _wait_for_port(proxy_port, proxy)
+        wait_for_port(controller_port, controller)
+        wait_for_port(proxy_port, proxy)
         threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(4)]
         for thread in threads:
             thread.start()
