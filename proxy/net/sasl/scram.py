@@ -1,8 +1,8 @@
-"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), sans-IO.
+"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), sans-IO: the listener's side and what both sides share.
 
-Both ends are plain state machines fed with tokens, so the same code serves the
-listener (``ScramServer``) and the proxy's own login to the controller
-(``ScramClient``) and can be tested without sockets.
+Both ends are plain state machines fed with tokens: ``ScramServer`` here serves the
+listener, ``ScramClient`` (proxy/net/sasl/scram_client.py) the proxy's own login to
+the controller, on the same primitives, and both can be tested without sockets.
 
 Passwords are used as their UTF-8 bytes without SASLprep, exactly as Kafka's
 ``ScramFormatter.normalize`` does, so credentials created here and by

@@ -24,6 +24,8 @@ from proxy.net.sasl.scram import (
     escape_username,
 )
 
+__all__ = ["ScramClient"]
+
 
 class _ClientState(Enum):
     SEND_CLIENT_FIRST_MESSAGE = "SEND_CLIENT_FIRST_MESSAGE"

@@ -15,9 +15,9 @@ from proxy.net.tls.options import _CLIENT_AUTH_MODES, _TLS12_SUITES, _TLS_VERSIO
 from proxy.net.tls.stores import KeyMaterial, load_keystore, load_truststore
 from proxy.properties import ConfigError
 
-log = logging.getLogger(__name__)
+__all__ = ["ReloadingServerContext", "client_context", "server_context"]
 
-# --- SSL contexts -------------------------------------------------------------------------
+log = logging.getLogger(__name__)
 
 
 def _load_key_material(ctx: ssl.SSLContext, material: KeyMaterial) -> None:

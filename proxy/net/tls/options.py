@@ -20,7 +20,6 @@ Differences from Kafka's DefaultSslEngineFactory, all deliberate:
 
 from __future__ import annotations
 
-import logging
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, r
 
 from proxy.properties import ConfigError
 
-log = logging.getLogger(__name__)
+__all__ = ["HIDDEN", "PrivateKey", "TlsSettings", "parse_tls_settings"]
 
 HIDDEN = "[hidden]"  # what Kafka prints for PASSWORD-type values
 

@@ -1,9 +1,9 @@
-"""Kafka's ``ssl.principal.mapping.rules`` and Java's RFC 2253 rendering of certificate subjects.
+"""Kafka's ``ssl.principal.mapping.rules``: SSL clients get the principal a Kafka broker would give them.
 
 A TLS client's principal is derived the way a Kafka broker derives it:
 
 1. the peer certificate's subject is rendered as ``X500Principal.getName()`` does
-   (RFC 2253: last RDN first, Java's escaping) -- :func:`distinguished_name`;
+   (RFC 2253: last RDN first, Java's escaping) -- :func:`~proxy.net.tls.subject.distinguished_name`;
 2. the rules are tried in order; ``DEFAULT`` yields the DN unchanged, a ``RULE``
    applies only if its (Java) pattern matches the *whole* DN, and then the pattern
    is replaced everywhere in the DN, optionally lower/upper-cased afterwards;

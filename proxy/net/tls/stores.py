@@ -1,8 +1,7 @@
-"""Key and trust stores (PEM or PKCS12) read with ``cryptography``; every problem a ConfigError naming the key."""
+"""Key and trust stores (PEM or PKCS12) read with ``cryptography``, so a bad file or password is a ConfigError naming the key."""
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 
@@ -26,9 +25,7 @@ from proxy.net.tls.options import (
 )
 from proxy.properties import ConfigError
 
-log = logging.getLogger(__name__)
-
-# --- loading stores -----------------------------------------------------------------------
+__all__ = ["KeyMaterial", "load_keystore", "load_truststore"]
 
 
 @dataclass(frozen=True)

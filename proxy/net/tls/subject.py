@@ -2,6 +2,8 @@
 
 from cryptography import x509
 
+__all__ = ["distinguished_name", "name_to_rfc2253"]
+
 # Keywords Java's X500Principal.getName() (RFC 2253 format) emits; every other attribute
 # type is printed as its dotted OID with the value as "#" + hex of its DER encoding.
 _RFC2253_KEYWORDS = {
@@ -117,5 +119,3 @@ def distinguished_name(cert: x509.Certificate) -> str:
     cryptography as ``OID=text``.
     """
     return name_to_rfc2253(cert.subject)
-
-
