@@ -8,12 +8,12 @@ import trio
 from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
 from proxy.forward.service import ProxyService
-from proxy.forward.upstream import Upstream, UpstreamEvent
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
 from proxy.net.settings import ListenerConfig
 from proxy.ops.http import OperationsEndpoint, serve_operations
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.pool import ControllerPool, UpstreamEvent
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +31,9 @@ class RunningProxy:
         return next(item for item in self.listeners if item.name == name.upper())
 
     def ready(self) -> bool:
-        """Listeners bound, the controller connected with known ApiVersions, and not shutting down."""
+        """Listeners bound, an active controller known and connected with known ApiVersions, and not shutting down."""
         upstream = self.service.upstream
-        return (
-            self.bound
-            and not self.draining
-            and upstream.connected
-            and upstream.controller_ranges is not None
-        )
+        return self.bound and not self.draining and upstream.connected and upstream.controller_ranges is not None
 
 
 async def run_proxy(
@@ -53,8 +48,8 @@ async def run_proxy(
     audit = open_audit_log(config.audit, config.audit_log_dir, config.node_id, metrics)
     # The controller connection reports to the service on one bounded channel.
     upstream_events, upstream_events_received = trio.open_memory_channel[UpstreamEvent](16)
-    upstream = Upstream(config.upstream, events=upstream_events)
-    read_upstream = Upstream(config.read_upstream) if config.read_upstream else None
+    upstream = ControllerPool(config.upstream, events=upstream_events)
+    read_upstream = ControllerPool(config.read_upstream) if config.read_upstream else None
     service = ProxyService(config.service(), upstream, audit, read_upstream=read_upstream, metrics=metrics)
     tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
     running = RunningProxy(service, [], tracker)

@@ -10,12 +10,13 @@ from authz.model import parse_super_users
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import EdgeSettings
 from proxy.forward.settings import ServiceSettings
-from proxy.forward.upstream import UpstreamSettings
-from proxy.forward.upstream_login import parse_upstream_login
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
+from proxy.upstream.addresses import parse_quorum, parse_servers
+from proxy.upstream.login import parse_upstream_login
+from proxy.upstream.settings import UpstreamSettings
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,17 @@ class ProxyConfig:
             "listeners": [listener.effective() for listener in self.listeners],
             "controller": {
                 "address": self.upstream.address,
+                "addresses.key": self.upstream.servers_key,
                 "listener": self.controller_listener,
                 "security.protocol": self.upstream.security_protocol,
                 "sasl.mechanism": self.upstream.sasl_mechanism,
                 "username": self.upstream.username,
                 "password": "[hidden]" if self.upstream.password else None,
                 "request.timeout.ms": int(self.upstream.request_timeout * 1000),
+                "controller.connections": self.upstream.connections,
+                "controller.queue.max.requests": self.upstream.max_queued,
+                "controller.forward.timeout.ms": int(self.upstream.forward_timeout * 1000),
+                "controller.discovery.interval.ms": int(self.upstream.discovery_interval * 1000),
                 "ssl": _client_tls_effective(self.upstream),
             },
             "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
@@ -88,16 +94,6 @@ def _client_tls_effective(upstream: UpstreamSettings) -> dict[str, object] | Non
     return shown
 
 
-def parse_host_port(key: str, text: str) -> tuple[str, int]:
-    """`host:port`, `[v6]:port`, or KRaft's `id@host:port` from a bootstrap list."""
-    first = text.split(",")[0].strip()
-    first = first.split("@", 1)[1] if "@" in first else first
-    host, sep, port = first.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ConfigError(key, text, "expected host:port")
-    return host.strip("[]"), int(port)
-
-
 def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
     names = props.list("controller.listener.names")
     if not names:
@@ -117,17 +113,22 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
         )
     # Every security protocol is served (the map only holds those four); SSL and SASL_SSL read the
     # controller listener's ssl.* keys: listener.name.<controller>.ssl.* falling back to ssl.*.
-    host, port = parse_host_port("controller.quorum.bootstrap.servers", props.require("controller.quorum.bootstrap.servers"))
+    servers_key, servers = parse_quorum(props.get("controller.quorum.voters"), props.get("controller.quorum.bootstrap.servers"))
     login = parse_upstream_login(props, name, protocol)
     tls = parse_client_tls(props, name, protocol)
     settings = UpstreamSettings(
-        host=host,
-        port=port,
+        servers=tuple(servers),
+        servers_key=servers_key,
+        listener_name=name,
         security_protocol=protocol,
         sasl_mechanism=login.mechanism,
         username=login.username,
         password=login.password,
         request_timeout=props.int("request.timeout.ms", 30000, minimum=1) / 1000,
+        connections=props.int("controller.connections", 4, minimum=1),
+        max_queued=props.int("controller.queue.max.requests", 1000, minimum=0),
+        forward_timeout=props.int("controller.forward.timeout.ms", 60000, minimum=1) / 1000,
+        discovery_interval=props.int("controller.discovery.interval.ms", 30000, minimum=1) / 1000,
         tls=tls.settings if tls else None,
         tls_context=tls.context if tls else None,
         certificate_dn=tls.certificate_dn if tls else None,
@@ -199,8 +200,8 @@ def _read_upstream(props: Properties, controller: UpstreamSettings) -> UpstreamS
     text = props.get("read.bootstrap.servers")
     if not text:
         return None
-    host, port = parse_host_port("read.bootstrap.servers", text)
-    return dataclasses.replace(controller, host=host, port=port)
+    brokers = parse_servers("read.bootstrap.servers", text)
+    return dataclasses.replace(controller, servers=tuple(brokers), servers_key="read.bootstrap.servers", discover=False)
 
 
 def load_proxy_config(path: str | Path) -> ProxyConfig:

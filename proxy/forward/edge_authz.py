@@ -36,7 +36,8 @@ from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from proxy.forward.offload import CpuOffload
-from proxy.forward.upstream import Upstream, UpstreamUnavailable
+from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.pool import ControllerPool
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class EdgeSettings:
 
 
 class EdgeAuthorizer:
-    def __init__(self, settings: EdgeSettings, upstream: Upstream) -> None:
+    def __init__(self, settings: EdgeSettings, upstream: ControllerPool) -> None:
         self.settings = settings
         self.upstream = upstream
         self._mirror: AclAuthorizer | None = None

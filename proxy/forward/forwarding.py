@@ -1,7 +1,10 @@
-"""Forwarding one admin request: its intent, the Envelope (retried on NOT_CONTROLLER), its outcome, the answer.
+"""Forwarding one admin request: its intent, the Envelope, its outcome, the answer.
 
 The client's bytes go into the Envelope untouched. The intent is committed before
 the controller sees the request, and the outcome before the client sees the answer.
+As Kafka's ForwardingManager, an envelope answered NOT_CONTROLLER (or lost with its
+connection, see proxy/upstream/pool.py) goes to the new active controller until the
+request is `controller.forward.timeout.ms` old; then the client gets REQUEST_TIMED_OUT.
 """
 
 import ipaddress
@@ -23,15 +26,16 @@ from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection, Next, envelope_action
 from proxy.forward.request_audit import RequestAudit
-from proxy.forward.upstream import Upstream, UpstreamUnavailable
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.pool import ControllerPool, QueueFull
 
 log = logging.getLogger(__name__)
 
-NOT_CONTROLLER_RETRIES = 3
 _RETRY_BACKOFF = 0.05
+_RETRY_BACKOFF_MAX = 1.0
 _FORWARDER_CLIENT_ID = "envelope-proxy"
 # The ACL changes the edge authorizer's mirror must see at once.
 _ACL_CHANGES = frozenset({ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
@@ -45,41 +49,60 @@ def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[i
 
 
 class Forwarder:
-    def __init__(self, upstream: Upstream, edge: EdgeAuthorizer, metrics: ProxyMetrics, offload: CpuOffload, *, forwarding_principal: str) -> None:
+    def __init__(
+        self, upstream: ControllerPool, edge: EdgeAuthorizer, metrics: ProxyMetrics, offload: CpuOffload, *, forwarding_principal: str
+    ) -> None:
         self.upstream = upstream
         self.edge = edge
         self.metrics = metrics
         self.offload = offload
         self.forwarding_principal = forwarding_principal
 
-    async def forward(self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> None:
+    async def forward(
+        self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit
+    ) -> None:
         try:
             await audit.intent()
         except AuditUnavailable as exc:
             await self._reject_unaudited(conn, body, audit, exc)
             return
-        with self.metrics.forwarding_queue.track_inprogress():
-            await self._send(conn, principal, address, frame, body, audit)
+        await self._send(conn, principal, address, frame, body, audit)
 
-    async def _send(self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> None:
-        header = audit.header
-        audit.restart()  # the outcome's timings measure the Envelope's round trips
-        envelope_error: int = ErrorCode.none
-        embedded: bytes | None = None
-        for attempt in range(NOT_CONTROLLER_RETRIES + 1):
+    async def _send(
+        self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit
+    ) -> None:
+        audit.restart()  # the outcome's timings measure from here: queue, then the Envelope's round trips
+        deadline = trio.current_time() + self.upstream.settings.forward_timeout
+        backoff = _RETRY_BACKOFF
+        while True:
             try:
-                response = await self.upstream.request(
-                    lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID)
+                delivery = await self.upstream.send(
+                    lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID), deadline=deadline
                 )
-                envelope_error, embedded = unwrap(response)
-            except UpstreamUnavailable as exc:
+                envelope_error, embedded = unwrap(delivery.response)
+            except QueueFull as exc:
+                log.warning("request %s of %s refused: %s", audit.api, principal, exc)
+                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
+                return
+            except (UpstreamUnavailable, ProtocolError) as exc:
                 log.warning("request %s of %s: %s", audit.api, principal, exc)
                 await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
                 return
-            if envelope_action(envelope_error).next is not Next.RETRY or attempt == NOT_CONTROLLER_RETRIES:
+            audit.delivered(delivery)
+            if envelope_action(envelope_error).next is not Next.RETRY:
                 break
+            self.upstream.not_controller(delivery.server)
             self.metrics.upstream_not_controller_retries.inc()
-            await trio.sleep(_RETRY_BACKOFF * (attempt + 1))
+            if trio.current_time() + backoff >= deadline:
+                message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
+                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, message, envelope_error)
+                return
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, _RETRY_BACKOFF_MAX)
+        await self._answer(conn, body, audit, envelope_error, embedded)
+
+    async def _answer(self, conn: KafkaConnection, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> None:
+        header = audit.header
         action = envelope_action(envelope_error)
         if action.next is Next.ANSWER and embedded is not None:
             if header.api_key in _ACL_CHANGES:
@@ -95,7 +118,9 @@ class Forwarder:
         if action.client_code == ErrorCode.cluster_authorization_failed:
             message = f"the proxy's principal {self.forwarding_principal} lacks CLUSTER_ACTION on the controller"
             log.error(
-                "%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster", message, self.forwarding_principal
+                "%s: grant it with kafka-acls --add --allow-principal %s --operation ClusterAction --cluster",
+                message,
+                self.forwarding_principal,
             )
         await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
 
@@ -109,7 +134,9 @@ class Forwarder:
         await audit.outcome(envelope_error, top, results)
         audit.count(self.metrics, "forwarded", forwarded=True)
 
-    async def _answer_error(self, conn: KafkaConnection, body: Any, audit: RequestAudit, code: int, message: str, envelope_error: int | None) -> None:
+    async def _answer_error(
+        self, conn: KafkaConnection, body: Any, audit: RequestAudit, code: int, message: str, envelope_error: int | None
+    ) -> None:
         await audit.failed(envelope_error, code, message)
         audit.count(self.metrics, "failed", forwarded=True)
         header = audit.header

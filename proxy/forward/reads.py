@@ -29,8 +29,9 @@ from envelope.responses import metadata_topic_error
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.local import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.forward.offload import CpuOffload
-from proxy.forward.upstream import Upstream, UpstreamUnavailable
 from proxy.net.settings import ListenerConfig
+from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.pool import ControllerPool
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class ReadUnavailable(Exception):
 
 class ReadPath:
     def __init__(
-        self, upstream: Upstream, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None, offload: CpuOffload | None = None
+        self, upstream: ControllerPool, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None, offload: CpuOffload | None = None
     ) -> None:
         self.upstream = upstream
         self.edge = edge
@@ -78,7 +79,9 @@ class ReadPath:
         ranges = self.upstream.controller_ranges or {}
         served = ranges.get(api_key)
         if served is None or served.min > client_version:
-            raise ReadUnavailable(f"the read upstream {self.upstream.settings.address} does not serve this API at v{client_version} or lower")
+            raise ReadUnavailable(
+                f"the read upstream {self.upstream.settings.address} does not serve this API at v{client_version} or lower"
+            )
         version = min(client_version, served.max)
         body = build_entity(request_schema(api_key, version), values)
         try:
@@ -128,7 +131,9 @@ class ReadPath:
                 for topic in upstream_topics:
                     topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
                     topics[str(topic["name"])] = topic
-        frame = await self.offload.entries(len(names) + len(topics), self._metadata_frame, header, listener, cluster_id, names, topics, explicit)
+        frame = await self.offload.entries(
+            len(names) + len(topics), self._metadata_frame, header, listener, cluster_id, names, topics, explicit
+        )
         return ReadResult(frame, accesses, denied, *error)
 
     def _metadata_frame(
@@ -166,7 +171,9 @@ class ReadPath:
         if wanted:
             values = {**_as_dict(body), "resources": wanted}
             try:
-                answers = iter(_as_dict(r) for r in (await self._upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results)
+                answers = iter(
+                    _as_dict(r) for r in (await self._upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results
+                )
             except ReadUnavailable as exc:
                 log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
                 error = (ErrorCode.unknown_server_error, str(exc))

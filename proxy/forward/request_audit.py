@@ -20,6 +20,7 @@ from envelope.responses import ResourceError, error_name
 from proxy.audit.bounds import first_entries
 from proxy.audit.pipeline import AuditLog, make_record
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.pool import Delivery
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,11 @@ class RequestAudit:
     forwarding: Forwarding | None = None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
+    attempts: list[int | None] = field(default_factory=list)
+    """The node id of each controller the envelope was sent to, in order."""
+    answered_by: Delivery | None = None
+    queued: float = 0.0
+    """Seconds the request waited for a controller connection, over all its attempts."""
 
     @property
     def api(self) -> str:
@@ -68,6 +74,12 @@ class RequestAudit:
 
     def restart(self) -> None:
         self.started = time.perf_counter()
+
+    def delivered(self, delivery: Delivery) -> None:
+        """One envelope answered (NOT_CONTROLLER included): where it went, and how long it waited."""
+        self.attempts.extend(server.node_id for server in delivery.attempts)
+        self.answered_by = delivery
+        self.queued += delivery.queued
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -100,14 +112,32 @@ class RequestAudit:
             "authorizationInfo": None,
             "result": None,
             "timings": None,
-            "upstream": {"address": forwarding.upstream_address, "nodeId": None} if forwarding else None,
+            "upstream": self._upstream() if forwarding else None,
             "connection": None,
         }
         data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
         return data
 
-    def _timings(self, upstream_ms: float = 0.0) -> dict[str, float]:
-        return {"queueMs": 0.0, "upstreamMs": round(upstream_ms, 3), "totalMs": round(self.elapsed_ms(), 3)}
+    def _upstream(self) -> dict[str, Any]:
+        """Where the envelope went: the configured quorum until a controller answered, then that node and every attempt."""
+        delivery, forwarding = self.answered_by, self.forwarding
+        if delivery is None:
+            assert forwarding is not None
+            return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": self.attempts}
+        return {
+            "address": delivery.server.address,
+            "nodeId": delivery.server.node_id,
+            "attempts": len(self.attempts),
+            "controllers": self.attempts,
+        }
+
+    def _timings(self, *, forwarded: bool = False) -> dict[str, float]:
+        """Forwarded: queue is the wait for a controller connection, upstream the rest after the intent (round
+        trips, failovers). Answered by the proxy: all of it is the total."""
+        total = self.elapsed_ms()
+        queue = min(self.queued * 1000, total)
+        upstream = total - queue if forwarded else 0.0
+        return {"queueMs": round(queue, 3), "upstreamMs": round(upstream, 3), "totalMs": round(total, 3)}
 
     async def _write(self, data: dict[str, Any], subject: str | None, *, required: bool = False) -> None:
         await self.log.write(make_record(self.node_id, subject, data), required=required)
@@ -116,10 +146,10 @@ class RequestAudit:
         """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
         metrics.requests.labels(self.caller.listener, self.api, outcome).inc()
         if forwarded:
-            # No queue in front of the upstream yet: all of the time after the intent is upstream time.
             elapsed = self.elapsed_ms() / 1000
-            metrics.queue_time.labels(self.api).observe(0.0)
-            metrics.upstream_time.labels(self.api).observe(elapsed)
+            queued = min(self.queued, elapsed)
+            metrics.queue_time.labels(self.api).observe(queued)
+            metrics.upstream_time.labels(self.api).observe(elapsed - queued)
             metrics.total_time.labels(self.api).observe(elapsed)
 
     # -- the stages -------------------------------------------------------------------------
@@ -139,8 +169,7 @@ class RequestAudit:
             "errorCode": top,
             "errors": [error_row(r.resource, r.error_code, r.message) for r in rows],
         }
-        # The proxy does not queue yet, so the whole wait after the intent is upstream time.
-        data["timings"] = self._timings(upstream_ms=self.elapsed_ms())
+        data["timings"] = self._timings(forwarded=True)
         await self._write(data, subject_of(self.resources))
 
     async def failed(self, envelope_error: int | None, code: int, message: str) -> None:
@@ -153,7 +182,7 @@ class RequestAudit:
             "errorCode": code,
             "errors": [error_row(r.name, code, message) for r in rows],
         }
-        data["timings"] = self._timings()
+        data["timings"] = self._timings(forwarded=True)
         await self._write(data, subject_of(self.resources))
 
     async def refused(self, reason: str) -> None:
@@ -170,7 +199,12 @@ class RequestAudit:
         await self._write(data, None)
 
     async def read(
-        self, policy: str, denied: list[ResourceAccess], code_of: Callable[[ResourceAccess], int], error_code: int, error_message: str | None
+        self,
+        policy: str,
+        denied: list[ResourceAccess],
+        code_of: Callable[[ResourceAccess], int],
+        error_code: int,
+        error_message: str | None,
     ) -> None:
         """A read answered by the proxy: what the edge authorizer denied, and the upstream's error if any."""
         data = self._data("read", self.resources)

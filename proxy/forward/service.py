@@ -32,7 +32,6 @@ from proxy.forward.request_audit import Forwarding, RequestAudit
 from proxy.forward.routing import READ_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
-from proxy.forward.upstream import Upstream, UpstreamEvent
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import (
     CAUSE_CLIENT,
@@ -50,12 +49,18 @@ from proxy.net.refusals import (
 from proxy.net.sasl.server import ApiVersionsRequest, Login, LoginFailed, refused_connection
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.pool import ControllerPool, UpstreamEvent
 
 log = logging.getLogger(__name__)
 
 _DISCONNECT_AUDIT_TIMEOUT = 10.0
 # RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
-_REFUSAL_CAUSES = {IP_FILTER: "ip_filter", PRIVILEGED_PRINCIPAL: "privileged_principal", SSL_PRINCIPAL_MAPPING: "tls", PROTOCOL_ERROR: "protocol_error"}
+_REFUSAL_CAUSES = {
+    IP_FILTER: "ip_filter",
+    PRIVILEGED_PRINCIPAL: "privileged_principal",
+    SSL_PRINCIPAL_MAPPING: "tls",
+    PROTOCOL_ERROR: "protocol_error",
+}
 
 
 def own_ranges() -> dict[int, VersionRange]:
@@ -84,10 +89,10 @@ class ProxyService:
     def __init__(
         self,
         settings: ServiceSettings,
-        upstream: Upstream,
+        upstream: ControllerPool,
         audit: AuditLog,
         *,
-        read_upstream: Upstream | None = None,
+        read_upstream: ControllerPool | None = None,
         metrics: ProxyMetrics | None = None,
     ) -> None:
         self.settings = settings
@@ -103,9 +108,15 @@ class ProxyService:
         self.sessions: set[Session] = set()
         self.draining = False
         self.drained = trio.Event()
-        self._advertised_before = self.advertised()
+        # What clients were told last; None until the controller's ranges are first known (KIP-590: only a real
+        # change of the intersection closes clients, not the first connection).
+        self._advertised_before: dict[int, VersionRange] | None = None
         self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
-        self.reads = ReadPath(read_upstream or upstream, self.edge, node_id=settings.node_id, cluster_id=settings.cluster_id, offload=self.offload)
+        self.metrics.upstream_controller_id.set_function(lambda: float(upstream.active_id))
+        self.metrics.forwarding_queue.set_function(lambda: float(upstream.queue_length))
+        self.reads = ReadPath(
+            read_upstream or upstream, self.edge, node_id=settings.node_id, cluster_id=settings.cluster_id, offload=self.offload
+        )
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
 
@@ -122,6 +133,8 @@ class ProxyService:
         async for event in events:
             if event is UpstreamEvent.APIVERSIONS:
                 self.metrics.upstream_apiversions_refreshes.inc()
+                if self._advertised_before is None and self.upstream.controller_ranges is not None:
+                    self._advertised_before = self.advertised()
             elif event is UpstreamEvent.RECONNECT:
                 self.metrics.upstream_reconnects.inc()
             else:
@@ -148,7 +161,7 @@ class ProxyService:
         """KIP-590: a controller with other versions means clients must ask ApiVersions again, so close them."""
         before, after = self._advertised_before, self.advertised()
         self._advertised_before = after
-        if not apiversions.must_reconnect_clients(before, after):
+        if before is None or not apiversions.must_reconnect_clients(before, after):
             return
         log.warning("the controller's API versions changed: closing %d client connections so they ask again", len(self.sessions))
         for session in list(self.sessions):
@@ -261,7 +274,9 @@ class ProxyService:
         elif routed.route is Route.LOCAL:
             settings = self.settings
             await self._local(self._request_audit(session, header))
-            await session.conn.send(describe_cluster_response(header, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id))
+            await session.conn.send(
+                describe_cluster_response(header, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id)
+            )
         elif routed.route is Route.READ:
             await self._read(session, header, frame)
         else:
@@ -273,7 +288,14 @@ class ProxyService:
 
     async def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
         conn = session.conn
-        log.warning("connection %s from %s (%s): refused %s: %s", conn.connection_id, conn.peer.host, session.principal, api_name(header.api_key), reason)
+        log.warning(
+            "connection %s from %s (%s): refused %s: %s",
+            conn.connection_id,
+            conn.peer.host,
+            session.principal,
+            api_name(header.api_key),
+            reason,
+        )
         session.refusal_audited = True
         audit = self._request_audit(session, header)
         await audit.refused(reason)
@@ -295,7 +317,9 @@ class ProxyService:
                 # Kafka's answer; nothing the client chose is kept for later records.
                 await self._refuse(session, header, "client software name or version does not match Kafka's pattern")
                 session.refusal_audited = False  # answered, and the connection goes on
-                await session.conn.send(apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request))
+                await session.conn.send(
+                    apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request)
+                )
                 return False
             session.software_name, session.software_version = name, version
             audit.caller = session.caller()
@@ -308,7 +332,9 @@ class ProxyService:
     async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
         audit = self._request_audit(session, header)
         try:
-            body = await self.offload.frame(len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+            body = await self.offload.frame(
+                len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True
+            )
         except ProtocolError as exc:
             await self._refuse(session, header, f"request body cannot be decoded: {exc}")
             raise
@@ -328,7 +354,9 @@ class ProxyService:
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
         audit = self._request_audit(session, header, forwarded=True)
         try:
-            body, audit.resources = await self.offload.frame(len(frame), _decode_with_resources, header.api_key, header.api_version, frame, header.header_size)
+            body, audit.resources = await self.offload.frame(
+                len(frame), _decode_with_resources, header.api_key, header.api_version, frame, header.header_size
+            )
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             await self._refuse(session, header, f"request body cannot be decoded: {exc}")

@@ -42,7 +42,11 @@ class ProxyMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.forwarding_queue = Gauge(f"{PREFIX}_forwarding_queue_length", "Forwarded requests waiting for the controller", registry=r)
+        self.forwarding_queue = Gauge(
+            f"{PREFIX}_forwarding_queue_length",
+            "Forwarded requests waiting for a controller connection or in flight (KIP-938 QueueLength)",
+            registry=r,
+        )
         self.connections_active = Gauge(f"{PREFIX}_connections_active", "Open client connections", ["listener"], registry=r)
         self.connections_accepted = Counter(f"{PREFIX}_connections_accepted", "Client connections accepted", ["listener"], registry=r)
         self.connections_closed = Counter(f"{PREFIX}_connections_closed", "Client connections closed", ["listener"], registry=r)
@@ -52,11 +56,13 @@ class ProxyMetrics:
         self.authentications = Counter(
             f"{PREFIX}_authentications", "Logins by mechanism and result", ["listener", "mechanism", "result"], registry=r
         )
-        self.upstream_connected = Gauge(f"{PREFIX}_upstream_connected", "1 while the controller connection is up", registry=r)
+        self.upstream_connected = Gauge(f"{PREFIX}_upstream_connected", "1 while an active controller is known and reachable", registry=r)
         self.upstream_controller_id = Gauge(
-            f"{PREFIX}_upstream_active_controller_id", "Node id of the controller the proxy talks to (-1 unknown)", registry=r
+            f"{PREFIX}_upstream_active_controller_id", "Node id of the active controller (-1 while none is known)", registry=r
         )
-        self.upstream_reconnects = Counter(f"{PREFIX}_upstream_reconnects", "Controller connections re-established", registry=r)
+        self.upstream_reconnects = Counter(
+            f"{PREFIX}_upstream_reconnects", "Controller connections lost, or forgotten on NOT_CONTROLLER", registry=r
+        )
         self.upstream_apiversions_refreshes = Counter(
             f"{PREFIX}_upstream_apiversions_refreshes", "ApiVersions fetched from the controller", registry=r
         )
@@ -67,13 +73,20 @@ class ProxyMetrics:
             f"{PREFIX}_audit_records", "Audit records committed, by sink (file, kafka, spool) and stage", ["sink", "stage"], registry=r
         )
         self.audit_write_errors = Counter(
-            f"{PREFIX}_audit_write_errors", "Audit records in write attempts that failed, by sink (retries count again)", ["sink"], registry=r
+            f"{PREFIX}_audit_write_errors",
+            "Audit records in write attempts that failed, by sink (retries count again)",
+            ["sink"],
+            registry=r,
         )
         self.audit_records_lost = Counter(
-            f"{PREFIX}_audit_records_lost", "Audit records given up on (audit.on.failure=reject, or a sink still failing at shutdown)", registry=r
+            f"{PREFIX}_audit_records_lost",
+            "Audit records given up on (audit.on.failure=reject, or a sink still failing at shutdown)",
+            registry=r,
         )
         self.audit_rejected_requests = Counter(
-            f"{PREFIX}_audit_rejected_requests", "Requests answered with an error, not forwarded, because their intent record failed", registry=r
+            f"{PREFIX}_audit_rejected_requests",
+            "Requests answered with an error, not forwarded, because their intent record failed",
+            registry=r,
         )
         self.audit_files_published = Counter(f"{PREFIX}_audit_files_published", "Audit files renamed out of staging", registry=r)
         self.audit_queue_depth = Gauge(f"{PREFIX}_audit_queue_depth", "Audit records waiting for the writer", registry=r)
@@ -91,9 +104,8 @@ class ProxyMetrics:
         self.audit_spool_bytes = Gauge(f"{PREFIX}_audit_spool_bytes", "Size of the spool's segment files", registry=r)
         self.audit_spooling = Gauge(f"{PREFIX}_audit_spooling", "1 while audit records go to the spool instead of Kafka", registry=r)
         self.ready = Gauge(
-            f"{PREFIX}_ready", "1 when listeners are bound and the controller is connected with known ApiVersions", registry=r
+            f"{PREFIX}_ready", "1 when listeners are bound and an active controller is known, connected, with known ApiVersions", registry=r
         )
-        self.upstream_controller_id.set(-1)
 
 
 def metric_names() -> frozenset[str]:

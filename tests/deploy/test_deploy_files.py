@@ -484,7 +484,7 @@ def test_sidecar_properties_are_accepted_by_the_parsers(tmp_path: Path) -> None:
     assert listeners["PROXY"].host == "127.0.0.1", "the proxy's listener on the controller is loopback only"
 
     proxy = parse_proxy_config(localize(proxy_raw, pki, scram))
-    assert (proxy.upstream.host, proxy.upstream.port) == ("127.0.0.1", listeners["PROXY"].port)
+    assert [(s.host, s.port) for s in proxy.upstream.servers] == [("127.0.0.1", listeners["PROXY"].port)]
     assert proxy.upstream.security_protocol == listeners["PROXY"].security_protocol
     assert proxy.upstream.sasl_mechanism in listeners["PROXY"].sasl_mechanisms
 

@@ -68,7 +68,7 @@ async def test_a_replaced_controller_is_followed_and_clients_told(nursery: Any, 
 
     (bound,) = await nursery.start(run_first)
     port = bound.port
-    config = parse_proxy_config({**proxy_properties(port, tmp_path / "audit"), "request.timeout.ms": "1500"})
+    config = parse_proxy_config({**proxy_properties(port, tmp_path / "audit"), "request.timeout.ms": "1500", "controller.forward.timeout.ms": "1500"})
     running = await nursery.start(run_proxy, config)
     address = f"127.0.0.1:{running.listener('CLIENT').port}"
     upstream = running.service.upstream

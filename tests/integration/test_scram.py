@@ -10,12 +10,14 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
-from proxy.forward.upstream import Upstream, UpstreamSettings
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
 from proxy.net.sasl.scram import generic_failure_message
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
+from proxy.upstream.addresses import ControllerAddress
+from proxy.upstream.pool import ControllerPool
+from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 
@@ -133,8 +135,10 @@ async def test_the_upstream_scram_login_checks_the_password(nursery: Any, tmp_pa
     controller_overrides, _ = _scram_upstream(tmp_path)
     controller = EmbeddedController(parse_controller_config({**controller_properties(), **controller_overrides}))
     (bound,) = await nursery.start(controller.run)
-    settings = UpstreamSettings("127.0.0.1", bound.port, "SASL_PLAINTEXT", SHA256, PROXY_USER, password, backoff_initial=0.05)
-    upstream = Upstream(settings)
+    settings = UpstreamSettings(
+        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", sasl_mechanism=SHA256, username=PROXY_USER, password=password, backoff_initial=0.05
+    )
+    upstream = ControllerPool(settings)
     await nursery.start(upstream.run)
     with trio.move_on_after(2):
         while not upstream.connected:

@@ -25,6 +25,22 @@ def test_the_embedded_defaults_parse() -> None:
     assert config.forwarding_principal == "User:proxy"
 
 
+def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
+    props = proxy_properties(9093, Path("/tmp/audit"))
+    props["controller.quorum.bootstrap.servers"] = " 127.0.0.1:9001, [::1]:9002 ,localhost:9003"
+    bootstrap = parse_proxy_config(props).upstream
+    assert [(s.host, s.port, s.node_id) for s in bootstrap.servers] == [("127.0.0.1", 9001, None), ("::1", 9002, None), ("localhost", 9003, None)]
+    assert bootstrap.servers_key == "controller.quorum.bootstrap.servers" and bootstrap.discover
+    del props["controller.quorum.bootstrap.servers"]
+    props["controller.quorum.voters"] = "3@127.0.0.1:9001,1@[::1]:9002"
+    voters = parse_proxy_config(props).upstream
+    assert [(s.host, s.port, s.node_id) for s in voters.servers] == [("127.0.0.1", 9001, 3), ("::1", 9002, 1)]
+    assert voters.address == "3@127.0.0.1:9001,1@[::1]:9002"
+    props["read.bootstrap.servers"] = "127.0.0.1:9092,127.0.0.1:9094"
+    reads = parse_proxy_config(props).read_upstream
+    assert reads is not None and not reads.discover and [s.port for s in reads.servers] == [9092, 9094]
+
+
 @pytest.mark.parametrize(
     ("changes", "key", "reason"),
     [
@@ -45,7 +61,16 @@ def test_the_embedded_defaults_parse() -> None:
             "listener.security.protocol.map",
             "unknown security protocol",
         ),
-        ({"controller.quorum.bootstrap.servers": "nohost"}, "controller.quorum.bootstrap.servers", "expected host:port"),
+        ({"controller.quorum.bootstrap.servers": "nohost"}, "controller.quorum.bootstrap.servers", "'nohost' is not host:port"),
+        ({"controller.quorum.bootstrap.servers": "a:1,,b:2"}, "controller.quorum.bootstrap.servers", "has an empty entry"),
+        ({"controller.quorum.bootstrap.servers": "a:0"}, "controller.quorum.bootstrap.servers", "outside 1-65535"),
+        ({"controller.quorum.bootstrap.servers": None}, "controller.quorum.bootstrap.servers", "is required (or controller.quorum.voters)"),
+        ({"controller.quorum.voters": "1@a:1"}, "controller.quorum.bootstrap.servers", "not both"),
+        ({"controller.quorum.bootstrap.servers": None, "controller.quorum.voters": "a:1"}, "controller.quorum.voters", "not id@host:port"),
+        ({"controller.quorum.bootstrap.servers": None, "controller.quorum.voters": "x@a:1"}, "controller.quorum.voters", "not a non-negative integer"),
+        ({"controller.quorum.bootstrap.servers": None, "controller.quorum.voters": "1@a:1,1@b:2"}, "controller.quorum.voters", "more than once"),
+        ({"controller.connections": "0"}, "controller.connections", "must be at least 1"),
+        ({"controller.forward.timeout.ms": "soon"}, "controller.forward.timeout.ms", "integer"),
         (
             {"security.inter.broker.protocol": "PLAINTEXT", "inter.broker.listener.name": "CLIENT"},
             "inter.broker.listener.name",

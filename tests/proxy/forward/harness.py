@@ -25,9 +25,11 @@ from envelope.wrap import EnvelopeRequestParts, unwrap_request, wrap_response
 from proxy.audit.pipeline import AuditEntry
 from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.forward.service import ProxyService
-from proxy.forward.upstream import UpstreamSettings, UpstreamUnavailable
 from proxy.net.connection import KafkaConnection
 from proxy.net.settings import ListenerConfig
+from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.pool import Delivery
+from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire
 
 NODE_ID = 100
@@ -143,17 +145,31 @@ async def unavailable(envelope: ReceivedEnvelope) -> Answer:
 
 
 class FakeUpstream:
-    """The surface of proxy.forward.upstream.Upstream the service uses: settings, controller_ranges, connected, request()."""
+    """The surface of proxy.upstream.pool.ControllerPool the service uses: settings, controller_ranges, connected,
+    active_id, queue_length, send(), request() and not_controller()."""
 
     def __init__(self, settings: UpstreamSettings, respond: Responder = answer_ok) -> None:
         self.settings = settings
         self.controller_ranges: dict[int, VersionRange] | None = dict(CONTROLLER_RANGES)
         self.connected = True
+        self.active_id = settings.servers[0].node_id if settings.servers[0].node_id is not None else -1
+        self.queue_length = 0
         self.respond = respond
         self.envelopes: list[ReceivedEnvelope] = []
+        self.forgotten: list[str] = []
+        """The addresses the service reported as NOT_CONTROLLER, in order."""
         self.arrived = trio.Event()
         """Set when the first envelope arrives."""
         self._ids = itertools.count(1)
+
+    async def send(self, build: Callable[[int], bytes], *, deadline: float) -> Delivery:
+        with trio.fail_at(deadline):
+            response = await self.request(build)
+        server = self.settings.servers[0]
+        return Delivery(response, server, (server,), 0.0, 0.0)
+
+    def not_controller(self, server: Any) -> None:
+        self.forgotten.append(server.address)
 
     async def request(self, build: Callable[[int], bytes], *, timeout: float | None = None) -> bytes:
         correlation_id = next(self._ids)

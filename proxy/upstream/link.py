@@ -1,0 +1,188 @@
+"""One connection of the proxy to one controller (or broker): ApiVersions and the proxy's own
+login first, then one request at a time, as the controller serves a connection.
+
+A link that fails or is interrupted in the middle of an exchange is broken for good: a late
+answer would otherwise be taken for the next request's.
+"""
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+import apiversions
+from apiversions import VersionRange
+from envelope.apis import ApiKey
+from envelope.build import build_entity
+from envelope.codec import decode_response_body, encode_request, request_schema
+from envelope.errors import ProtocolError
+from envelope.frames import FrameReader, encode_frame
+from envelope.header import peek_correlation_id
+from proxy.net.sasl.client import LoginFailed, client_exchange
+from proxy.upstream.addresses import ControllerAddress
+from proxy.upstream.settings import UpstreamSettings
+
+log = logging.getLogger(__name__)
+
+SOFTWARE_NAME = "kafka-envelope-proxy"
+SOFTWARE_VERSION = "0.1.0"
+CLIENT_ID = "envelope-proxy"
+_RECEIVE_SIZE = 65536
+_SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one; a server asking for more is not following the mechanism
+
+
+class UpstreamUnavailable(Exception):
+    """No answer could be had from the controller in time."""
+
+
+class UpstreamAuthenticationError(Exception):
+    """The proxy's own login was refused: a configuration problem, not a failover."""
+
+
+class LinkBroken(UpstreamUnavailable):
+    """The connection failed, closed, or an exchange on it was interrupted."""
+
+
+async def open_stream(settings: UpstreamSettings, server: ControllerAddress) -> trio.abc.Stream:
+    """The byte stream to `server`, before any Kafka protocol: TCP, and for SSL/SASL_SSL a finished TLS
+    handshake (the certificate checked against the truststore and, with endpoint identification, the host)."""
+    tcp = await trio.open_tcp_stream(server.host, server.port)
+    if settings.tls_context is None:
+        return tcp
+    secured = trio.SSLStream(tcp, settings.tls_context.current(), server_hostname=server.host)
+    try:
+        await secured.do_handshake()
+    except trio.BrokenResourceError as exc:
+        await trio.aclose_forcefully(secured)
+        raise trio.BrokenResourceError(f"TLS handshake with {server.address} failed: {exc.__cause__ or exc}") from exc
+    except BaseException:
+        await trio.aclose_forcefully(secured)
+        raise
+    return secured
+
+
+class Link:
+    def __init__(self, settings: UpstreamSettings, server: ControllerAddress) -> None:
+        self.settings = settings
+        self.server = server
+        self.ranges: dict[int, VersionRange] = {}
+        self.broken = False
+        self._stream: trio.abc.Stream | None = None
+        self._reader = FrameReader()
+        self._correlation = itertools.count(1)
+
+    @classmethod
+    async def open(cls, settings: UpstreamSettings, server: ControllerAddress) -> "Link":
+        """Connected, ApiVersions asked, logged in; raises LinkBroken, UpstreamAuthenticationError or ProtocolError."""
+        link = cls(settings, server)
+        try:
+            with trio.fail_after(settings.connect_timeout):
+                link._stream = await open_stream(settings, server)
+                await link._handshake()
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await link.aclose()
+            raise LinkBroken(f"{server.address}: {exc!r}") from exc
+        except BaseException:
+            await link.aclose()
+            raise
+        return link
+
+    async def aclose(self) -> None:
+        self.broken = True
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await trio.aclose_forcefully(stream)
+
+    async def exchange(self, build: Callable[[int], bytes], *, deadline: float) -> bytes:
+        """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`."""
+        stream = self._stream
+        if stream is None or self.broken:
+            raise LinkBroken(f"{self.server.address}: connection closed")
+        correlation_id = next(self._correlation)
+        finished = False
+        try:
+            with trio.move_on_at(deadline):
+                await stream.send_all(encode_frame(build(correlation_id)))
+                frame = await self._next_frame(stream)
+                finished = True
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
+            raise LinkBroken(f"{self.server.address}: {exc!r}") from exc
+        finally:
+            if not finished:
+                # Interrupted (deadline, failure or cancellation): a late answer must not meet the next request.
+                with trio.CancelScope(shield=True):
+                    await self.aclose()
+        if not finished:
+            raise LinkBroken(f"no answer from {self.server.address} in time")
+        if peek_correlation_id(frame) != correlation_id:
+            await self.aclose()
+            raise LinkBroken(f"{self.server.address} answered correlation id {peek_correlation_id(frame)}, expected {correlation_id}")
+        return frame
+
+    async def wait_closed(self) -> str:
+        """For a link nobody sends on: returns why it ended (the server closed it, an error, or unexpected bytes)."""
+        stream = self._stream
+        if stream is None or self.broken:
+            return "connection closed"
+        try:
+            data = await stream.receive_some(_RECEIVE_SIZE)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            return f"connection lost: {exc!r}"
+        finally:
+            self.broken = True
+        return "sent bytes nobody asked for" if data else "closed the connection"
+
+    async def call(self, api_key: ApiKey, version: int, values: dict[str, object], *, deadline: float) -> Any:
+        """The proxy's own request (ApiVersions, SASL, discovery), decoded; ProtocolError for an undecodable answer."""
+        body = build_entity(request_schema(api_key, version), values)
+        frame = await self.exchange(
+            lambda cid: encode_request(body, correlation_id=cid, client_id=CLIENT_ID, api_version=version), deadline=deadline
+        )
+        _, response = decode_response_body(api_key, version, frame)
+        return response
+
+    async def _next_frame(self, stream: trio.abc.Stream) -> bytes:
+        while (frame := self._reader.next_frame()) is None:
+            data = await stream.receive_some(_RECEIVE_SIZE)
+            if not data:
+                raise trio.BrokenResourceError(f"{self.server.address} closed the connection")
+            self._reader.feed(bytes(data))
+        return frame
+
+    async def _handshake(self) -> None:
+        deadline = trio.current_time() + self.settings.connect_timeout
+        answer = await self.call(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": SOFTWARE_NAME, "client_software_version": SOFTWARE_VERSION}, deadline=deadline
+        )
+        error = int(answer.error_code)
+        if error != 0:
+            raise ProtocolError(f"{self.server.address} answered ApiVersions with error {error}")
+        self.ranges = apiversions.ranges_of(answer)
+        if self.settings.security_protocol.startswith("SASL_"):
+            await self._authenticate(deadline)
+
+    async def _authenticate(self, deadline: float) -> None:
+        mechanism = self.settings.sasl_mechanism or "PLAIN"
+        answer = await self.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, deadline=deadline)
+        if int(answer.error_code) != 0:
+            raise UpstreamAuthenticationError(
+                f"{self.server.address} does not accept SASL mechanism {mechanism}: enabled {list(answer.mechanisms)}"
+            )
+        login = client_exchange(mechanism, self.settings.username or "", self.settings.password or "")
+        token: bytes | None = login.initial()
+        for _ in range(_SASL_ROUND_TRIPS):
+            if token is None:
+                return
+            result = await self.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, deadline=deadline)
+            if int(result.error_code) != 0:
+                raise UpstreamAuthenticationError(f"the proxy's own login to {self.server.address} failed: {result.error_message}")
+            try:
+                token = login.respond(bytes(result.auth_bytes))
+            except LoginFailed as exc:
+                raise UpstreamAuthenticationError(f"the proxy's own {mechanism} login to {self.server.address} failed: {exc}") from None
+        raise UpstreamAuthenticationError(f"the {mechanism} exchange with {self.server.address} did not complete")
+
+
+__all__ = ["CLIENT_ID", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]

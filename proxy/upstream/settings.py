@@ -1,0 +1,48 @@
+"""How the proxy reaches the quorum: addresses, its own login, and the pool's limits and deadlines."""
+
+from dataclasses import dataclass, field
+
+from proxy.net.tls.context import ReloadingServerContext
+from proxy.net.tls.options import TlsSettings
+from proxy.upstream.addresses import ControllerAddress
+
+
+@dataclass(frozen=True)
+class UpstreamSettings:
+    servers: tuple[ControllerAddress, ...]
+    """Every configured address, in order (voters carry their node ids)."""
+    security_protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    servers_key: str = "controller.quorum.bootstrap.servers"
+    """The key the addresses came from, for messages."""
+    listener_name: str = "CONTROLLER"
+    """The controller listener's name: DescribeQuorum v2 names endpoints by listener."""
+    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    # SSL and SASL_SSL: the client context (truststore, optional client certificate), re-read when its files change.
+    tls: TlsSettings | None = None
+    tls_context: ReloadingServerContext | None = field(default=None, repr=False, compare=False)
+    certificate_dn: str | None = None  # the client certificate's subject (RFC 2253), if one is configured
+    discover: bool = True
+    """Find the active controller (DescribeCluster, DescribeQuorum); False for a list of brokers, used in turn."""
+    connections: int = 4
+    """`controller.connections`: each carries one request at a time, as the controller mutes a connection while it works."""
+    max_queued: int = 1000
+    """`controller.queue.max.requests`: requests waiting for a connection; beyond, a retriable error at once."""
+    forward_timeout: float = 60.0
+    """`controller.forward.timeout.ms`: the total time a request is re-sent over failovers (Kafka: 60 s)."""
+    request_timeout: float = 30.0
+    """`request.timeout.ms`: one attempt."""
+    discovery_interval: float = 30.0
+    """`controller.discovery.interval.ms`: how often the active controller is looked up again when all is well."""
+    connect_timeout: float = 10.0
+    backoff_initial: float = 0.05
+    backoff_max: float = 1.0
+
+    @property
+    def address(self) -> str:
+        """The configured addresses as written in the key."""
+        return ",".join(str(server) for server in self.servers)
+
+
+__all__ = ["UpstreamSettings"]
