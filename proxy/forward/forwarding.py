@@ -89,13 +89,14 @@ class Forwarder:
                 await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
                 return
             audit.delivered(delivery)
-            if envelope_action(envelope_error).next is not Next.RETRY:
+            action = envelope_action(envelope_error)
+            if action.next is not Next.RETRY:
                 break
             self.upstream.not_controller(delivery.server)
             self.metrics.upstream_not_controller_retries.inc()
             if trio.current_time() + backoff >= deadline:
                 message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
-                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, message, envelope_error)
+                await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
                 return
             await trio.sleep(backoff)
             backoff = min(backoff * 2, _RETRY_BACKOFF_MAX)

@@ -1,7 +1,7 @@
 """What the proxy does with an EnvelopeResponse's error code: a pure table.
 
 As a Kafka broker's ForwardingManager: 0 passes the embedded answer on;
-NOT_CONTROLLER is retried; UNSUPPORTED_VERSION means the controller's versions
+NOT_CONTROLLER is retried at the new active controller (until the forward deadline); UNSUPPORTED_VERSION means the controller's versions
 changed, so the client must ask ApiVersions again (its connection is closed);
 CLUSTER_AUTHORIZATION_FAILED is the proxy's own missing CLUSTER_ACTION, passed on
 so the client sees an authorization error; anything else is UNKNOWN_SERVER_ERROR.
@@ -39,7 +39,8 @@ class EnvelopeAction:
 
 _POLICY: dict[int, EnvelopeAction] = {
     ErrorCode.none: EnvelopeAction(Next.ANSWER, ErrorCode.none),
-    ErrorCode.not_controller: EnvelopeAction(Next.RETRY, ErrorCode.not_controller),
+    # Retried until controller.forward.timeout.ms; a request still unanswered then is timed out, as in Kafka.
+    ErrorCode.not_controller: EnvelopeAction(Next.RETRY, ErrorCode.request_timed_out),
     ErrorCode.unsupported_version: EnvelopeAction(Next.CLOSE, ErrorCode.unsupported_version),
     ErrorCode.cluster_authorization_failed: EnvelopeAction(Next.ERROR, ErrorCode.cluster_authorization_failed),
 }

@@ -93,24 +93,32 @@ class ControllerPool:
     async def send(self, build: Callable[[int], bytes], *, deadline: float) -> Delivery:
         """The answer frame to `build(correlation_id)` from the active controller, re-sent over lost
         connections until `deadline`; QueueFull at once when too many wait, UpstreamUnavailable at `deadline`."""
-        if self.waiting >= self.settings.max_queued:
-            raise QueueFull(f"{self.waiting} requests already wait for a controller connection (controller.queue.max.requests)")
-        self.waiting += 1
-        arrived = trio.current_time()
+        queued = 0.0
         try:
-            with trio.move_on_at(deadline):
-                await self._slots.acquire()
-        finally:
-            self.waiting -= 1
-        queued = trio.current_time() - arrived
-        if trio.current_time() >= deadline:
-            raise UpstreamUnavailable("no controller connection became free in time")
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            queued = await self._queue(deadline)
         self.in_flight += 1
         try:
             return await self._attempts(build, deadline, queued)
         finally:
             self.in_flight -= 1
             self._slots.release()
+
+    async def _queue(self, deadline: float) -> float:
+        """Wait for a free connection (first come, first served); the seconds waited."""
+        if self.waiting >= self.settings.max_queued:
+            raise QueueFull(f"{self.waiting} requests already wait for a controller connection (controller.queue.max.requests)")
+        self.waiting += 1
+        arrived = trio.current_time()
+        try:
+            with trio.move_on_at(deadline) as waiting:
+                await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+        if waiting.cancelled_caught:
+            raise UpstreamUnavailable("no controller connection became free in time")
+        return trio.current_time() - arrived
 
     async def request(self, build: Callable[[int], bytes], *, timeout: float | None = None) -> bytes:
         """`send` for the proxy's own reads: one answer frame within `timeout` (default `request.timeout.ms`)."""

@@ -1,0 +1,159 @@
+"""The pool of controller connections over loopback: which node it uses, the bounded queue, re-sending
+over a lost connection, and the deadline. A FakeController decides when answers come."""
+
+import struct
+from typing import Any
+
+import pytest
+import trio
+
+from controller.config import parse_controller_config
+from controller.server import EmbeddedController
+from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
+from proxy.upstream.addresses import ControllerAddress
+from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
+from proxy.upstream.settings import UpstreamSettings
+from tests.integration import wire
+from tests.processes import free_port
+from tests.proxy.upstream.fake_controller import FakeController
+
+WAIT = 10.0  # bound on every wait; none is expected to come near it
+
+
+def plaintext(*ports: int, **overrides: Any) -> UpstreamSettings:
+    servers = tuple(ControllerAddress("127.0.0.1", port) for port in ports)
+    return UpstreamSettings(servers, "PLAINTEXT", connect_timeout=2.0, backoff_initial=0.01, backoff_max=0.05, **overrides)
+
+
+def marker_request(correlation_id: int) -> bytes:
+    """Any request frame: the fake answers what is not ApiVersions with the correlation id and a marker."""
+    return wire.request(19, 5, {"topics": [], "timeout": 1000, "validate_only": True}, correlation_id)
+
+
+async def connected(pool: ControllerPool) -> None:
+    with trio.fail_after(WAIT):
+        while not pool.connected:
+            await trio.sleep(0.01)
+
+
+async def test_a_dead_first_address_is_skipped_and_the_next_one_used(nursery: trio.Nursery) -> None:
+    fake = FakeController()
+    port = await nursery.start(fake.serve)
+    dead = free_port()
+    pool = ControllerPool(plaintext(dead, port))
+    await nursery.start(pool.run)
+    await connected(pool)
+    assert pool.active is not None and pool.active.port == port
+    with trio.fail_after(WAIT):
+        delivery = await pool.send(marker_request, deadline=trio.current_time() + WAIT)
+    assert delivery.response[4:] == b"answered" and struct.unpack(">i", delivery.response[:4])[0] == fake.received[-1]
+    assert [server.port for server in delivery.attempts] == [port] and delivery.server.port == port
+
+
+async def test_a_full_queue_refuses_at_once_and_the_waiting_requests_are_served_in_turn(nursery: trio.Nursery) -> None:
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    pool = ControllerPool(plaintext(port, connections=1, max_queued=1))
+    await nursery.start(pool.run)
+    await connected(pool)
+    answers: list[bytes] = []
+
+    async def one() -> None:
+        answers.append((await pool.send(marker_request, deadline=trio.current_time() + WAIT)).response)
+
+    nursery.start_soon(one)  # takes the only connection, and is held by the controller
+    nursery.start_soon(one)  # waits for it: the queue is full now
+    with trio.fail_after(WAIT):
+        while pool.queue_length < 2:
+            await trio.sleep(0.01)
+    assert (pool.in_flight, pool.waiting) == (1, 1)
+    with pytest.raises(QueueFull):
+        await pool.send(marker_request, deadline=trio.current_time() + WAIT)
+    fake.release()
+    with trio.fail_after(WAIT):
+        while len(answers) < 2:
+            await trio.sleep(0.01)
+    assert pool.queue_length == 0
+    assert len(fake.received) == 2, "the refused request never reached the controller"
+
+
+async def test_a_lost_connection_sends_the_request_again(nursery: trio.Nursery) -> None:
+    fake = FakeController(close_first=1)
+    port = await nursery.start(fake.serve)
+    events_in, events = trio.open_memory_channel[UpstreamEvent](64)
+    pool = ControllerPool(plaintext(port), events=events_in)
+    await nursery.start(pool.run)
+    await connected(pool)
+    with trio.fail_after(WAIT):
+        delivery = await pool.send(marker_request, deadline=trio.current_time() + WAIT)
+    assert len(fake.received) == 2 and delivery.response.endswith(b"answered")
+    assert [server.port for server in delivery.attempts] == [port, port]
+    seen = []
+    while True:
+        try:
+            seen.append(events.receive_nowait())
+        except trio.WouldBlock:
+            break
+    assert UpstreamEvent.RECONNECT in seen and pool.reconnects >= 1
+
+
+async def test_no_reachable_controller_fails_at_the_deadline_not_before(nursery: trio.Nursery) -> None:
+    pool = ControllerPool(plaintext(free_port(), free_port()))
+    await nursery.start(pool.run)
+    assert not pool.connected and pool.active_id == -1
+    started = trio.current_time()
+    with trio.fail_after(WAIT), pytest.raises(UpstreamUnavailable, match="no active controller known"):
+        await pool.send(marker_request, deadline=started + 0.5)
+    assert trio.current_time() - started >= 0.5
+
+
+async def test_an_unanswered_attempt_ends_at_the_deadline_and_breaks_its_connection(nursery: trio.Nursery) -> None:
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    pool = ControllerPool(plaintext(port, request_timeout=0.3))
+    await nursery.start(pool.run)
+    await connected(pool)
+    with trio.fail_after(WAIT), pytest.raises(UpstreamUnavailable):
+        await pool.send(marker_request, deadline=trio.current_time() + 0.5)
+    assert pool.in_flight == 0 and pool.waiting == 0
+    fake.release()
+    with trio.fail_after(WAIT):
+        await connected(pool)
+        delivery = await pool.send(marker_request, deadline=trio.current_time() + WAIT)
+    # A fresh connection: the late answers of the broken ones never reach a later request.
+    assert struct.unpack(">i", delivery.response[:4])[0] == fake.received[-1]
+
+
+async def test_the_embedded_controller_is_found_by_discovery_and_its_id_known(nursery: trio.Nursery) -> None:
+    controller = EmbeddedController(parse_controller_config({**controller_properties(), "node.id": "7"}))
+    (bound,) = await nursery.start(controller.run)
+    settings = UpstreamSettings(
+        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=PROXY_USER, password=PROXY_PASSWORD
+    )
+    pool = ControllerPool(settings)
+    await nursery.start(pool.run)
+    await connected(pool)
+    assert pool.active_id == 7
+    assert pool.controller_ranges is not None and pool.controller_ranges == controller.ranges
+
+
+async def test_a_controller_that_goes_away_is_noticed_without_a_request(nursery: trio.Nursery) -> None:
+    fake = FakeController()
+    scope = trio.CancelScope()
+
+    async def serve(task_status: trio.TaskStatus[int]) -> None:
+        with scope:
+            await fake.serve(task_status=task_status)
+
+    port = await nursery.start(serve)
+    pool = ControllerPool(plaintext(port))
+    await nursery.start(pool.run)
+    await connected(pool)
+    scope.cancel()
+    with trio.fail_after(WAIT):
+        while pool.connected:
+            await trio.sleep(0.01)
+    assert pool.active is None and fake.received == []
+
+
