@@ -105,13 +105,16 @@ async def test_readyz_follows_the_controller(nursery: Any, tmp_path: Path) -> No
     props = {**proxy_properties(port, tmp_path / "audit"), "metrics.listen": "127.0.0.1:0"}
     running = await nursery.start(run_proxy, parse_proxy_config(props))
     readyz = f"http://127.0.0.1:{running.metrics_port}/readyz"
+    metrics = readyz.replace("readyz", "metrics")
     assert await trio.to_thread.run_sync(_get, readyz) == (503, "not ready\n")
     assert (await trio.to_thread.run_sync(_get, readyz.replace("readyz", "healthz")))[0] == 200
-    controller = EmbeddedController(parse_controller_config(controller_properties(port=port)))
+    assert _samples((await trio.to_thread.run_sync(_get, metrics))[1])["envelope_proxy_upstream_active_controller_id"] == -1.0
+    controller = EmbeddedController(parse_controller_config({**controller_properties(port=port), "node.id": "3"}))
     await nursery.start(controller.run)
     with trio.fail_after(30):
         while (await trio.to_thread.run_sync(_get, readyz))[0] != 200:
             await trio.sleep(0.1)
+    assert _samples((await trio.to_thread.run_sync(_get, metrics))[1])["envelope_proxy_upstream_active_controller_id"] == 3.0
 
 
 def test_sigterm_under_load_answers_and_audits_every_accepted_request(tmp_path: Path) -> None:
