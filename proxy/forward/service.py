@@ -102,6 +102,8 @@ class ProxyService:
         # Connections refused as a whole (IP filter, limits, privileged principals): counted and audited.
         self.refusals = AuditedRefusals(audit, settings.node_id)
         self.own = own_ranges()
+        self._advertised: dict[int, VersionRange] | None = None
+        self._advertised_for: dict[int, VersionRange] | None = None
         self.offload = CpuOffload()
         self.edge = EdgeAuthorizer(settings.edge, upstream)
         self.edge.offload = self.offload
@@ -121,7 +123,12 @@ class ProxyService:
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
 
     def advertised(self) -> dict[int, VersionRange]:
-        return apiversions.intersect(self.own, self.upstream.controller_ranges, FORWARDABLE)
+        """The intersection, computed again only when the controller's ranges change (every request routes on it)."""
+        ranges = self.upstream.controller_ranges
+        if ranges is not self._advertised_for or self._advertised is None:
+            self._advertised = apiversions.intersect(self.own, ranges, FORWARDABLE)
+            self._advertised_for = ranges
+        return self._advertised
 
     async def on_refused(self, event: RefusedConnection) -> None:
         """A connection refused as a whole: audited and counted by cause (bounded label values)."""

@@ -28,6 +28,9 @@ from proxy.files import fsync_directory
 
 log = logging.getLogger(__name__)
 
+# Batches up to this size are written on the event loop when nothing needs an fsync or a new file.
+_INLINE_BYTES = 256 * 1024
+
 DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC = "none", "flush", "fsync"
 DURABILITY_MODES = (DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC)
 
@@ -100,8 +103,13 @@ class FileSink:
 
     async def commit(self, batch: Sequence[AuditEntry]) -> None:
         data = b"".join(entry.line for entry in batch)
-        # A worker thread: an fsync (or a slow disk) must not stall every connection's event loop.
-        opened = await trio.to_thread.run_sync(self._append, data)
+        if self._fsync or self._file is None or self._size + len(data) >= self.max_file_bytes or len(data) > _INLINE_BYTES:
+            # A worker thread: an fsync, opening or publishing a file must not stall every connection's event loop.
+            opened = await trio.to_thread.run_sync(self._append, data)
+        else:
+            # flush/none: one small write into the page cache costs less than the thread handoff around it.
+            opened = self._append(data)
+            await trio.lowlevel.checkpoint()
         if opened:
             self._opened_at = trio.current_time()
         if self.metrics is not None:
