@@ -7,10 +7,11 @@ record never exceeds `audit.record.max.bytes`. What was cut is written down in
 `data.truncated`, so a reader knows the record is partial.
 """
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import orjson
 
 T = TypeVar("T")
 
@@ -54,7 +55,8 @@ def count_omitted(data: dict[str, Any], where: str, count: int) -> None:
 
 
 def encode(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    """One JSON line: compact, UTF-8 as is (no \\u escapes), keys in insertion order."""
+    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class _Cutter:
