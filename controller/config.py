@@ -5,8 +5,12 @@ from pathlib import Path
 
 from authz import Authorizer
 from authz.model import parse_super_users
+from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
+
+ACTIVE_ID_KEY = "embedded.controller.active.id"
+NO_LEADER = -1
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,10 @@ class ControllerConfig:
     """`metadata.log.dir`: where the image is kept across restarts; None = memory only."""
     authorizer_class: str = ""
     """`authorizer.class.name`; empty = none (everything allowed, ACL APIs answer SECURITY_DISABLED), as in Kafka."""
+    voters: tuple[ControllerAddress, ...] = ()
+    """`controller.quorum.voters`: the quorum this node stands in for; empty = this node alone."""
+    active_id: int | None = None
+    """`embedded.controller.active.id`: the node that acts as the active controller (None: no leader)."""
     properties: dict[str, str] = field(default_factory=dict, repr=False)
 
     def make_authorizer(self) -> Authorizer | None:
@@ -40,6 +48,8 @@ class ControllerConfig:
             "embedded.broker.count": self.broker_count,
             "metadata.log.dir": str(self.metadata_dir) if self.metadata_dir else None,
             "authorizer.class.name": self.authorizer_class or None,
+            VOTERS_KEY: ",".join(str(v) for v in self.voters) or None,
+            ACTIVE_ID_KEY: self.active_id if self.active_id is not None else NO_LEADER,
             **self.transport.effective(),
         }
 
@@ -62,8 +72,17 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         raise ConfigError(
             "controller.listener.names", props.get("controller.listener.names"), f"{', '.join(sorted(missing))} not among listeners"
         )
+    voters = tuple(parse_voters(text)) if (text := props.get(VOTERS_KEY)) else ()
+    voter_ids = [v.node_id for v in voters] or [node_id]
+    if node_id not in voter_ids:
+        raise ConfigError("node.id", str(node_id), f"is not among {VOTERS_KEY} ({', '.join(map(str, voter_ids))})")
+    active = props.int(ACTIVE_ID_KEY, node_id, minimum=NO_LEADER)
+    if active != NO_LEADER and active not in voter_ids:
+        raise ConfigError(ACTIVE_ID_KEY, str(active), f"names no voter: use one of {', '.join(map(str, voter_ids))}, or {NO_LEADER} for none")
     return ControllerConfig(
         node_id=node_id,
+        voters=voters,
+        active_id=None if active == NO_LEADER else active,
         listeners=listeners,
         super_users=parse_super_users(props.get("super.users")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),

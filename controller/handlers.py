@@ -4,7 +4,7 @@ Each handler takes the decoded request and the request context, applies the
 change to the image (unless validate_only) and returns a version-independent
 response dict for `envelope.build.build_entity`. The handlers live by
 resource: topics.py, configs.py, acls.py, partition_admin.py, quotas.py,
-scram_credentials.py, quorum.py, and reads.py for the APIs served to direct
+scram_credentials.py, quorum.py, leadership.py (DescribeCluster), and reads.py for the APIs served to direct
 callers only.
 """
 
@@ -15,6 +15,7 @@ from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
 from controller.configs import ConfigHandlers
 from controller.image import MetadataImage
+from controller.leadership import Leadership
 from controller.partition_admin import PartitionAdminHandlers
 from controller.quorum import QuorumHandlers
 from controller.quotas import QuotaHandlers
@@ -32,7 +33,7 @@ class Handlers:
         image: MetadataImage,
         authorizer: Authorizer,
         *,
-        node_id: int,
+        leadership: Leadership,
         default_partitions: int,
         default_replication_factor: int,
         broker_count: int,
@@ -49,12 +50,12 @@ class Handlers:
         configs = ConfigHandlers(image, authorizer)
         acls = AclHandlers(image, authorizer)
         self.acl_store: AclStore | None = acls.acl_store
-        reads = ReadHandlers(image, authorizer, node_id=node_id, broker_count=broker_count)
+        reads = ReadHandlers(image, authorizer, node_id=leadership.node_id, broker_count=broker_count)
         quotas = QuotaHandlers(image, authorizer)
         scram = ScramCredentialHandlers(image, authorizer)
         partitions = PartitionAdminHandlers(image, authorizer, broker_ids=reads.broker_ids)
         # The number of changes ever recorded stands in for the metadata log's end offset.
-        quorum = QuorumHandlers(image, authorizer, node_id=node_id, offset=lambda: image.change_count)
+        quorum = QuorumHandlers(image, authorizer, leadership=leadership, offset=lambda: image.change_count)
         self.by_key: dict[int, Handler] = {
             ApiKey.CREATE_TOPICS: topics.create_topics,
             ApiKey.DELETE_TOPICS: topics.delete_topics,
@@ -70,6 +71,7 @@ class Handlers:
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
             ApiKey.DESCRIBE_QUORUM: quorum.describe_quorum,
             ApiKey.UPDATE_FEATURES: quorum.update_features,
+            ApiKey.DESCRIBE_CLUSTER: lambda body, ctx: leadership.describe_cluster(authorizer, body, ctx),
             # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
             ApiKey.METADATA: reads.metadata,
             ApiKey.DESCRIBE_CONFIGS: reads.describe_configs,

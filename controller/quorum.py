@@ -1,7 +1,8 @@
 """The controller's own state: DescribeQuorum (55) and UpdateFeatures (57).
 
-The embedded controller is a single-voter quorum that is always its leader.
-Finalized feature levels are part of the persisted image.
+The embedded controller answers for the quorum of `controller.leadership`: only
+its active node describes it; the others answer NOT_LEADER_OR_FOLLOWER, as
+KafkaRaftClient does. Finalized feature levels are part of the persisted image.
 """
 
 import time
@@ -13,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from controller.image import MetadataImage
+from controller.leadership import Leadership
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -28,10 +30,11 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 class QuorumHandlers:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, offset: Callable[[], int]) -> None:
+    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, leadership: Leadership, offset: Callable[[], int]) -> None:
         self.image = image
         self.authorizer = authorizer
-        self.node_id = node_id
+        self.leadership = leadership
+        self.node_id = leadership.node_id
         self.offset = offset  # the number of applied changes stands in for the metadata log's end offset
 
     def describe_quorum(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -46,17 +49,14 @@ class QuorumHandlers:
                 index = int(partition.partition_index)
                 if str(topic.topic_name) != METADATA_TOPIC or index != 0:
                     partitions.append(_partition(index, ErrorCode.unknown_topic_or_partition, -1, 0, []))
-                    continue
-                voter = {
-                    "replica_id": self.node_id,
-                    "replica_directory_id": None,
-                    "log_end_offset": end,
-                    "last_fetch_timestamp": now_ms,
-                    "last_caught_up_timestamp": now_ms,
-                }
-                partitions.append(_partition(index, ErrorCode.none, self.node_id, end, [voter]))
+                elif not self.leadership.is_active:
+                    partitions.append(_partition(index, ErrorCode.not_leader_or_follower, -1, 0, []))
+                else:
+                    voters = [_voter(node, end, now_ms) for node in self.leadership.voter_ids]
+                    partitions.append(_partition(index, ErrorCode.none, self.node_id, end, voters))
             topics.append({"topic_name": str(topic.topic_name), "partitions": partitions})
-        return {"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": [{"node_id": self.node_id, "listeners": []}]}
+        nodes = self.leadership.quorum_nodes() if self.leadership.is_active else []
+        return {"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": nodes}
 
     def update_features(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         names = [str(u.feature) for u in body.feature_updates]
@@ -97,6 +97,11 @@ class QuorumHandlers:
                 f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.",
             )
         return ErrorCode.none, None
+
+
+def _voter(node_id: int, end: int, now_ms: int) -> dict[str, Any]:
+    # The stand-in replicates nothing: every voter is reported caught up with the leader.
+    return {"replica_id": node_id, "replica_directory_id": None, "log_end_offset": end, "last_fetch_timestamp": now_ms, "last_caught_up_timestamp": now_ms}
 
 
 def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]]) -> dict[str, Any]:

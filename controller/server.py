@@ -12,10 +12,12 @@ from kio.schema.errors import ErrorCode
 import apiversions
 from apiversions import VersionRange
 from authz import AclStore, Action, Authorizer, Decision, Operation, RequestContext
+from authz.admin_apis import error_response
 from controller.authorize import cluster_allowed
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
 from controller.image import MetadataImage
+from controller.leadership import Leadership
 from controller.persistence import MetadataStore
 from controller.quorum import INITIAL_FEATURES
 from envelope.apis import ApiKey, api_name, is_forwardable
@@ -25,6 +27,7 @@ from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
 from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
+from proxy.net.addresses import ControllerAddress
 from proxy.net.connection import KafkaConnection
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
@@ -64,10 +67,13 @@ class EmbeddedController:
         self.authorizer: Authorizer = config.make_authorizer() or AllowEverything()
         if stored_acls and isinstance(self.authorizer, AclStore):
             self.authorizer.create_acls(stored_acls)
+        self.leadership = Leadership(
+            config.node_id, config.voters, config.active_id, listener_name=config.listeners[0].name if config.listeners else "CONTROLLER"
+        )
         self.handlers = Handlers(
             self.image,
             self.authorizer,
-            node_id=config.node_id,
+            leadership=self.leadership,
             default_partitions=config.default_partitions,
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
@@ -106,7 +112,13 @@ class EmbeddedController:
                         )
                     )
                 )
+            self.leadership.own_endpoints = {b.name: ControllerAddress(b.advertised_host, b.port, self.config.node_id) for b in bound}
             task_status.started(bound)
+
+    def set_active(self, node_id: int | None) -> None:
+        """Make `node_id` the quorum's active controller (None: no leader), as an election would."""
+        self.leadership.set_active(node_id)
+        log.info("controller %s: the active controller is now %s", self.config.node_id, "none" if node_id is None else node_id)
 
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = ControllerConnection(conn, listener)
@@ -180,6 +192,9 @@ class EmbeddedController:
         served = self.ranges.get(embedded.api_key)
         if served is None or embedded.api_version not in served:
             return wrap_response(cid, ErrorCode.unsupported_version, None)
+        if self.leadership.refuses(embedded.api_key):
+            # Kafka's RequestChannel turns an inner NOT_CONTROLLER into the envelope's own error, with no data.
+            return wrap_response(cid, ErrorCode.not_controller, None)
         ctx = self._context(parts.principal, parts.client_address, session, embedded.client_id, session.principal)
         try:
             response = self.execute(embedded, parts.request_data, embedded.header_size, ctx)
@@ -196,6 +211,8 @@ class EmbeddedController:
             ctx.client_address,
             f" (forwarded by {ctx.forwarding_principal})" if ctx.forwarding_principal else "",
         )
+        if self.leadership.refuses(header.api_key):
+            return encode_response(error_response(header.api_key, header.api_version, body, ErrorCode.not_controller), correlation_id=header.correlation_id)
         values = self.handlers.by_key[header.api_key](body, ctx)
         if is_forwardable(header.api_key):
             self._applied += 1  # the caller awaits `_until_stored` before it sends the answer

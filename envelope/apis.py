@@ -127,6 +127,13 @@ FORWARDABLE: frozenset[int] = frozenset(
 )
 
 
+class EndpointType(IntEnum):
+    """DescribeCluster's EndpointType (KIP-919): which kind of listener the caller means to ask."""
+
+    BROKER = 1
+    CONTROLLER = 2
+
+
 def api_name(api_key: int) -> str:
     """Kafka's CamelCase name of an API key, e.g. 19 -> CreateTopics."""
     snake = api_key_map.get(api_key)

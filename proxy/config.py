@@ -10,11 +10,11 @@ from authz.model import parse_super_users
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import EdgeSettings
 from proxy.forward.settings import ServiceSettings
+from proxy.net.addresses import parse_quorum, parse_servers
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
-from proxy.upstream.addresses import parse_quorum, parse_servers
 from proxy.upstream.login import parse_upstream_login
 from proxy.upstream.settings import UpstreamSettings
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from envelope.apis import EndpointType
 from envelope.build import build_entity
 from envelope.codec import encode_response, response_schema
 from envelope.header import RequestHeaderInfo
@@ -50,7 +51,7 @@ def describe_cluster_response(header: RequestHeaderInfo, *, node_id: int, listen
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
-        "endpoint_type": 1,  # brokers
+        "endpoint_type": EndpointType.BROKER,
         "cluster_id": cluster_id or "",
         "controller_id": node_id,
         "brokers": [

@@ -16,14 +16,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from envelope.apis import ApiKey
+from envelope.apis import ApiKey, EndpointType
 from envelope.errors import ProtocolError
-from proxy.upstream.addresses import ControllerAddress
+from proxy.net.addresses import ControllerAddress
 from proxy.upstream.link import Link
 
 log = logging.getLogger(__name__)
 
-CONTROLLER_ENDPOINT = 2  # DescribeCluster's EndpointType for controllers (KIP-919)
 METADATA_TOPIC = "__cluster_metadata"
 NO_LEADER = -1
 # What each discovery request needs of the proxy's principal on the Cluster resource, as Kafka 4.3.1's controller checks it.
@@ -103,7 +102,7 @@ async def ask(link: Link, voters: tuple[ControllerAddress, ...], *, deadline: fl
     try:
         version = _highest(link, ApiKey.DESCRIBE_CLUSTER, 1, 2)
         if version is not None:
-            values: dict[str, object] = {"include_cluster_authorized_operations": False, "endpoint_type": CONTROLLER_ENDPOINT}
+            values: dict[str, object] = {"include_cluster_authorized_operations": False, "endpoint_type": EndpointType.CONTROLLER}
             if version >= 2:
                 values["include_fenced_brokers"] = False
             try:

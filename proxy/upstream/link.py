@@ -20,8 +20,8 @@ from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_correlation_id
+from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.client import LoginFailed, client_exchange
-from proxy.upstream.addresses import ControllerAddress
 from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)

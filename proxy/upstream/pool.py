@@ -16,7 +16,7 @@ import trio
 
 from apiversions import VersionRange
 from envelope.errors import ProtocolError
-from proxy.upstream.addresses import ControllerAddress
+from proxy.net.addresses import ControllerAddress
 from proxy.upstream.discovery import DESCRIBE_CLUSTER_OPERATION, DESCRIBE_QUORUM_OPERATION, Answer, DiscoveryError, ask
 from proxy.upstream.link import Link, LinkBroken, UpstreamAuthenticationError, UpstreamUnavailable
 from proxy.upstream.settings import UpstreamSettings

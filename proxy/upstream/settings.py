@@ -2,9 +2,9 @@
 
 from dataclasses import dataclass, field
 
+from proxy.net.addresses import ControllerAddress
 from proxy.net.tls.context import ReloadingServerContext
 from proxy.net.tls.options import TlsSettings
-from proxy.upstream.addresses import ControllerAddress
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from authz import RequestContext
 from controller.changes import MAX_CHANGES, Change
 from controller.handlers import Handlers
 from controller.image import MetadataImage
+from controller.leadership import Leadership
 from controller.server import AllowEverything
 from envelope.apis import ApiKey
 from envelope.build import build_entity
@@ -36,7 +37,7 @@ def _log_end_offset(handlers: Handlers) -> Any:
 
 def test_the_log_keeps_the_newest_changes_and_the_count_keeps_growing() -> None:
     image = MetadataImage()
-    handlers = Handlers(image, AllowEverything(), node_id=1, default_partitions=1, default_replication_factor=1, broker_count=1)
+    handlers = Handlers(image, AllowEverything(), leadership=Leadership(1, active_id=1), default_partitions=1, default_replication_factor=1, broker_count=1)
     for number in range(MAX_CHANGES + 5):
         image.record(_change(number))
     assert len(image.changes) == MAX_CHANGES
@@ -47,7 +48,7 @@ def test_the_log_keeps_the_newest_changes_and_the_count_keeps_growing() -> None:
 
 def test_handlers_record_through_the_image() -> None:
     image = MetadataImage()
-    handlers = Handlers(image, AllowEverything(), node_id=1, default_partitions=1, default_replication_factor=1, broker_count=1)
+    handlers = Handlers(image, AllowEverything(), leadership=Leadership(1, active_id=1), default_partitions=1, default_replication_factor=1, broker_count=1)
     body = build_entity(
         request_schema(ApiKey.CREATE_TOPICS, 7),
         {

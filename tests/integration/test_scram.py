@@ -15,7 +15,7 @@ from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
 from proxy.net.sasl.scram import generic_failure_message
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
-from proxy.upstream.addresses import ControllerAddress
+from proxy.net.addresses import ControllerAddress
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire

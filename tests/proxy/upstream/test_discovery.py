@@ -6,7 +6,7 @@ from kio.schema.errors import ErrorCode
 from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import response_schema
-from proxy.upstream.addresses import ControllerAddress
+from proxy.net.addresses import ControllerAddress
 from proxy.upstream.discovery import METADATA_TOPIC, DiscoveryError, from_describe_cluster, from_describe_quorum
 
 ANSWERING = ControllerAddress("127.0.0.1", 9001)

@@ -10,7 +10,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
-from proxy.upstream.addresses import ControllerAddress
+from proxy.net.addresses import ControllerAddress
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings
