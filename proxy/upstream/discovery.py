@@ -85,6 +85,19 @@ def from_describe_quorum(response: Any, listener: str, voters: tuple[ControllerA
     return Answer(active or ControllerAddress(answering.host, answering.port, leader), endpoints, "DescribeQuorum")
 
 
+def shared_endpoints(endpoints: tuple[ControllerAddress, ...]) -> dict[str, list[int]]:
+    """Addresses that more than one node advertises: the proxy cannot tell those nodes apart.
+
+    Typically a listener bound to loopback (a sidecar's `127.0.0.1:9095`) and advertised as such by
+    every controller: the proxy would send to its own node while meaning the leader.
+    """
+    nodes: dict[str, list[int]] = {}
+    for endpoint in endpoints:
+        if endpoint.node_id is not None:
+            nodes.setdefault(endpoint.address, []).append(endpoint.node_id)
+    return {address: ids for address, ids in nodes.items() if len(set(ids)) > 1}
+
+
 def _highest(link: Link, api_key: ApiKey, lowest: int, highest: int) -> int | None:
     supported = link.ranges.get(api_key)
     if supported is None or supported.max < lowest or supported.min > highest:
@@ -123,4 +136,4 @@ async def ask(link: Link, voters: tuple[ControllerAddress, ...], *, deadline: fl
     return Answer(link.server, (), "probe")
 
 
-__all__ = ["Answer", "DiscoveryError", "ask", "from_describe_cluster", "from_describe_quorum"]
+__all__ = ["Answer", "DiscoveryError", "ask", "from_describe_cluster", "from_describe_quorum", "shared_endpoints"]

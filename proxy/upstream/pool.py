@@ -17,7 +17,7 @@ import trio
 from apiversions import VersionRange
 from envelope.errors import ProtocolError
 from proxy.net.addresses import ControllerAddress
-from proxy.upstream.discovery import DESCRIBE_CLUSTER_OPERATION, DESCRIBE_QUORUM_OPERATION, Answer, DiscoveryError, ask
+from proxy.upstream.discovery import DESCRIBE_CLUSTER_OPERATION, DESCRIBE_QUORUM_OPERATION, Answer, DiscoveryError, ask, shared_endpoints
 from proxy.upstream.link import Link, LinkBroken, UpstreamAuthenticationError, UpstreamUnavailable
 from proxy.upstream.settings import UpstreamSettings
 
@@ -270,8 +270,16 @@ class ControllerPool:
             answer = await self._ask(link) if self.settings.discover else Answer(candidate)
             if answer is None:
                 continue
-            if answer.endpoints:
+            if answer.endpoints and answer.endpoints != self.endpoints:
                 self.endpoints = answer.endpoints
+                for address, nodes in shared_endpoints(answer.endpoints).items():  # said once per new list, not per round
+                    log.error(
+                        "controllers %s all advertise %s on listener %s: the proxy cannot tell them apart and may reach only one. "
+                        "Advertise each controller's own address, reachable from the proxy, on that listener (advertised.listeners)",
+                        nodes,
+                        address,
+                        self.settings.listener_name,
+                    )
             if answer.active is None:
                 log.info("controller %s knows no active controller yet (election in progress)", candidate)
                 await link.aclose()

@@ -7,7 +7,7 @@ from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import response_schema
 from proxy.net.addresses import ControllerAddress
-from proxy.upstream.discovery import METADATA_TOPIC, DiscoveryError, from_describe_cluster, from_describe_quorum
+from proxy.upstream.discovery import METADATA_TOPIC, DiscoveryError, from_describe_cluster, from_describe_quorum, shared_endpoints
 
 ANSWERING = ControllerAddress("127.0.0.1", 9001)
 
@@ -85,3 +85,10 @@ def test_describe_quorum_without_endpoints_means_the_answering_node_leads() -> N
 def test_describe_quorum_from_a_follower_is_a_discovery_error() -> None:
     with pytest.raises(DiscoveryError, match="NOT_LEADER_OR_FOLLOWER"):
         from_describe_quorum(describe_quorum(-1, error=ErrorCode.not_leader_or_follower), "CONTROLLER", (), ANSWERING)
+
+
+def test_nodes_that_advertise_one_address_are_named() -> None:
+    """A sidecar layout that advertises 127.0.0.1 for every controller cannot be followed: say so."""
+    answer = from_describe_cluster(describe_cluster(2, (1, 9095), (2, 9095), (3, 9096)))
+    assert shared_endpoints(answer.endpoints) == {"127.0.0.1:9095": [1, 2]}
+    assert shared_endpoints(from_describe_cluster(describe_cluster(2, (1, 9095), (2, 9096))).endpoints) == {}
