@@ -1,0 +1,208 @@
+"""How fast the proxy forwards, next to a Kafka broker forwarding the same requests. Prints JSON.
+
+    python bench/forwarding/run.py [--connections 1,8,32] [--duration 10] [--warmup 2] [--quick]
+
+(or `make bench-forwarding`, which builds the Go load generator first). In one run, at each
+connection count, each connection sends CreateTopics v7 (validate_only, a new topic name each
+time) one at a time, and the rows are measured in turn:
+
+  a. direct_envelopes_to_controller: Envelopes straight to a real Kafka 4.3 controller;
+  b. kafka_broker_forwarding: CreateTopics to the broker of the same (combined) node, which
+     forwards each in an Envelope to its controller, as KIP-590 brokers do;
+  c. proxy_to_kafka_flush: the proxy in front of that controller (audit.durability=flush);
+  d. proxy_to_zero_work_flush / _fsync: the proxy in front of a zero-work controller stand-in;
+  e. loadgen_to_zero_work: the load generator straight to the stand-in (its own ceiling);
+  f. trio_relay_to_zero_work: a bare trio TCP relay in front of the stand-in (the Python floor).
+
+Each row gives requests per second and p50/p99/max latency; rows with a proxy, the relay or the
+Kafka JVM give that process's CPU microseconds per request (/proc/<pid>/stat) and the proxy's peak
+RSS (VmHWM). Ratios compare the proxy with the broker and with direct Envelopes. The JSON also goes
+to bench/forwarding/last-run.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
+from stack import Row, error_names, kafka_rows, zero_work_rows  # noqa: E402
+
+from tests.interop.kafka_node import KAFKA_VERSION, KafkaNode  # noqa: E402
+
+LOADGEN = HERE / "bin" / "loadgen"
+OUTPUT = HERE / "last-run.json"
+LOADGEN_GRACE = 90.0
+"""Beyond warm-up and duration, how long a load-generator run may take before it is killed (its I/O deadline is 60 s)."""
+HEADROOM_WANTED = 10.0
+
+
+def _parse_counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("connection counts are positive integers, comma-separated")
+    return counts
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--connections", type=_parse_counts, default=[1, 8, 32], help="comma-separated connection counts (default 1,8,32)")
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per row and count (default %(default)s)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring (default %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s measured after 1 s of warm-up")
+    parser.add_argument("--controller-connections", type=int, default=None, help="the proxy's controller.connections (default: the proxy's)")
+    parser.add_argument("--no-kafka", action="store_true", help="only the zero-work rows (no Java needed)")
+    parser.add_argument("--no-relay", action="store_true", help="leave out the trio relay row")
+    parser.add_argument("--loadgen", type=Path, default=LOADGEN, help="the Go load generator (built by make bench-forwarding)")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="where the JSON is written too (default %(default)s)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, audit files)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.duration, args.warmup = 2.0, 1.0
+    return args
+
+
+def _progress(message: str) -> None:
+    print(f"bench-forwarding: {message}", file=sys.stderr, flush=True)
+
+
+def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: float) -> dict[str, Any]:
+    """One row at one connection count: the load generator's report and the measured processes' CPU over the window."""
+    argv = [
+        str(loadgen), "client", "--target", row.target, "--connections", str(connections),
+        "--duration", f"{duration}s", "--warmup", f"{warmup}s",
+        "--topic-prefix", f"{row.name}-{connections}-{uuid.uuid4().hex[:8]}", *row.loadgen_args,
+    ]  # fmt: skip
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(warmup)
+        before = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
+        began = time.monotonic()
+        stdout, stderr = process.communicate(timeout=duration + LOADGEN_GRACE)
+        elapsed = time.monotonic() - began
+        after = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
+    except BaseException:
+        process.kill()
+        process.wait(10)
+        raise
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        return {"error": f"load generator exit {process.returncode}: {(stdout + stderr).decode(errors='replace').strip()[-1000:]}"}
+    requests = int(report["requests"])
+    latency = report["latency_us"]
+    result: dict[str, Any] = {
+        "rps": round(report["rps"], 1),
+        "p50_us": round(latency["p50"]),
+        "p99_us": round(latency["p99"]),
+        "max_us": round(latency["max"]),
+        "requests": requests,
+        "errors": error_names(report["errors"]),
+    }
+    if report["connection_failures"]:
+        result["connection_failures"] = report["connection_failures"][:5]
+    for role in row.measured:
+        spent = after[role] - before[role]
+        result[f"{role}_cpu_us_per_request"] = round(spent * 1e6 / requests, 1) if requests else None
+        result[f"{role}_cpu_percent"] = round(spent * 100 / elapsed, 1)
+    if "proxy" in row.measured:
+        result["proxy_peak_rss_mb"] = peak_rss_mb(row.measured["proxy"])
+    return result
+
+
+def _ratio(results: dict[str, dict[str, Any]], top: str, bottom: str) -> float | None:
+    a, b = results.get(top, {}).get("rps"), results.get(bottom, {}).get("rps")
+    return round(a / b, 3) if a and b else None
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    found = {
+        "proxy_over_broker": _ratio(results, "proxy_to_kafka_flush", "kafka_broker_forwarding"),
+        "proxy_over_direct": _ratio(results, "proxy_to_kafka_flush", "direct_envelopes_to_controller"),
+        "broker_over_direct": _ratio(results, "kafka_broker_forwarding", "direct_envelopes_to_controller"),
+        "fsync_over_flush": _ratio(results, "proxy_to_zero_work_fsync", "proxy_to_zero_work_flush"),
+        "relay_over_proxy": _ratio(results, "trio_relay_to_zero_work", "proxy_to_zero_work_flush"),
+        "loadgen_headroom": _ratio(results, "loadgen_to_zero_work", "proxy_to_zero_work_flush"),
+    }
+    headroom = found["loadgen_headroom"]
+    found["loadgen_headroom_ok"] = None if headroom is None else headroom >= HEADROOM_WANTED
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    if not args.loadgen.exists():
+        raise SystemExit(f"{args.loadgen} not found: build it with `make bench-forwarding` (go build in bench/forwarding/loadgen)")
+    load_before = os.getloadavg()
+    with Processes(workdir) as procs, contextlib.ExitStack() as stack:
+        rows: list[Row] = []
+        node: KafkaNode | None = None
+        if not args.no_kafka:
+            _progress(f"starting a Kafka {KAFKA_VERSION} node ...")
+            node = stack.enter_context(KafkaNode(workdir=workdir / "kafka", startup_timeout=180.0))
+            rows += kafka_rows(procs, node, args.loadgen, args.controller_connections)
+        rows += zero_work_rows(procs, args.loadgen, args.controller_connections, relay=not args.no_relay)
+        points = []
+        for connections in args.connections:
+            results: dict[str, dict[str, Any]] = {}
+            for row in rows:
+                _progress(f"{connections:>3} connections: {row.name} ...")
+                results[row.name] = measure(args.loadgen, row, connections, args.duration, args.warmup)
+                _progress(f"    {results[row.name].get('rps')} rps, p99 {results[row.name].get('p99_us')} us")
+            points.append({"connections": connections, "results": results, "ratios": ratios(results)})
+    return {
+        "benchmark": "forwarding",
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": [round(x, 2) for x in load_before]},
+        "settings": {
+            "request": "CreateTopics v7, one topic, validate_only=true, a new name each time; one request in flight per connection",
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "connections": args.connections,
+            "proxy": "envelope-proxy run, SASL_PLAINTEXT/PLAIN both sides, client User:alice; "
+            + (f"controller.connections={args.controller_connections}" if args.controller_connections else "controller.connections default (4)"),
+            "kafka": None if node is None else f"Kafka {node.version} combined KRaft node (tests/interop/kafka_node.py: -Xmx{node.heap}, SerialGC, SASL_PLAINTEXT, StandardAuthorizer); User:alice may CREATE on the cluster",
+            "zero_work_upstream": "bench/forwarding/loadgen upstream: ApiVersions as a Kafka 4.3.1 controller, any SASL/PLAIN login, DescribeCluster naming itself, every Envelope answered at once",
+        },
+        "rows": {row.name: row.what for row in rows},
+        "points": points,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    # SIGTERM unwinds like Ctrl-C, so every server is stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    workdir = Path(tempfile.mkdtemp(prefix="bench-forwarding-"))
+    try:
+        report = run(args, workdir)
+    finally:
+        if args.keep:
+            _progress(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    text = json.dumps(report, indent=2)
+    args.output.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

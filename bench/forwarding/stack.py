@@ -1,0 +1,231 @@
+"""The servers of bench/forwarding and the rows measured against them.
+
+Started once per run and measured in turn at each connection count: the zero-work upstream (the Go
+loadgen in upstream mode), a real Kafka combined KRaft node (tests/interop/kafka_node.py), the proxy
+in front of each (as `envelope-proxy run` processes), and a bare trio relay.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+from processes import Processes, read_announcement
+
+from tests.interop.kafka_node import KafkaNode
+from tests.processes import free_port, wait_for_port, write_properties
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+CLIENT_USER, CLIENT_PASSWORD = "alice", "alice-secret"
+START_TIMEOUT = 60.0
+READY_TIMEOUT = 60.0
+PROBE_SECONDS = "300ms"
+
+
+@dataclass
+class Row:
+    """One line of the table: where the load generator sends, how, and which processes' CPU counts."""
+
+    name: str
+    what: str
+    target: str
+    loadgen_args: list[str]
+    measured: dict[str, int] = field(default_factory=dict)
+    """role ("proxy", "kafka", "relay") -> pid, for CPU per request and peak RSS."""
+
+
+def _jaas(**options: str) -> str:
+    return f"{PLAIN} required " + " ".join(f'{key}="{value}"' for key, value in options.items()) + ";"
+
+
+def proxy_properties(port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None) -> dict[str, str]:
+    """The proxy with one SASL_PLAINTEXT/PLAIN client listener, logged in to `upstream` as User:proxy."""
+    props = {
+        "node.id": "100",
+        "listeners": f"CLIENT://127.0.0.1:{port}",
+        "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.client.plain.sasl.jaas.config": _jaas(**{f"user_{CLIENT_USER}": CLIENT_PASSWORD}),
+        "controller.quorum.bootstrap.servers": upstream,
+        "controller.listener.names": "CONTROLLER",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": _jaas(username="proxy", password="proxy-secret"),
+        "audit.log.dir": str(workdir / "audit"),
+        "audit.durability": durability,
+    }
+    if controller_connections is not None:
+        props["controller.connections"] = str(controller_connections)
+    return props
+
+
+def _proxy_command() -> list[str]:
+    script = Path(sys.executable).parent / "envelope-proxy"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "proxy.tools.cli"]
+
+
+def probe(loadgen: Path, target: str, extra: list[str], timeout: float = READY_TIMEOUT) -> None:
+    """Until one short load-generator run through `target` gets answers without errors (the proxy has found its controller)."""
+    deadline = time.monotonic() + timeout
+    last = "no attempt"
+    while time.monotonic() < deadline:
+        argv = [str(loadgen), "client", "--target", target, "--connections", "1", "--duration", PROBE_SECONDS, "--warmup", "0s", *extra]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+        except subprocess.TimeoutExpired:
+            last = "the probe did not finish in 30 s"
+            continue
+        if done.returncode == 0:
+            report = json.loads(done.stdout)
+            if not report["errors"] and not report["connection_failures"]:
+                return
+            last = f"errors {report['errors']} failures {report['connection_failures']}"
+        else:
+            last = (done.stdout + done.stderr).decode(errors="replace").strip()[-500:]
+        time.sleep(0.5)
+    raise RuntimeError(f"{target} did not answer CreateTopics cleanly within {timeout:.0f}s: {last}")
+
+
+def start_proxy(procs: Processes, name: str, upstream: str, durability: str, controller_connections: int | None) -> tuple[str, int]:
+    port = free_port()
+    workdir = procs.workdir / name
+    workdir.mkdir()
+    config = write_properties(workdir / "proxy.properties", proxy_properties(port, upstream, workdir, durability, controller_connections))
+    process = procs.start(name, [*_proxy_command(), "run", "--config", str(config)], cwd=ROOT)
+    try:
+        wait_for_port(port, process, START_TIMEOUT)
+    except AssertionError as exc:
+        raise RuntimeError(f"{name}: {exc}\n{procs.log_tail(name)}") from None
+    return f"127.0.0.1:{port}", process.pid
+
+
+def start_announcing(procs: Processes, name: str, argv: list[str]) -> tuple[str, int]:
+    process = procs.start(name, argv, announces=True, cwd=ROOT)
+    try:
+        announced = read_announcement(process, START_TIMEOUT)
+    except (TimeoutError, RuntimeError) as exc:
+        raise RuntimeError(f"{name}: {exc}\n{procs.log_tail(name)}") from None
+    return str(announced["listening"]), process.pid
+
+
+def grant_create(node: KafkaNode, principal: str) -> None:
+    """As admin, allow `principal` CREATE on the cluster, so that its CreateTopics pass authorization (validate_only)."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
+
+    admin = AdminClient(node.client_config("admin"))
+    binding = AclBinding(
+        ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, principal, "*", AclOperation.CREATE, AclPermissionType.ALLOW
+    )
+    for future in admin.create_acls([binding], request_timeout=30).values():
+        future.result()
+
+
+def kafka_pid(node: KafkaNode) -> int:
+    process = node._process  # the JVM; KafkaNode keeps its Popen private
+    if process is None:
+        raise RuntimeError("the Kafka node is not running")
+    return process.pid
+
+
+def client_login() -> list[str]:
+    return ["--user", CLIENT_USER, "--password", CLIENT_PASSWORD]
+
+
+def kafka_rows(procs: Processes, node: KafkaNode, loadgen: Path, controller_connections: int | None) -> list[Row]:
+    """Rows a, b and c: direct Envelopes to the controller, the broker's own forwarding, the proxy in front of the controller."""
+    jvm = kafka_pid(node)
+    grant_create(node, f"User:{CLIENT_USER}")
+    proxy, proxy_pid = start_proxy(procs, "proxy-kafka-flush", node.controller_address, "flush", controller_connections)
+    probe(loadgen, proxy, client_login())
+    proxy_login = ["--user", "proxy", "--password", node.users["proxy"]]
+    return [
+        Row(
+            "direct_envelopes_to_controller",
+            "Envelopes (CreateTopics inside, principal User:alice, address 127.0.0.1) straight to the CONTROLLER listener,"
+            " logged in as User:proxy (super user): the controller's own cost, no forwarder",
+            node.controller_address,
+            [*proxy_login, "--envelope", "--principal", f"User:{CLIENT_USER}"],
+            {"kafka": jvm},
+        ),
+        Row(
+            "kafka_broker_forwarding",
+            "CreateTopics as User:alice to the BROKER listener of the combined node; its broker part forwards each in an Envelope"
+            " to the controller part over the CONTROLLER listener (loopback; one connection, one request in flight, as"
+            " NodeToControllerChannelManager does); one JVM does both, so its CPU is broker plus controller",
+            node.broker_address,
+            client_login(),
+            {"kafka": jvm},
+        ),
+        Row(
+            "proxy_to_kafka_flush",
+            "CreateTopics as User:alice to the proxy (audit.durability=flush), which forwards in Envelopes to the CONTROLLER listener",
+            proxy,
+            client_login(),
+            {"proxy": proxy_pid, "kafka": jvm},
+        ),
+    ]
+
+
+def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int | None, relay: bool) -> list[Row]:
+    """Rows d, e and f: the proxy (flush, fsync), the load generator and a bare trio relay against the zero-work upstream."""
+    zero, _ = start_announcing(procs, "zero-work-upstream", [str(loadgen), "upstream", "--listen", "127.0.0.1:0"])
+    rows = []
+    for durability in ("flush", "fsync"):
+        name = f"proxy-zero-{durability}"
+        proxy, pid = start_proxy(procs, name, zero, durability, controller_connections)
+        probe(loadgen, proxy, client_login())
+        rows.append(
+            Row(
+                name.replace("-", "_").replace("zero", "to_zero_work"),
+                f"CreateTopics as User:alice to the proxy (audit.durability={durability}) in front of the zero-work upstream",
+                proxy,
+                client_login(),
+                {"proxy": pid},
+            )
+        )
+    rows.append(
+        Row(
+            "loadgen_to_zero_work",
+            "Envelopes straight to the zero-work upstream: the load generator's and the upstream's own ceiling",
+            zero,
+            ["--user", "proxy", "--password", "any", "--envelope", "--principal", f"User:{CLIENT_USER}"],
+        )
+    )
+    if relay:
+        address, pid = start_announcing(procs, "trio-relay", [sys.executable, str(HERE / "relay.py"), "--upstream", zero])
+        rows.append(
+            Row(
+                "trio_relay_to_zero_work",
+                "CreateTopics through a bare trio TCP relay (bench/forwarding/relay.py: bytes copied, nothing parsed) to the"
+                " zero-work upstream, which answers CreateTopics itself: the floor of any trio forwarder",
+                address,
+                client_login(),
+                {"relay": pid},
+            )
+        )
+    return rows
+
+
+def error_names(errors: dict[str, int]) -> dict[str, int]:
+    """The load generator's error keys ("29", "envelope:31", "topics:0") with kio's names for the codes."""
+    named: dict[str, int] = {}
+    for key, count in errors.items():
+        prefix, _, code = key.rpartition(":")
+        if prefix == "topics":  # a response with another number of topics than asked
+            named[key] = count
+            continue
+        try:
+            label = ErrorCode(int(code)).name
+        except ValueError:
+            label = code
+        named[f"{prefix}:{label}" if prefix else label] = count
+    return named
+
+
+__all__ = ["Row", "error_names", "kafka_rows", "probe", "proxy_properties", "zero_work_rows"]
