@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit fuzz clean
+.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit bench-forwarding fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,15 @@ N ?= 1000000
 bench-audit: $(STAMP)
 	$(PY) -m pip install -q -e '.[spark,bench]'
 	$(PY) bench/audit/run.py --records $(N)
+
+# On-demand benchmark of forwarding (not part of `make test`): the proxy beside a Kafka broker, direct Envelopes,
+# a zero-work upstream and a bare trio relay, at 1, 8 and 32 connections; prints JSON, also to bench/forwarding/last-run.json.
+# FORWARDING_ARGS=--quick for a smoke run. The Go load generator is built into bench/forwarding/bin/.
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+FORWARDING_ARGS ?=
+bench-forwarding: $(STAMP) kafka-jars
+	cd bench/forwarding/loadgen && $(GO) build -o ../bin/loadgen .
+	$(PY) bench/forwarding/run.py $(FORWARDING_ARGS)
 
 # Structure-aware fuzzing of every decoder in worker processes under an address-space limit; prints JSON.
 # `make test` runs a 20,000-input slice (tests/fuzz); this is the long run.
