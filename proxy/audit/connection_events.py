@@ -5,12 +5,12 @@ One connection gives `connected`, then `authenticated` (SASL or SSL) or
 as a whole gives `refused` (proxy/net/refusals.py).
 """
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from proxy.audit.ids import new_id
 from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, AuditLog, make_record
 from proxy.net.refusals import RefusalCounter, RefusedConnection
 
@@ -51,7 +51,7 @@ class ConnectionEvent:
     def record(self, node_id: int) -> dict[str, Any]:
         where = self.endpoint
         data: dict[str, Any] = {
-            "requestId": str(uuid.uuid4()),
+            "requestId": new_id(),
             "stage": self.stage,
             "methodName": "kafka.Connection",
             "apiKey": None,

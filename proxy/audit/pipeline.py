@@ -15,16 +15,15 @@ import json
 import logging
 import math
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from proxy.audit.bounds import RecordLimits, encode_bounded
+from proxy.audit.ids import new_id, utc_now
 
 if TYPE_CHECKING:
     from proxy.ops.metrics import ProxyMetrics
@@ -51,15 +50,10 @@ _RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
 _STILL_FAILING_LOG_INTERVAL = 30.0
 
 
-def utc_now() -> str:
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, event_type: str = REQUEST_EVENT_TYPE) -> dict[str, Any]:
     return {
         "specversion": "1.0",
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "type": event_type,
         "source": f"envelope-proxy/{node_id}",
         "time": utc_now(),

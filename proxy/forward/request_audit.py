@@ -6,7 +6,6 @@ request always pair up (same `requestId`) and name the same resources.
 """
 
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
 from proxy.audit.bounds import first_entries
+from proxy.audit.ids import new_id
 from proxy.audit.pipeline import AuditLog, make_record
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.pool import Delivery
@@ -59,7 +59,7 @@ class RequestAudit:
     header: RequestHeaderInfo
     resources: list[ResourceAccess] = field(default_factory=list)
     forwarding: Forwarding | None = None
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    request_id: str = field(default_factory=new_id)
     started: float = field(default_factory=time.perf_counter)
     attempts: list[int | None] = field(default_factory=list)
     """The node id of each controller the envelope was sent to, in order."""
@@ -87,7 +87,7 @@ class RequestAudit:
     def _data(self, stage: str, resources: list[ResourceAccess]) -> dict[str, Any]:
         caller, header, forwarding = self.caller, self.header, self.forwarding
         data: dict[str, Any] = {
-            "requestId": self.request_id if stage in ("intent", "outcome") else str(uuid.uuid4()),
+            "requestId": self.request_id if stage in ("intent", "outcome") else new_id(),
             "stage": stage,
             "methodName": f"kafka.{self.api}",
             "apiKey": header.api_key,

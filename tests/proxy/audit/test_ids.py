@@ -1,0 +1,40 @@
+"""Record ids stay UUIDv4-shaped and unique; timestamps keep the schema's format and the clock's value."""
+
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from proxy.audit import ids
+from proxy.audit.ids import new_id, utc_now
+
+TIME_FORMAT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$")
+
+
+def test_ids_are_version_4_uuids_and_never_repeat() -> None:
+    ids = [new_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    parsed = [uuid.UUID(text) for text in ids[:100]]
+    assert all(u.version == 4 and u.variant == uuid.RFC_4122 and str(u) == text for u, text in zip(parsed, ids, strict=False))
+
+
+def test_timestamps_have_the_schema_format_and_follow_the_clock() -> None:
+    before = time.time()
+    text = utc_now()
+    after = time.time()
+    assert TIME_FORMAT.match(text)
+    stamp = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    assert int(before * 1000) / 1000 <= stamp <= after
+
+
+def test_the_cached_second_changes_with_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([1_700_000_000.999, 1_700_000_001.0005, 1_700_000_001.5, 1_700_003_600.25])
+    monkeypatch.setattr(ids.time, "time", lambda: next(clock))
+    assert [ids.utc_now() for _ in range(4)] == [
+        "2023-11-14T22:13:20.999Z",
+        "2023-11-14T22:13:21.000Z",
+        "2023-11-14T22:13:21.500Z",
+        "2023-11-14T23:13:20.250Z",
+    ]
