@@ -74,6 +74,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--loadgen", type=Path, default=LOADGEN, help="the Go load generator (built by make bench-forwarding)")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where the JSON is written too (default %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, audit files)")
+    parser.add_argument("--profile", type=Path, default=None, help="record a py-spy flame graph of every proxy row into this folder (pip install -e '.[bench]')")
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = 2.0, 1.0
@@ -84,7 +85,17 @@ def _progress(message: str) -> None:
     print(f"bench-forwarding: {message}", file=sys.stderr, flush=True)
 
 
-def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: float) -> dict[str, Any]:
+def _profiler(row: Row, connections: int, duration: float, folder: Path | None) -> subprocess.Popen[bytes] | None:
+    """With --profile, py-spy records the proxy over the measured window (its sampling costs CPU: such figures are not comparable)."""
+    if folder is None or "proxy" not in row.measured:
+        return None
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    svg = folder / f"{row.name}-{connections}.svg"
+    argv = [py_spy, "record", "--pid", str(row.measured["proxy"]), "--duration", str(max(1, round(duration))), "--nonblocking", "-o", str(svg)]
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: float, profile: Path | None = None) -> dict[str, Any]:
     """One row at one connection count: the load generator's report and the measured processes' CPU over the window."""
     argv = [
         str(loadgen), "client", "--target", row.target, "--connections", str(connections),
@@ -92,17 +103,22 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
         "--topic-prefix", f"{row.name}-{connections}-{uuid.uuid4().hex[:8]}", *row.loadgen_args,
     ]  # fmt: skip
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    profiler: subprocess.Popen[bytes] | None = None
     try:
         time.sleep(warmup)
         before = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
+        profiler = _profiler(row, connections, duration, profile)
         began = time.monotonic()
         stdout, stderr = process.communicate(timeout=duration + LOADGEN_GRACE)
         elapsed = time.monotonic() - began
         after = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
-    except BaseException:
-        process.kill()
-        process.wait(10)
-        raise
+        if profiler is not None:
+            profiler.wait(LOADGEN_GRACE)
+    finally:
+        for child in (process, profiler):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.wait(10)
     try:
         report = json.loads(stdout)
     except ValueError:
@@ -133,21 +149,38 @@ def _ratio(results: dict[str, dict[str, Any]], top: str, bottom: str) -> float |
     return round(a / b, 3) if a and b else None
 
 
+def summary(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each row's best rate over the connection counts, and the load generator's headroom: its best rate against
+    the zero-work upstream over the proxy's best rate there (at one connection both are bound by round trips)."""
+    best: dict[str, float] = {}
+    for point in points:
+        for name, result in point["results"].items():
+            if result.get("rps"):
+                best[name] = max(best.get(name, 0.0), result["rps"])
+    found: dict[str, Any] = {"best_rps": best}
+    generator, proxy = best.get("loadgen_to_zero_work"), best.get("proxy_to_zero_work_flush")
+    if generator and proxy:
+        found["loadgen_headroom"] = round(generator / proxy, 1)
+        found["loadgen_headroom_ok"] = generator / proxy >= HEADROOM_WANTED
+    return found
+
+
 def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """At one connection count: each ratio of rates (requests per second)."""
     found = {
         "proxy_over_broker": _ratio(results, "proxy_to_kafka_flush", "kafka_broker_forwarding"),
         "proxy_over_direct": _ratio(results, "proxy_to_kafka_flush", "direct_envelopes_to_controller"),
         "broker_over_direct": _ratio(results, "kafka_broker_forwarding", "direct_envelopes_to_controller"),
         "fsync_over_flush": _ratio(results, "proxy_to_zero_work_fsync", "proxy_to_zero_work_flush"),
         "relay_over_proxy": _ratio(results, "trio_relay_to_zero_work", "proxy_to_zero_work_flush"),
-        "loadgen_headroom": _ratio(results, "loadgen_to_zero_work", "proxy_to_zero_work_flush"),
+        "loadgen_over_proxy": _ratio(results, "loadgen_to_zero_work", "proxy_to_zero_work_flush"),
     }
-    headroom = found["loadgen_headroom"]
-    found["loadgen_headroom_ok"] = None if headroom is None else headroom >= HEADROOM_WANTED
     return {key: value for key, value in found.items() if value is not None}
 
 
 def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     if not args.loadgen.exists():
         raise SystemExit(f"{args.loadgen} not found: build it with `make bench-forwarding` (go build in bench/forwarding/loadgen)")
     load_before = os.getloadavg()
@@ -164,7 +197,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             results: dict[str, dict[str, Any]] = {}
             for row in rows:
                 _progress(f"{connections:>3} connections: {row.name} ...")
-                results[row.name] = measure(args.loadgen, row, connections, args.duration, args.warmup)
+                results[row.name] = measure(args.loadgen, row, connections, args.duration, args.warmup, args.profile)
                 _progress(f"    {results[row.name].get('rps')} rps, p99 {results[row.name].get('p99_us')} us")
             points.append({"connections": connections, "results": results, "ratios": ratios(results)})
     return {
@@ -182,6 +215,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "zero_work_upstream": "bench/forwarding/loadgen upstream: ApiVersions as a Kafka 4.3.1 controller, any SASL/PLAIN login, DescribeCluster naming itself, every Envelope answered at once",
         },
         "rows": {row.name: row.what for row in rows},
+        "summary": summary(points),
         "points": points,
     }
 

@@ -102,6 +102,7 @@ def start_proxy(procs: Processes, name: str, upstream: str, durability: str, con
         wait_for_port(port, process, START_TIMEOUT)
     except AssertionError as exc:
         raise RuntimeError(f"{name}: {exc}\n{procs.log_tail(name)}") from None
+    print(f"bench-forwarding: {name} is pid {process.pid} (py-spy record -o profile.svg --pid {process.pid})", file=sys.stderr, flush=True)
     return f"127.0.0.1:{port}", process.pid
 
 
