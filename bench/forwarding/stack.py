@@ -119,7 +119,7 @@ def grant_create(node: KafkaNode, principal: str) -> None:
     """As admin, allow `principal` CREATE on the cluster, so that its CreateTopics pass authorization (validate_only)."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
 
-    admin = AdminClient(node.client_config("admin"))
+    admin = AdminClient(node.client_config("admin", log_level="3"))  # errors only: librdkafka notices would mix with the progress lines
     binding = AclBinding(
         ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, principal, "*", AclOperation.CREATE, AclPermissionType.ALLOW
     )
