@@ -13,6 +13,7 @@ import pytest
 from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller
 from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from tests.interop.kafka_quorum import KafkaQuorum
 
 NODE_FIXTURES = ("kafka_node", "kafka_node_acl", "own_kafka_node")
 
@@ -53,6 +54,21 @@ def kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
 def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
     """Like kafka_node, but User:proxy is no super user: it holds ClusterAction on the cluster through an ACL."""
     yield from _start(tmp_path_factory, proxy_super_user=False)
+
+
+@pytest.fixture(scope="module")
+def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaQuorum]:
+    """Three combined nodes in one static quorum; the tests that kill a node start it again before they end."""
+    if "java" in missing_tools():
+        _skip_or_fail("java not installed: a real Kafka quorum needs Java 17+")
+    try:
+        lib = ensure_kafka_jars()
+    except KafkaToolingMissing as exc:
+        _skip_or_fail(str(exc))
+        raise  # unreachable: skip/fail raise
+    timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "180"))
+    with KafkaQuorum(tmp_path_factory.mktemp("kafka-quorum"), lib_dir=lib, startup_timeout=timeout) as quorum:
+        yield quorum
 
 
 @pytest.fixture

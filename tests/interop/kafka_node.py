@@ -252,7 +252,17 @@ class KafkaNode:
         startup_timeout: float = 120.0,
         stop_timeout: float = 30.0,
         host: str = "127.0.0.1",
+        node_id: int = 1,
+        voters: str | None = None,
+        ports: tuple[int, int] | None = None,
+        cluster_id: str | None = None,
     ) -> None:
+        """`voters` (`controller.quorum.voters`) makes this node one member of a static quorum: its storage is
+        formatted for those voters instead of --standalone, and `ports` (broker, controller) must be the ones
+        the voters name."""
+        self.node_id = node_id
+        self.voters = voters
+        self._ports = ports
         self.proxy_super_user = proxy_super_user
         self.version = version
         self.users = dict(users or DEFAULT_USERS)
@@ -271,7 +281,7 @@ class KafkaNode:
         self._log_file: Any = None
         self._broker_port = 0
         self._controller_port = 0
-        self.cluster_id = _cluster_id()
+        self.cluster_id = cluster_id or _cluster_id()
 
     # ---------------------------------------------------------------- addresses and paths
 
@@ -321,7 +331,7 @@ class KafkaNode:
         controller = f"{self.host}:{self._controller_port}"
         return {
             "process.roles": "broker,controller",
-            "node.id": "1",
+            "node.id": str(self.node_id),
             "listeners": f"BROKER://{broker},CONTROLLER://{controller}",
             "advertised.listeners": f"BROKER://{broker},CONTROLLER://{controller}",
             "controller.listener.names": "CONTROLLER",
@@ -334,8 +344,8 @@ class KafkaNode:
             "listener.name.controller.plain.sasl.jaas.config": jaas,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": ";".join(super_users),
-            # --standalone (KIP-853 dynamic quorum) wants bootstrap servers, not controller.quorum.voters
-            "controller.quorum.bootstrap.servers": controller,
+            # --standalone (KIP-853 dynamic quorum) wants bootstrap servers; a static quorum names its voters
+            **({"controller.quorum.voters": self.voters} if self.voters else {"controller.quorum.bootstrap.servers": controller}),
             "log.dirs": str(data),
             "metadata.log.dir": str(data),
             "num.partitions": "1",
@@ -381,6 +391,16 @@ class KafkaNode:
         self.stop()
 
     def start(self) -> None:
+        self.prepare()
+        try:
+            self.spawn()
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def prepare(self) -> None:
+        """Workdir, ports, server.properties and formatted storage: everything but the process."""
         if self._process is not None:
             raise KafkaNodeError("already started")
         lib = self._lib_dir or ensure_kafka_jars(self.version)
@@ -388,10 +408,13 @@ class KafkaNode:
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="kafka-node-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._broker_port = _free_port(self.host)
-        self._controller_port = _free_port(self.host)
-        while self._controller_port == self._broker_port:
+        if self._ports is not None:
+            self._broker_port, self._controller_port = self._ports
+        else:
+            self._broker_port = _free_port(self.host)
             self._controller_port = _free_port(self.host)
+            while self._controller_port == self._broker_port:
+                self._controller_port = _free_port(self.host)
         self.properties_path.write_text(_render_properties(self.server_properties()))
         log4j = self.workdir / "log4j2.properties"
         log4j.write_text(LOG4J2_PROPERTIES)
@@ -409,14 +432,17 @@ class KafkaNode:
         self._jvm = jvm
         try:
             self._format(jvm)
-            self._launch()
-            if not self.proxy_super_user:
-                self.grant_cluster_action("User:proxy")
         except BaseException:
             self.stop()
             raise
 
-    def _launch(self) -> None:
+    def wait_ready(self) -> None:
+        self._wait_ready()
+        if not self.proxy_super_user:
+            self.grant_cluster_action("User:proxy")
+
+    def spawn(self) -> None:
+        """Start the JVM without waiting: the members of a quorum must all run before any is ready."""
         self._process = subprocess.Popen(
             [*self._jvm, "kafka.Kafka", str(self.properties_path)],
             stdin=subprocess.DEVNULL,
@@ -425,7 +451,6 @@ class KafkaNode:
             cwd=self.workdir,
             start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the node in order
         )
-        self._wait_ready()
 
     def kill(self) -> None:
         """SIGKILL the node, as a crash would: no controlled shutdown; storage, ports and log stay for restart()."""
@@ -435,21 +460,36 @@ class KafkaNode:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(30)
 
+    def terminate(self) -> None:
+        """SIGTERM the node (Kafka's controlled shutdown) and wait; storage, ports and log stay for restart()."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
     def restart(self) -> None:
-        """Run the killed node again on the same ports and storage, and wait until it is ready."""
+        """Run the killed or terminated node again on the same ports and storage, and wait until it is ready."""
         if self._process is not None or not self._jvm:
-            raise KafkaNodeError("restart() needs a node that was started and then killed")
+            raise KafkaNodeError("restart() needs a node that was started and then killed or terminated")
         assert self._log_file is not None
         self._log_file.write(b"$ restart: kafka.Kafka server.properties\n")
         self._log_file.flush()
         try:
-            self._launch()
+            self.spawn()
+            self._wait_ready()
         except BaseException:
             self.stop()
             raise
 
     def _format(self, jvm: list[str]) -> None:
-        command = [*jvm, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "--standalone", "-c", str(self.properties_path)]
+        quorum = [] if self.voters else ["--standalone"]
+        command = [*jvm, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, *quorum, "-c", str(self.properties_path)]
         assert self._log_file is not None
         self._log_file.write(f"$ {' '.join(command)}\n".encode())
         self._log_file.flush()
@@ -471,7 +511,7 @@ class KafkaNode:
         self._log_file.flush()
 
     def _wait_ready(self) -> None:
-        """Poll until a SASL/PLAIN admin client gets metadata listing node 1, the process dies, or the deadline passes."""
+        """Poll until a SASL/PLAIN admin client gets metadata listing this node, the process dies, or the deadline passes."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
@@ -493,7 +533,7 @@ class KafkaNode:
                 last_error = str(exc)
                 time.sleep(0.5)
                 continue
-            if 1 in metadata.brokers:
+            if self.node_id in metadata.brokers:
                 return
             last_error = f"metadata lists brokers {sorted(metadata.brokers)}"
             time.sleep(0.5)
@@ -540,17 +580,8 @@ class KafkaNode:
         raise KafkaNodeError(f"the ClusterAction ACL for {principal} did not become visible\n{self.log_tail()}")
 
     def stop(self) -> None:
-        """Terminate (SIGTERM: Kafka's controlled shutdown), kill after `stop_timeout`; idempotent."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.terminate()
-            try:
-                process.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(10)
+        """Terminate (SIGTERM: Kafka's controlled shutdown), kill after `stop_timeout`, remove what start() made; idempotent."""
+        self.terminate()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

@@ -14,52 +14,13 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS
-from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
-from tests.interop.test_conformance import unique
+from tests.interop.trickle import CLIENT_WAIT, Trickle
 from tests.interop.upstreams import kafka_target, poll
 
 pytestmark = pytest.mark.interop
 REQUEST_TIMEOUT_MS = 3000
-CLIENT_WAIT = 30.0  # far above request.timeout.ms: a request still unanswered by then is hung
 RETRIABLE = {7, 41}  # REQUEST_TIMED_OUT, NOT_CONTROLLER
-
-
-class Trickle:
-    """One CreateAcls every `pause` seconds on a fresh connection, recording each outcome; bounded."""
-
-    def __init__(self, address: str, pause: float = 0.25, limit: int = 400) -> None:
-        self.address, self.pause, self.limit = address, pause, limit
-        self.outcomes: list[tuple[str, int | str]] = []
-        self.phase = "before"
-        self.stop = threading.Event()
-
-    def successes(self, phase: str) -> int:
-        return sum(1 for p, code in self.outcomes if p == phase and code == 0)
-
-    def run(self) -> None:
-        for _ in range(self.limit):
-            if self.stop.is_set():
-                return
-            phase = self.phase
-            self.outcomes.append((phase, self._one()))
-            time.sleep(self.pause)
-
-    def _one(self) -> int | str:
-        # CreateAcls needs the controller only: CreateTopics would also meet Kafka's own INVALID_REPLICATION_FACTOR
-        # while the restarted broker has not registered yet, which is Kafka's answer, not the proxy's.
-        acl = {"resource_type": 2, "resource_name": unique("trickle"), "resource_pattern_type": 3, "principal": "User:bob"}
-        try:
-            with wire.connect(self.address, timeout=CLIENT_WAIT) as sock:
-                if wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) != 0:
-                    return "login failed"
-                body = wire.call(sock, 30, 2, {"creations": [{**acl, "host": "*", "operation": 3, "permission_type": 3}]}, 3)
-                return int(body.results[0].error_code)
-        except TimeoutError:
-            return "hung"
-        except OSError as exc:
-            return f"closed: {exc!r}"
 
 
 async def test_a_controller_crash_leaves_no_request_unanswered(

@@ -1,0 +1,72 @@
+"""A steady trickle of admin requests through a proxy, each outcome recorded: who got what, and when."""
+
+import threading
+import time
+
+from kio.schema.errors import ErrorCode
+
+from envelope.apis import ApiKey
+from proxy.tools.embedded import DEFAULT_USERS
+from tests.integration import wire
+from tests.interop.test_conformance import unique
+
+CLIENT_WAIT = 30.0  # far above request.timeout.ms: a request still unanswered by then is hung
+ACL_RESOURCE_TOPIC, ACL_PATTERN_LITERAL, ACL_OPERATION_READ, ACL_PERMISSION_ALLOW = 2, 3, 3, 3
+
+
+class Trickle:
+    """One request every `pause` seconds on a fresh connection, alternating over `kinds`; bounded by `limit`."""
+
+    def __init__(self, address: str, pause: float = 0.25, limit: int = 400, kinds: tuple[str, ...] = ("acls",)) -> None:
+        self.address, self.pause, self.limit, self.kinds = address, pause, limit, kinds
+        self.outcomes: list[tuple[str, int | str]] = []
+        self.times: list[float] = []
+        self.phase = "before"
+        self.stop = threading.Event()
+
+    def successes(self, phase: str) -> int:
+        return sum(1 for p, code in self.outcomes if p == phase and code == ErrorCode.none)
+
+    def first_success_after(self, moment: float) -> float | None:
+        """When the first request sent after `moment` succeeded (its answer's time), or None."""
+        return next((t for t, (_, code) in zip(self.times, self.outcomes, strict=True) if t > moment and code == ErrorCode.none), None)
+
+    def run(self) -> None:
+        for n in range(self.limit):
+            if self.stop.is_set():
+                return
+            phase = self.phase
+            outcome = self._one(self.kinds[n % len(self.kinds)])
+            self.outcomes.append((phase, outcome))
+            self.times.append(time.monotonic())
+            time.sleep(self.pause)
+
+    def _one(self, kind: str) -> int | str:
+        try:
+            with wire.connect(self.address, timeout=CLIENT_WAIT) as sock:
+                if wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) != 0:
+                    return "login failed"
+                if kind == "topics":
+                    topic = {"name": unique("trickle"), "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                    body = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
+                    return int(body.topics[0].error_code)
+                acl = {
+                    "resource_type": ACL_RESOURCE_TOPIC,
+                    "resource_name": unique("trickle"),
+                    "resource_pattern_type": ACL_PATTERN_LITERAL,
+                    "principal": "User:bob",
+                    "host": "*",
+                    "operation": ACL_OPERATION_READ,
+                    "permission_type": ACL_PERMISSION_ALLOW,
+                }
+                body = wire.call(sock, ApiKey.CREATE_ACLS, 2, {"creations": [acl]}, 3)
+                return int(body.results[0].error_code)
+        except TimeoutError:
+            return "hung"
+        except OSError as exc:
+            return f"closed: {exc!r}"
+
+
+def unexpected(outcomes: list[tuple[str, int | str]]) -> list[tuple[str, int | str]]:
+    """Outcomes that are neither success nor an error Kafka calls retriable (hung, closed, or a hard error)."""
+    return [(p, code) for p, code in outcomes if not (isinstance(code, int) and (code == ErrorCode.none or ErrorCode(code).retriable))]
