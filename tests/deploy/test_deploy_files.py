@@ -481,10 +481,19 @@ def test_sidecar_properties_are_accepted_by_the_parsers(tmp_path: Path) -> None:
     controller = parse_controller_config(localize(kafka_raw, pki, scram))
     listeners = {listener.name: listener for listener in controller.listeners}
     assert set(listeners) == {"CONTROLLER", "PROXY"}
-    assert listeners["PROXY"].host == "127.0.0.1", "the proxy's listener on the controller is loopback only"
+    # Every proxy must reach whichever controller leads, at the address it advertises (KIP-919): the PROXY
+    # listener is on the pod network under the pod's name, and a NetworkPolicy admits only the controller pods.
+    pod_dns = "kafka-controller-{}.kafka-controller.kafka.svc.cluster.local"
+    assert listeners["PROXY"].host == ""
+    assert f"PROXY://{pod_dns.format(2)}:{listeners['PROXY'].port}" in kafka_raw["advertised.listeners"].split(",")
+    policy = find(documents, "NetworkPolicy", "kafka-controller-ingress")["spec"]
+    (proxy_rule,) = [rule for rule in policy["ingress"] if any(p["port"] == listeners["PROXY"].port for p in rule["ports"])]
+    assert proxy_rule["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "kafka-controller"}}}]
 
     proxy = parse_proxy_config(localize(proxy_raw, pki, scram))
-    assert [(s.host, s.port) for s in proxy.upstream.servers] == [("127.0.0.1", listeners["PROXY"].port)]
+    assert [(s.host, s.port) for s in proxy.upstream.servers] == [
+        (pod_dns.format(node), listeners["PROXY"].port) for node in (2, 0, 1)
+    ], "its own controller first, then the rest of the quorum (duplicates dropped)"
     assert proxy.upstream.security_protocol == listeners["PROXY"].security_protocol
     assert proxy.upstream.sasl_mechanism in listeners["PROXY"].sasl_mechanisms
 

@@ -100,15 +100,22 @@ class Sidecar:
         self.controller_port, self.proxy_listener_port, self.client_port = _free_port(), _free_port(), _free_port()
 
         kafka = localize(kafka_raw, self.pki, scram)
-        assert kafka["listeners"] == "CONTROLLER://:9093,PROXY://127.0.0.1:9095"
-        kafka["listeners"] = f"CONTROLLER://127.0.0.1:{self.controller_port},PROXY://127.0.0.1:{self.proxy_listener_port}"
+        assert kafka["listeners"] == "CONTROLLER://:9093,PROXY://:9095"
+        assert kafka["advertised.listeners"].endswith("PROXY://kafka-controller-0.kafka-controller.kafka.svc.cluster.local:9095")
+        kafka["listeners"] = kafka["advertised.listeners"] = (
+            f"CONTROLLER://127.0.0.1:{self.controller_port},PROXY://127.0.0.1:{self.proxy_listener_port}"
+        )
         kafka["controller.quorum.voters"] = f"0@127.0.0.1:{self.controller_port}"  # one voter instead of three
         kafka["log.dirs"] = kafka["metadata.log.dir"] = str(workdir / "data")
         self.kafka_properties = workdir / "controller.properties"
         self.kafka_properties.write_text(javaproperties.dumps(kafka, timestamp=False))
 
         proxy = localize(proxy_raw, self.pki, scram)
-        assert proxy["controller.quorum.bootstrap.servers"] == "127.0.0.1:9095"
+        # its own pod's PROXY listener first, then the whole quorum's
+        assert proxy["controller.quorum.bootstrap.servers"].split(",")[:2] == [
+            "kafka-controller-0.kafka-controller.kafka.svc.cluster.local:9095",
+            "kafka-controller-0.kafka-controller.kafka.svc.cluster.local:9095",
+        ]
         proxy["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{self.proxy_listener_port}"
         proxy["listeners"] = proxy["advertised.listeners"] = f"CLIENT://127.0.0.1:{self.client_port}"
         self.metrics_port = _free_port()
