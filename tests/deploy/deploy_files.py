@@ -191,7 +191,7 @@ def promql_metric_names(expr: str) -> set[str]:
 
 
 def grafana_expressions(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
-    """(where, PromQL) for every panel target (rows included) and every query variable."""
+    """(where, PromQL) for every panel target (rows included), Prometheus annotation and query variable."""
     found: list[tuple[str, str]] = []
 
     def walk(panels: list[dict[str, Any]]) -> None:
@@ -201,6 +201,9 @@ def grafana_expressions(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
             walk(panel.get("panels", []))
 
     walk(dashboard.get("panels", []))
+    for annotation in dashboard.get("annotations", {}).get("list", []):
+        if annotation.get("datasource", {}).get("type") == "prometheus":
+            found.append((f"annotation {annotation.get('name')!r}", annotation["expr"]))
     for variable in dashboard.get("templating", {}).get("list", []):
         if variable.get("type") != "query":
             continue

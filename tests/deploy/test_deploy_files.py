@@ -195,6 +195,25 @@ def test_dashboard_structure() -> None:
             assert target["datasource"] == panel["datasource"] and target["expr"].strip()
 
 
+def test_dashboard_shows_failovers() -> None:
+    """What docs/deploy.md says a failover looks like can be seen on the dashboard."""
+    dashboard = _dashboard()
+    exprs = [expr for _, expr in grafana_expressions(dashboard)]
+
+    def queried(*fragments: str) -> bool:
+        return any(all(fragment in expr for fragment in fragments) for expr in exprs)
+
+    assert queried("envelope_proxy_upstream_active_controller_id")
+    assert queried("changes(envelope_proxy_upstream_active_controller_id")
+    assert queried("envelope_proxy_forwarding_queue_length")
+    for series in ("envelope_proxy_request_queue_time_seconds_bucket", "envelope_proxy_request_upstream_time_seconds_bucket"):
+        assert queried("histogram_quantile(0.5,", series) and queried("histogram_quantile(0.99,", series), series
+    assert queried("rate(envelope_proxy_upstream_not_controller_retries_total")
+    assert queried("rate(envelope_proxy_upstream_reconnects_total")
+    stat = next(p for p in dashboard["panels"] if p["type"] == "stat" and "active_controller_id" in p["targets"][0]["expr"])
+    assert {"-1"} <= set(stat["fieldConfig"]["defaults"]["mappings"][0]["options"]), "-1 shown as no leader"
+
+
 def test_dashboard_uses_exported_series_only() -> None:
     known = metric_names()
     seen: set[str] = set()
