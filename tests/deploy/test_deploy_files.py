@@ -513,6 +513,8 @@ def test_sidecar_properties_are_accepted_by_the_parsers(tmp_path: Path) -> None:
     assert [(s.host, s.port) for s in proxy.upstream.servers] == [
         (pod_dns.format(node), listeners["PROXY"].port) for node in (2, 0, 1)
     ], "its own controller first, then the rest of the quorum (duplicates dropped)"
+    # DescribeQuorum names each controller's endpoints by listener: the proxy's upstream must carry Kafka's name.
+    assert proxy.upstream.listener_name == "PROXY"
     assert proxy.upstream.security_protocol == listeners["PROXY"].security_protocol
     assert proxy.upstream.sasl_mechanism in listeners["PROXY"].sasl_mechanisms
 

@@ -1,12 +1,14 @@
 """The sidecar's configuration (deploy/kubernetes/sidecar.yaml) against a real Apache Kafka KRaft controller.
 
 What docs/deploy.md walks an operator through, on loopback: the init container's render.sh produces the
-two files, Kafka formats its storage and starts as a controller-only node with the CONTROLLER and the
-loopback PROXY listener (SASL_SSL), the proxy logs in over 127.0.0.1, a SCRAM client's CreateAcls is
-refused until User:proxy holds ClusterAction (granted with Kafka's own AclCommand --bootstrap-controller,
-as the guide shows), then forwarded, answered and audited. Only addresses, ports and file paths are
-changed; every other key is the manifest's. Marker `interop`: needs Java 17+ (and Maven until the Kafka
-jars are cached); skipped without them, failed when CI=true.
+two files, Kafka formats its storage and starts as a controller-only node with the CONTROLLER and
+PROXY listeners (SASL_SSL; bound and advertised on 127.0.0.1 here instead of the pod network and the
+pod's name), the proxy logs in to PROXY, a SCRAM client's CreateAcls is refused until User:proxy holds
+ClusterAction (granted with Kafka's own AclCommand --bootstrap-controller, as the guide shows), then
+forwarded, answered and audited, and with the guide's Describe grant the proxy learns the active
+controller from the controller (DescribeQuorum) at its PROXY endpoint. Only addresses, ports, file paths
+and the discovery interval are changed; every other key is the manifest's. Marker `interop`: needs
+Java 17+ (and Maven until the Kafka jars are cached); skipped without them, failed when CI=true.
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class Sidecar:
             "kafka-controller-0.kafka-controller.kafka.svc.cluster.local:9095",
         ]
         proxy["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{self.proxy_listener_port}"
+        assert proxy["controller.listener.names"] == "PROXY", "named as Kafka names it: DescribeQuorum lists endpoints by name"
+        proxy["controller.discovery.interval.ms"] = "500"  # ask again soon after the grant, not in 30 s
         proxy["listeners"] = proxy["advertised.listeners"] = f"CLIENT://127.0.0.1:{self.client_port}"
         self.metrics_port = _free_port()
         proxy["metrics.listen"] = f"127.0.0.1:{self.metrics_port}"
@@ -236,6 +240,13 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
         assert "--operation ClusterAction --cluster" in proxy_log.read_text()
 
         sidecar.grant("User:proxy", "ClusterAction", "Describe")
+        # With Describe, the controller names the leader (DescribeQuorum): node 0, at the PROXY listener
+        # (the controller's voter entry names its CONTROLLER listener, where User:proxy cannot log in).
+        found = f"active controller: 0@127.0.0.1:{sidecar.proxy_listener_port} "
+        deadline = time.monotonic() + 30
+        while found not in proxy_log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert found in proxy_log.read_text(), proxy_log.read_text()[-4000:]
         # The Envelope is accepted now, and the controller authorizes alice herself: she may not alter the cluster yet.
         assert _create_acl(alice, "before-alice") == "CLUSTER_AUTHORIZATION_FAILED"
         sidecar.grant("User:alice", "Alter")
