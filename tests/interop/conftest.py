@@ -109,4 +109,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             node = funcargs.get(name)
             if isinstance(node, KafkaNode):
                 report.sections.append((f"{name} log ({node.log_path})", node.log_tail(80)))
+        quorum = funcargs.get("kafka_quorum")
+        if isinstance(quorum, KafkaQuorum):
+            for node_id, member in quorum.nodes.items():
+                report.sections.append((f"kafka_quorum node {node_id} log ({member.log_path})", member.log_tail(60)))
     return report

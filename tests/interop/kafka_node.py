@@ -256,10 +256,15 @@ class KafkaNode:
         voters: str | None = None,
         ports: tuple[int, int] | None = None,
         cluster_id: str | None = None,
+        extra_properties: dict[str, str] | None = None,
+        jvm_options: tuple[str, ...] = (),
     ) -> None:
         """`voters` (`controller.quorum.voters`) makes this node one member of a static quorum: its storage is
         formatted for those voters instead of --standalone, and `ports` (broker, controller) must be the ones
-        the voters name."""
+        the voters name. `extra_properties` are added to (or override) server.properties; `jvm_options` go
+        to the JVM after the heap."""
+        self.extra_properties = dict(extra_properties or {})
+        self.jvm_options = tuple(jvm_options)
         self.node_id = node_id
         self.voters = voters
         self._ports = ports
@@ -359,6 +364,7 @@ class KafkaNode:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
+            **self.extra_properties,
         }
 
     def client_config(self, user: str = "admin", **extra: str) -> dict[str, str]:
@@ -422,6 +428,7 @@ class KafkaNode:
             java,
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
+            *self.jvm_options,
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.workdir}",

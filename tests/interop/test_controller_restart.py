@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from tests.interop.kafka_node import KafkaNode
 from tests.interop.trickle import CLIENT_WAIT, Trickle
@@ -20,7 +21,7 @@ from tests.interop.upstreams import kafka_target, poll
 
 pytestmark = pytest.mark.interop
 REQUEST_TIMEOUT_MS = 3000
-RETRIABLE = {7, 41}  # REQUEST_TIMED_OUT, NOT_CONTROLLER
+RETRIABLE = {ErrorCode.request_timed_out, ErrorCode.not_controller}
 
 
 async def test_a_controller_crash_leaves_no_request_unanswered(
@@ -53,7 +54,7 @@ async def test_a_controller_crash_leaves_no_request_unanswered(
     seen = await trio.to_thread.run_sync(work)
     codes = {code for _, code in trickle.outcomes}
     assert seen == {"back": True, "runner stopped": True}, trickle.outcomes
-    assert codes <= {0} | RETRIABLE, trickle.outcomes  # no hung, closed or unexpected answer
+    assert codes <= {ErrorCode.none} | RETRIABLE, trickle.outcomes  # no hung, closed or unexpected answer
     assert any(phase == "down" and code in RETRIABLE for phase, code in trickle.outcomes), trickle.outcomes
     assert upstream.reconnects >= 1
     assert upstream.controller_ranges is not None

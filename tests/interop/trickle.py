@@ -20,7 +20,14 @@ class Trickle:
     def __init__(self, address: str, pause: float = 0.25, limit: int = 400, kinds: tuple[str, ...] = ("acls",)) -> None:
         self.address, self.pause, self.limit, self.kinds = address, pause, limit, kinds
         self.outcomes: list[tuple[str, int | str]] = []
+        self.sent: list[float] = []
+        """When each request was sent (time.monotonic())."""
         self.times: list[float] = []
+        """When each answer came."""
+        self.durations: list[float] = []
+        """Seconds from connecting to the answer, per request."""
+        self.names: list[str] = []
+        """The topic (CreateTopics) or ACL resource (CreateAcls) each request named, unique per request."""
         self.phase = "before"
         self.stop = threading.Event()
 
@@ -29,30 +36,41 @@ class Trickle:
 
     def first_success_after(self, moment: float) -> float | None:
         """When the first request sent after `moment` succeeded (its answer's time), or None."""
-        return next((t for t, (_, code) in zip(self.times, self.outcomes, strict=True) if t > moment and code == ErrorCode.none), None)
+        # read while run() appends: the other lists grow first, so zip stops at the outcomes written so far
+        answers = zip(self.sent, self.times, list(self.outcomes), strict=False)
+        return next((answered for sent, answered, (_, code) in answers if sent > moment and code == ErrorCode.none), None)
 
     def run(self) -> None:
         for n in range(self.limit):
             if self.stop.is_set():
                 return
             phase = self.phase
-            outcome = self._one(self.kinds[n % len(self.kinds)])
-            self.outcomes.append((phase, outcome))
-            self.times.append(time.monotonic())
+            name = unique("trickle")
+            started = time.monotonic()
+            outcome = self._one(self.kinds[n % len(self.kinds)], name)
+            answered = time.monotonic()
+            self.names.append(name)
+            self.sent.append(started)
+            self.durations.append(answered - started)
+            self.times.append(answered)
+            self.outcomes.append((phase, outcome))  # last: a reader that sees the outcome sees the rest
             time.sleep(self.pause)
 
-    def _one(self, kind: str) -> int | str:
+    def slowest(self) -> float:
+        return max(self.durations, default=0.0)
+
+    def _one(self, kind: str, name: str) -> int | str:
         try:
             with wire.connect(self.address, timeout=CLIENT_WAIT) as sock:
-                if wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) != 0:
+                if wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) != ErrorCode.none:
                     return "login failed"
                 if kind == "topics":
-                    topic = {"name": unique("trickle"), "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                    topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
                     body = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
                     return int(body.topics[0].error_code)
                 acl = {
                     "resource_type": ACL_RESOURCE_TOPIC,
-                    "resource_name": unique("trickle"),
+                    "resource_name": name,
                     "resource_pattern_type": ACL_PATTERN_LITERAL,
                     "principal": "User:bob",
                     "host": "*",
