@@ -5,12 +5,12 @@ from pathlib import Path
 
 from authz import Authorizer
 from authz.model import parse_super_users
+from controller.leadership import NO_LEADER
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
 
 ACTIVE_ID_KEY = "embedded.controller.active.id"
-NO_LEADER = -1
 
 
 @dataclass(frozen=True)

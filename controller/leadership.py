@@ -20,13 +20,13 @@ from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
+from controller.reads import AUTHORIZED_OPERATIONS_OMITTED
 from envelope.apis import ApiKey, EndpointType, is_forwardable
 from proxy.net.addresses import ControllerAddress
 
 NO_LEADER = -1
 # Answered by the Raft layer itself on every voter (NOT_LEADER_OR_FOLLOWER on a follower), not by the active controller.
 RAFT_ANSWERED = frozenset({ApiKey.DESCRIBE_QUORUM})
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 @dataclass

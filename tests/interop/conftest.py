@@ -28,15 +28,19 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool, name: str | None = None) -> Iterator[KafkaNode]:
-    missing = [tool for tool in missing_tools() if tool == "java"]
-    if missing:
-        _skip_or_fail("java not installed: a real Kafka node needs Java 17+")
+def _kafka_lib(what: str) -> Path:
+    """The Kafka jars, or a skip (a failure when CI=true) naming what is missing for `what`."""
+    if "java" in missing_tools():
+        _skip_or_fail(f"java not installed: {what} needs Java 17+")
     try:
-        lib = ensure_kafka_jars()
+        return ensure_kafka_jars()
     except KafkaToolingMissing as exc:
         _skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
+
+
+def _start(tmp_path_factory: pytest.TempPathFactory, *, proxy_super_user: bool, name: str | None = None) -> Iterator[KafkaNode]:
+    lib = _kafka_lib("a real Kafka node")
     name = name or ("kafka-node" if proxy_super_user else "kafka-node-acl")
     timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "120"))
     # under pytest's basetemp, so kafka.log and server.properties outlive the session for post-mortems
@@ -59,13 +63,7 @@ def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNo
 @pytest.fixture(scope="module")
 def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaQuorum]:
     """Three combined nodes in one static quorum; the tests that kill a node start it again before they end."""
-    if "java" in missing_tools():
-        _skip_or_fail("java not installed: a real Kafka quorum needs Java 17+")
-    try:
-        lib = ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
-        _skip_or_fail(str(exc))
-        raise  # unreachable: skip/fail raise
+    lib = _kafka_lib("a real Kafka quorum")
     timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "180"))
     with KafkaQuorum(tmp_path_factory.mktemp("kafka-quorum"), lib_dir=lib, startup_timeout=timeout) as quorum:
         yield quorum
