@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit bench-forwarding fuzz clean
+.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit bench-forwarding bench-soak fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,12 @@ FORWARDING_ARGS ?=
 bench-forwarding: $(STAMP) kafka-jars
 	cd bench/forwarding/loadgen && $(GO) build -o ../bin/loadgen .
 	$(PY) bench/forwarding/run.py $(FORWARDING_ARGS)
+
+# On-demand: the proxy at its ceiling (zero-work upstream, 32 connections) for 10 minutes, its RSS sampled
+# every 10 s; prints JSON with the growth after warm-up. SOAK_ARGS="--minutes 1" for a short run.
+bench-soak: $(STAMP)
+	cd bench/forwarding/loadgen && $(GO) build -o ../bin/loadgen .
+	$(PY) bench/forwarding/soak.py $(SOAK_ARGS)
 
 # Structure-aware fuzzing of every decoder in worker processes under an address-space limit; prints JSON.
 # `make test` runs a 20,000-input slice (tests/fuzz); this is the long run.

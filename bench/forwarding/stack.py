@@ -229,4 +229,4 @@ def error_names(errors: dict[str, int]) -> dict[str, int]:
     return named
 
 
-__all__ = ["Row", "error_names", "kafka_rows", "probe", "proxy_properties", "zero_work_rows"]
+__all__ = ["Row", "client_login", "error_names", "kafka_rows", "probe", "proxy_properties", "start_announcing", "start_proxy", "zero_work_rows"]
