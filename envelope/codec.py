@@ -12,7 +12,8 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
-from kio.static.primitive import i16, i32
+from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import i16, i32, uvarint
 
 from envelope.bounded import prepare, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
@@ -115,6 +116,20 @@ def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[
 
 def _write(schema: type[Any], entity: Any, out: io.BytesIO) -> None:
     entity_writer(schema)(out, entity)
+
+
+def encode_body(body: Any) -> bytes:
+    """A message body alone, without a header."""
+    out = io.BytesIO()
+    _write(type(body), body, out)
+    return out.getvalue()
+
+
+def compact_length(size: int) -> bytes:
+    """The prefix of compact bytes or a compact string of `size` bytes: size + 1 as an unsigned varint."""
+    out = io.BytesIO()
+    write_unsigned_varint(out, uvarint(size + 1))
+    return out.getvalue()
 
 
 def encode_request(body: Any, *, correlation_id: int, client_id: str | None, api_version: int | None = None) -> bytes:

@@ -1,10 +1,13 @@
 """EnvelopeRequest / EnvelopeResponse (API key 58, v0, flexible).
 
 `wrap` puts a client's request bytes into RequestData untouched: the proxy
-never re-encodes what a client sent.
+never re-encodes what a client sent. kio encodes the rest of the envelope, once
+per principal, address and client id (see `_template`).
 """
 
+import functools
 import ipaddress
+import struct
 from dataclasses import dataclass
 
 from kio.schema.envelope.v0.request import EnvelopeRequest
@@ -12,13 +15,56 @@ from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
-from envelope.codec import decode_body, decode_response_body, encode_request, encode_response
+from envelope.codec import compact_length, decode_body, decode_response_body, encode_body, encode_request, encode_response
 from envelope.errors import ProtocolError
 from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 
 ENVELOPE_VERSION = 0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True, slots=True)
+class _EnvelopeTemplate:
+    """An EnvelopeRequest as kio encodes it for one principal, address and client id, cut where the per-request
+    parts go: the correlation id (header bytes 4-8) and RequestData, the body's first field."""
+
+    api_prefix: bytes
+    """Header bytes before the correlation id: api key and version."""
+    header_rest: bytes
+    """Header bytes after the correlation id: client id and tagged fields."""
+    body_rest: bytes
+    """Body bytes after RequestData: the principal, the address and tagged fields."""
+
+
+_CORRELATION_ID = struct.Struct(">i")
+_CORRELATION_AT = 4  # api key (int16) and api version (int16) come first in every request header
+_EMPTY_COMPACT_BYTES = b"\x01"  # compact bytes carry length + 1 as an unsigned varint
+
+
+def _client_address(client_ip: IPAddress | str) -> IPAddress:
+    address = client_ip if isinstance(client_ip, (ipaddress.IPv4Address, ipaddress.IPv6Address)) else ipaddress.ip_address(client_ip)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        # A dual-stack socket reports IPv4 clients as ::ffff:a.b.c.d; Kafka's
+        # ACL host match expects the plain IPv4 address.
+        return address.ipv4_mapped
+    return address
+
+
+@functools.lru_cache(maxsize=1024)
+def _template(principal: Principal, address: IPAddress, client_id: str | None) -> _EnvelopeTemplate:
+    # kio encodes the envelope once per (principal, address, client id) with empty RequestData; a session
+    # forwards many requests as one principal from one address, and each then costs a few concatenations.
+    body = EnvelopeRequest(request_data=b"", request_principal=serialize_principal(principal), client_host_address=address.packed)
+    frame = encode_request(body, correlation_id=0, client_id=client_id)
+    header_size = len(frame) - len(encode_body(body))
+    if frame[header_size : header_size + 1] != _EMPTY_COMPACT_BYTES:
+        raise AssertionError("EnvelopeRequest v0 no longer starts with RequestData")
+    return _EnvelopeTemplate(
+        api_prefix=frame[:_CORRELATION_AT],
+        header_rest=frame[_CORRELATION_AT + _CORRELATION_ID.size : header_size],
+        body_rest=frame[header_size + 1 :],
+    )
 
 
 def wrap(
@@ -29,18 +75,18 @@ def wrap(
     correlation_id: int,
     client_id: str | None = None,
 ) -> bytes:
-    """Whole EnvelopeRequest (header + body, no size prefix) carrying raw_request."""
-    address = ipaddress.ip_address(client_ip)
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        # A dual-stack socket reports IPv4 clients as ::ffff:a.b.c.d; Kafka's
-        # ACL host match expects the plain IPv4 address.
-        address = address.ipv4_mapped
-    body = EnvelopeRequest(
-        request_data=raw_request,
-        request_principal=serialize_principal(principal),
-        client_host_address=address.packed,
+    """Whole EnvelopeRequest (header + body, no size prefix) carrying raw_request, byte for byte."""
+    template = _template(principal, _client_address(client_ip), client_id)
+    return b"".join(
+        (
+            template.api_prefix,
+            _CORRELATION_ID.pack(correlation_id),
+            template.header_rest,
+            compact_length(len(raw_request)),
+            raw_request,
+            template.body_rest,
+        )
     )
-    return encode_request(body, correlation_id=correlation_id, client_id=client_id)
 
 
 def unwrap(envelope_response: bytes) -> tuple[int, bytes | None]:

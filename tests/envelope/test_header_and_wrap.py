@@ -4,6 +4,8 @@ import ipaddress
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
@@ -323,3 +325,34 @@ def test_decode_body_may_ignore_trailing_bytes_like_kafka() -> None:
     with pytest.raises(ProtocolError, match="3 trailing bytes"):
         decode_body(3, 12, frame + b"\x01\x00\x00", header.header_size)
     assert decode_body(3, 12, frame + b"\x01\x00\x00", header.header_size, allow_trailing=True).topics is None
+
+
+_ADDRESSES = st.one_of(
+    st.ip_addresses(v=4),
+    st.ip_addresses(v=6),
+    st.ip_addresses(v=4).map(lambda v4: ipaddress.IPv6Address(f"::ffff:{v4}")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    raw=st.one_of(st.binary(max_size=300), st.integers(min_value=16_380, max_value=16_390).map(lambda n: b"r" * n)),
+    principal_name=st.text(max_size=40),
+    address=_ADDRESSES,
+    correlation_id=st.integers(min_value=-(2**31), max_value=2**31 - 1),
+    client_id=st.one_of(st.none(), st.text(max_size=40)),
+)
+def test_wrap_is_what_kio_encodes(
+    raw: bytes, principal_name: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address, correlation_id: int, client_id: str | None
+) -> None:
+    """wrap assembles a cached template around the request; the bytes must be kio's own encoding of that
+    envelope, also where RequestData's varint length grows a byte (127/128, 16383/16384)."""
+    principal = Principal("User", principal_name)
+    plain = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped else address
+    expected = encode_request(
+        EnvelopeRequest(request_data=raw, request_principal=serialize_principal(principal), client_host_address=plain.packed),
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    assert wrap(raw, principal, address, correlation_id=correlation_id, client_id=client_id) == expected
+    assert wrap(raw, principal, str(address), correlation_id=correlation_id, client_id=client_id) == expected
