@@ -134,12 +134,14 @@ class EndpointType(IntEnum):
     CONTROLLER = 2
 
 
+# Names are asked for several times a request (audit records, metric labels, logs): computed once.
+_NAMES = {api_key: "".join(part.capitalize() for part in snake.split("_")) for api_key, snake in api_key_map.items()}
+
+
 def api_name(api_key: int) -> str:
     """Kafka's CamelCase name of an API key, e.g. 19 -> CreateTopics."""
-    snake = api_key_map.get(api_key)
-    if snake is None:
-        return f"Unknown({api_key})"
-    return "".join(part.capitalize() for part in snake.split("_"))
+    name = _NAMES.get(api_key)
+    return f"Unknown({api_key})" if name is None else name
 
 
 UNKNOWN_API = "Unknown"
@@ -148,7 +150,7 @@ UNKNOWN_API = "Unknown"
 def api_label(api_key: int) -> str:
     """The API's name where a client must not choose the value set: audit `methodName`, metric labels.
     Every key Kafka does not know is `Unknown` (its number stays in the record's apiKey)."""
-    return api_name(api_key) if api_key in api_key_map else UNKNOWN_API
+    return _NAMES.get(api_key, UNKNOWN_API)
 
 
 def is_forwardable(api_key: int) -> bool:

@@ -144,13 +144,14 @@ class RequestAudit:
 
     def count(self, metrics: ProxyMetrics, outcome: str, *, forwarded: bool = False) -> None:
         """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
-        metrics.requests.labels(self.caller.listener, self.api, outcome).inc()
+        series = metrics.request_series(self.caller.listener, self.api, outcome)
+        series.count.inc()
         if forwarded:
             elapsed = self.elapsed_ms() / 1000
             queued = min(self.queued, elapsed)
-            metrics.queue_time.labels(self.api).observe(queued)
-            metrics.upstream_time.labels(self.api).observe(elapsed - queued)
-            metrics.total_time.labels(self.api).observe(elapsed)
+            series.queue_time.observe(queued)
+            series.upstream_time.observe(elapsed - queued)
+            series.total_time.observe(elapsed)
 
     # -- the stages -------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ configuration, API names, fixed outcome and cause words): never a principal
 or an address, whose number is unbounded.
 """
 
+from dataclasses import dataclass
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 PREFIX = "envelope_proxy"
@@ -16,9 +18,23 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 AUDIT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
+@dataclass(frozen=True, slots=True)
+class RequestSeries:
+    """The series one request updates, looked up once per (listener, API, outcome)."""
+
+    count: Counter
+    queue_time: Histogram
+    upstream_time: Histogram
+    total_time: Histogram
+
+
 class ProxyMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        # labels() takes a lock and builds a key on every call, a few microseconds each, several times a request;
+        # the label values are bounded sets (see above), so the children are kept.
+        self._request_series: dict[tuple[str, str, str], RequestSeries] = {}
+        self._audit_record_counters: dict[tuple[str, str], Counter] = {}
         r = self.registry
         self.requests = Counter(f"{PREFIX}_requests", "Requests by listener, API and outcome", ["listener", "api", "outcome"], registry=r)
         self.queue_time = Histogram(
@@ -106,6 +122,26 @@ class ProxyMetrics:
         self.ready = Gauge(
             f"{PREFIX}_ready", "1 when listeners are bound and an active controller is known, connected, with known ApiVersions", registry=r
         )
+
+
+    def request_series(self, listener: str, api: str, outcome: str) -> RequestSeries:
+        key = (listener, api, outcome)
+        series = self._request_series.get(key)
+        if series is None:
+            series = RequestSeries(
+                self.requests.labels(listener, api, outcome),
+                self.queue_time.labels(api),
+                self.upstream_time.labels(api),
+                self.total_time.labels(api),
+            )
+            self._request_series[key] = series
+        return series
+
+    def audit_records_of(self, sink: str, stage: str) -> Counter:
+        counter = self._audit_record_counters.get((sink, stage))
+        if counter is None:
+            counter = self._audit_record_counters[(sink, stage)] = self.audit_records.labels(sink, stage)
+        return counter
 
 
 def metric_names() -> frozenset[str]:

@@ -171,7 +171,7 @@ class KafkaSink:
         if self.metrics is not None:
             self.metrics.audit_spooled.inc(len(messages))
             for message in messages:
-                self.metrics.audit_records.labels("spool", message.stage).inc()
+                self.metrics.audit_records_of("spool", message.stage).inc()
 
     async def _drain_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Deliver the spool, oldest segment first, whenever there is one; then hand back to direct delivery."""
@@ -246,4 +246,4 @@ class KafkaSink:
     def _count_delivered(self, messages: list[Message]) -> None:
         if self.metrics is not None:
             for message in messages:
-                self.metrics.audit_records.labels(self.name, message.stage).inc()
+                self.metrics.audit_records_of(self.name, message.stage).inc()
