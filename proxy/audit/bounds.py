@@ -108,9 +108,43 @@ def _bounded_copy(record: dict[str, Any], max_chars: int, keep: int) -> dict[str
     return bounded
 
 
+def _rows_within(rows: Any, keep: int, max_chars: int, text_keys: tuple[str, ...]) -> bool:
+    if not isinstance(rows, list):
+        return True
+    if len(rows) > keep:
+        return False
+    return all(not isinstance(row.get(key), str) or len(row[key]) <= max_chars for row in rows for key in text_keys)
+
+
+def _within_limits(record: dict[str, Any], max_chars: int, keep: int) -> bool:
+    """True when `_bounded_copy` would cut nothing, checked without copying (the usual record is far within its limits)."""
+    subject = record.get("subject")
+    if isinstance(subject, str) and len(subject) > max_chars:
+        return False
+    data = record.get("data")
+    if not isinstance(data, dict):
+        return True
+    if "truncated" in data:
+        return False
+    for section, key in _STRING_FIELDS:
+        part = data.get(section)
+        if isinstance(part, dict) and isinstance(part.get(key), str) and len(part[key]) > max_chars:
+            return False
+    authorization, result = data.get("authorizationInfo"), data.get("result")
+    return (
+        _rows_within(data.get("resources"), keep, max_chars, ("name",))
+        and (not isinstance(authorization, dict) or _rows_within(authorization.get("denied"), keep, max_chars, ("name",)))
+        and (not isinstance(result, dict) or _rows_within(result.get("errors"), keep, max_chars, ("resource", "message")))
+    )
+
+
 def encode_bounded(record: dict[str, Any], limits: RecordLimits) -> tuple[dict[str, Any], bytes]:
     """The record as written (capped where needed) and its JSON line, at most `max_record_bytes` long."""
     keep, max_chars = limits.max_resources, limits.max_string_chars
+    if _within_limits(record, max_chars, keep):
+        line = encode(record)
+        if len(line) <= limits.max_record_bytes:
+            return record, line
     bounded = _bounded_copy(record, max_chars, keep)
     line = encode(bounded)
     # Halve the lists, then the strings, until the line fits: a bounded number of rounds.

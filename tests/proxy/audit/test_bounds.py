@@ -3,7 +3,10 @@
 import json
 from typing import Any
 
-from proxy.audit.bounds import TRUNCATION_MARK, RecordLimits, encode_bounded, first_entries
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.audit.bounds import TRUNCATION_MARK, RecordLimits, _bounded_copy, encode, encode_bounded, first_entries
 from proxy.audit.pipeline import make_record
 from tests.audit_records import assert_valid
 
@@ -77,3 +80,31 @@ def test_no_record_exceeds_the_byte_limit() -> None:
     assert 0 < kept < 5000
     assert bounded["data"]["truncated"]["omitted"]["resources"] == 5000 - kept
     assert_valid([bounded])
+
+
+_LIMIT_CHARS, _LIMIT_ROWS = 32, 4
+_AROUND_THE_LIMIT = st.text(alphabet="aé", min_size=_LIMIT_CHARS - 2, max_size=_LIMIT_CHARS + 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    client_id=_AROUND_THE_LIMIT,
+    software=_AROUND_THE_LIMIT,
+    name=st.text(alphabet="t", min_size=_LIMIT_CHARS - 8, max_size=_LIMIT_CHARS),
+    resources=st.integers(min_value=1, max_value=_LIMIT_ROWS + 2),
+    errors=st.lists(st.tuples(_AROUND_THE_LIMIT, _AROUND_THE_LIMIT), max_size=_LIMIT_ROWS + 2),
+    reason=st.one_of(st.none(), _AROUND_THE_LIMIT),
+)
+def test_a_record_within_its_limits_is_written_as_the_capping_copy_would_write_it(
+    client_id: str, software: str, name: str, resources: int, errors: list[tuple[str, str]], reason: str | None
+) -> None:
+    """encode_bounded skips the capping copy when nothing needs cutting: the line must be the same either way,
+    with every string and list just under, at and just over its limit."""
+    record = _request_record(client_id=client_id, software=software, name=name, resources=resources)
+    record["data"]["result"] = {"status": "FAILURE", "errors": [{"resource": r, "errorCode": 1, "message": m} for r, m in errors]}
+    if reason is not None:
+        record["data"]["authorizationInfo"] = {"decision": "DENIED", "reason": reason, "denied": record["data"]["resources"]}
+    limits = RecordLimits(max_string_chars=_LIMIT_CHARS, max_resources=_LIMIT_ROWS)
+    bounded, line = encode_bounded(record, limits)
+    assert line == encode(_bounded_copy(record, _LIMIT_CHARS, _LIMIT_ROWS))
+    assert json.loads(line) == bounded
