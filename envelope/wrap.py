@@ -15,6 +15,7 @@ from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
+from envelope.bounded import read_uvarint
 from envelope.codec import compact_length, decode_body, decode_response_body, encode_body, encode_request, encode_response
 from envelope.errors import ProtocolError
 from envelope.header import peek_request_header
@@ -89,8 +90,36 @@ def wrap(
     )
 
 
+_ERROR_CODE = struct.Struct(">h")
+_AFTER_CORRELATION_ID = 4
+_NO_TAGGED_FIELDS = 0
+_NULL_COMPACT_BYTES = 0
+_KNOWN_ERROR_CODES = frozenset(int(code) for code in ErrorCode)
+
+
+def _unwrap_untagged(frame: bytes) -> tuple[int, bytes | None] | None:
+    """The EnvelopeResponse every controller sends, without tagged fields, read in place (no copy of the
+    answer but the slice handed on); None for any other shape, which kio then decodes with the bounded check."""
+    end = len(frame)
+    if end <= _AFTER_CORRELATION_ID or frame[_AFTER_CORRELATION_ID] != _NO_TAGGED_FIELDS:
+        return None
+    length, offset = read_uvarint(frame, _AFTER_CORRELATION_ID + 1, end)
+    data: bytes | None = None
+    if length != _NULL_COMPACT_BYTES:
+        data, offset = frame[offset : offset + length - 1], offset + length - 1
+    if offset + _ERROR_CODE.size + 1 != end or frame[end - 1] != _NO_TAGGED_FIELDS:
+        return None
+    (error_code,) = _ERROR_CODE.unpack_from(frame, offset)
+    if error_code not in _KNOWN_ERROR_CODES:
+        return None  # kio refuses a code it does not know; so does the proxy, as before
+    return error_code, data
+
+
 def unwrap(envelope_response: bytes) -> tuple[int, bytes | None]:
     """(error code, embedded response bytes) of a whole EnvelopeResponse frame."""
+    untagged = _unwrap_untagged(envelope_response)
+    if untagged is not None:
+        return untagged
     _, body = decode_response_body(ApiKey.ENVELOPE, ENVELOPE_VERSION, envelope_response)
     return int(body.error_code), body.response_data
 

@@ -26,7 +26,8 @@ from envelope import (
     wrap_response,
 )
 from envelope.build import build_entity
-from envelope.codec import request_schema
+from envelope.codec import decode_response_body, request_schema
+from envelope.errors import ProtocolError
 
 ALICE = Principal("User", "alice")
 
@@ -356,3 +357,38 @@ def test_wrap_is_what_kio_encodes(
     )
     assert wrap(raw, principal, address, correlation_id=correlation_id, client_id=client_id) == expected
     assert wrap(raw, principal, str(address), correlation_id=correlation_id, client_id=client_id) == expected
+
+
+def _unwrap_by_kio(frame: bytes) -> tuple[int, bytes | None]:
+    _, body = decode_response_body(58, 0, frame)
+    return int(body.error_code), body.response_data
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.one_of(st.none(), st.binary(max_size=200), st.integers(min_value=126, max_value=130).map(lambda n: b"d" * n)),
+    error_code=st.integers(min_value=-(2**15), max_value=2**15 - 1),
+    cut=st.integers(min_value=0, max_value=8),
+    extra=st.binary(max_size=4),
+)
+def test_unwrap_reads_what_kio_reads(data: bytes | None, error_code: int, cut: int, extra: bytes) -> None:
+    """unwrap reads the common EnvelopeResponse in place; whole, cut short or with bytes after it, it must
+    answer as kio does (or refuse with ProtocolError where kio's bounded decoding refuses)."""
+    whole = wrap_response(7, 0, data)
+    whole = whole[:-3] + struct.pack(">h", error_code) + whole[-1:]  # any int16, also codes kio's ErrorCode lacks
+    for frame in (whole, whole[: len(whole) - cut], whole + extra):
+        try:
+            expected: object = _unwrap_by_kio(frame)
+        except ProtocolError:
+            expected = ProtocolError
+        try:
+            got: object = unwrap(frame)
+        except ProtocolError:
+            got = ProtocolError
+        assert got == expected
+
+
+def test_unwrap_takes_an_envelope_with_tagged_fields_through_kio() -> None:
+    # Header and body each with one unknown tagged field (tag 9, 2 bytes): Kafka skips them, and so does unwrap.
+    frame = struct.pack(">i", 7) + b"\x01\x09\x02ab" + b"\x04abc" + struct.pack(">h", 0) + b"\x01\x09\x02cd"
+    assert unwrap(frame) == (0, b"abc")
