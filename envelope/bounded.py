@@ -96,6 +96,10 @@ def _element_nullable(field: dataclasses.Field[Any]) -> bool:
     return type(None) in getattr(inner, "__args__", ())
 
 
+def _path(what: str, name: str) -> str:
+    return f"{what}.{name}" if name else what
+
+
 def _min_size(field: _Field, flexible: bool) -> int:
     if field.kind == _FIXED:
         return field.size
@@ -150,6 +154,8 @@ def _compile(schema: type[Any]) -> _Entity:
 
 def read_uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes, as Kafka's ByteUtils reads it: (value, new position)."""
+    if pos < end and data[pos] < 0x80:
+        return data[pos], pos + 1  # the usual one-byte varint: lengths and counts under 128
     value = 0
     shift = 0
     for index in range(_MAX_VARINT_BYTES):
@@ -163,6 +169,21 @@ def read_uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
             return value, pos + index + 1
         shift += 7
     raise ProtocolError("varint is longer than 5 bytes")
+
+
+def skip_tagged_fields(frame: bytes, offset: int) -> int:
+    """The offset after a header's tagged-field section; every tag skipped, as Kafka skips tags it does not know."""
+    end = len(frame)
+    count, offset = read_uvarint(frame, offset, end)
+    if count * 2 > end - offset:
+        raise ProtocolError(f"header: {count} tagged fields but only {end - offset} bytes remain")
+    for _ in range(count):
+        _, offset = read_uvarint(frame, offset, end)
+        length, offset = read_uvarint(frame, offset, end)
+        offset += length
+        if offset > end:
+            raise ProtocolError("tagged field runs past the end of the header")
+    return offset
 
 
 def write_uvarint(value: int) -> bytes:
@@ -211,27 +232,28 @@ class _Reader:
         self.large_threshold = large_threshold
         self.large: list[LargeArray] = []
 
-    def length(self, pos: int, end: int, flexible: bool, what: str, wide: bool) -> tuple[int, int]:
-        """A length or count prefix: (-1 for null, new position)."""
+    def length(self, pos: int, end: int, flexible: bool, what: str, wide: bool, name: str = "") -> tuple[int, int]:
+        """A length or count prefix: (-1 for null, new position). The field's path is `what`, or `what.name` when a
+        name is given (built only for an error message: formatting it for every field took half the walk)."""
         if flexible:
             raw, pos = read_uvarint(self.data, pos, end)
             return raw - 1, pos
         width = 4 if wide else 2
         if pos + width > end:
-            raise ProtocolError(f"{what}: length runs past the end of the message")
+            raise ProtocolError(f"{_path(what, name)}: length runs past the end of the message")
         (value,) = (_INT32 if wide else _INT16).unpack_from(self.data, pos)
         if value < -1:
-            raise ProtocolError(f"{what}: invalid length {value}")
+            raise ProtocolError(f"{_path(what, name)}: invalid length {value}")
         return int(value), pos + width
 
     def field(self, field: _Field, pos: int, end: int, flexible: bool, where: str) -> int:
-        what = f"{where}.{field.name}"
         kind = field.kind
         if kind == _FIXED:
             if pos + field.size > end:
-                raise ProtocolError(f"{what}: message ends inside the field")
+                raise ProtocolError(f"{where}.{field.name}: message ends inside the field")
             return pos + field.size
         if kind == _ENTITY:
+            what = f"{where}.{field.name}"
             assert field.entity is not None
             if field.nullable:
                 if pos >= end:
@@ -246,16 +268,16 @@ class _Reader:
                 pos += 1
             return self.entity(field.entity, pos, end, what)
         if kind == _ARRAY:
-            return self.array(field, pos, end, flexible, what)
-        size, body = self.length(pos, end, flexible, what, wide=kind == _BYTES)
+            return self.array(field, pos, end, flexible, f"{where}.{field.name}")
+        size, body = self.length(pos, end, flexible, where, kind == _BYTES, field.name)
         if size < 0:
             if not field.nullable:
-                raise ProtocolError(f"{what}: non-nullable field was serialized as null")
+                raise ProtocolError(f"{where}.{field.name}: non-nullable field was serialized as null")
             return body
         if kind == _STR and size > MAX_STRING_LENGTH:
-            raise ProtocolError(f"{what}: string of {size} bytes is longer than {MAX_STRING_LENGTH}")
+            raise ProtocolError(f"{where}.{field.name}: string of {size} bytes is longer than {MAX_STRING_LENGTH}")
         if size > end - body:
-            raise ProtocolError(f"{what}: length {size} but only {end - body} bytes remain")
+            raise ProtocolError(f"{where}.{field.name}: length {size} but only {end - body} bytes remain")
         return body + size
 
     def array(self, field: _Field, pos: int, end: int, flexible: bool, what: str) -> int:

@@ -2,20 +2,19 @@
 
 import dataclasses
 import io
+import struct
 from functools import cache
 from typing import Any
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.serial.writers import write_unsigned_varint
 from kio.static.primitive import i16, i32, uvarint
 
-from envelope.bounded import prepare, stub_without
+from envelope.bounded import prepare, skip_tagged_fields, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
 
 
@@ -67,6 +66,8 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return int(response_schema(api_key, version).__header_schema__.__version__)
 
 
+_CORRELATION_ID = struct.Struct(">i")
+
 # Top-level arrays longer than this are decoded element by element (see bounded.split_large_arrays).
 LARGE_ARRAY_ELEMENTS = 2000
 
@@ -108,10 +109,15 @@ def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, al
 
 def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
     """Decode a whole response frame: (correlation id, body)."""
-    header_schema: type[Any] = ResponseHeaderV1 if response_header_version(api_key, api_version) == 1 else ResponseHeaderV0
-    header, header_size = decode_entity(header_schema, frame, 0)
+    # A response header is the correlation id, then (v1) tagged fields, none of them defined: read in place.
+    if len(frame) < _CORRELATION_ID.size:
+        raise ProtocolError("response shorter than its correlation id")
+    (correlation_id,) = _CORRELATION_ID.unpack_from(frame)
+    header_size = _CORRELATION_ID.size
+    if response_header_version(api_key, api_version) == 1:
+        header_size = skip_tagged_fields(frame, header_size)
     body, _ = decode_entity(response_schema(api_key, api_version), frame, header_size)
-    return int(header.correlation_id), body
+    return int(correlation_id), body
 
 
 def _write(schema: type[Any], entity: Any, out: io.BytesIO) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.serial.errors import SerialError
 
-from envelope.bounded import read_uvarint
+from envelope.bounded import skip_tagged_fields
 from envelope.codec import decode_entity, request_header_version
 from envelope.errors import ProtocolError
 
@@ -30,20 +30,6 @@ def peek_correlation_id(frame: bytes) -> int:
     return int(struct.unpack_from(">i", frame)[0])
 
 
-def _skip_tagged_fields(frame: bytes, offset: int) -> int:
-    end = len(frame)
-    count, offset = read_uvarint(frame, offset, end)
-    if count * 2 > end - offset:
-        raise ProtocolError(f"header: {count} tagged fields but only {end - offset} bytes remain")
-    for _ in range(count):
-        _, offset = read_uvarint(frame, offset, end)
-        length, offset = read_uvarint(frame, offset, end)
-        offset += length
-        if offset > end:
-            raise ProtocolError("tagged field runs past the end of the header")
-    return offset
-
-
 def peek_request_header(frame: bytes) -> RequestHeaderInfo:
     if len(frame) < _FIXED.size:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
@@ -54,7 +40,7 @@ def peek_request_header(frame: bytes) -> RequestHeaderInfo:
         # unknown tags are skipped (as Kafka does) rather than refused.
         header, size = decode_entity(RequestHeaderV1, frame, 0)
         if header_version == 2:
-            size = _skip_tagged_fields(frame, size)
+            size = skip_tagged_fields(frame, size)
     except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:
         raise ProtocolError(f"malformed request header: {exc}") from exc
     return RequestHeaderInfo(
