@@ -245,12 +245,9 @@ class ProxyService:
             session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
         try:
             while not session.closing:
-                frame = None
                 # The first request must come as soon as a login's would (connections.preauth.idle.ms).
                 timeout = conn.idle_timeout if session.requests else min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout)
-                with trio.CancelScope() as session.idle:
-                    frame = await conn.receive_frame(timeout)
-                session.idle = None
+                frame = await conn.receive_frame(timeout)
                 if frame is None:
                     return
                 session.requests += 1

@@ -5,8 +5,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import trio
-
 from authz import RequestContext
 from envelope.principal import ANONYMOUS, Principal
 from proxy.audit.connection_events import (
@@ -34,7 +32,6 @@ class Session:
     software_version: str | None = None
     client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
     closing: bool = False
-    idle: trio.CancelScope | None = None
     close_cause: str | None = None
     """Why the proxy closes the connection (a `disconnected` cause); None while the client decides."""
     authenticated: bool = False
@@ -50,8 +47,7 @@ class Session:
         """Close now if waiting for a request, else right after the one in flight (its audit completes)."""
         self.closing = True
         self.close_cause = self.close_cause or cause
-        if self.idle is not None:
-            self.idle.cancel()
+        self.conn.stop_waiting()  # a request in flight is not touched: the session loop ends after it
 
     def context(self, client_id: str | None) -> RequestContext:
         """What the edge authorizer knows of this client."""

@@ -49,6 +49,8 @@ class KafkaConnection:
         self.idle_expired = False
         """True once `receive_frame` gave up on an idle peer (connections.max.idle.ms), for the audit's disconnect cause."""
         self._send_lock = trio.Lock()
+        self._waiting: trio.CancelScope | None = None
+        self._stop_waiting = False
         if peer is None:
             assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
             host, port, *_ = stream.socket.getpeername()
@@ -60,17 +62,27 @@ class KafkaConnection:
 
         The deadline (`timeout`, else the idle timeout) covers the whole frame, not
         each read: a peer trickling one byte at a time cannot hold the connection.
-        Raises FrameSizeError for a size prefix out of bounds.
+        Raises FrameSizeError for a size prefix out of bounds. `stop_waiting` ends the wait early, with None.
         """
-        with trio.move_on_after(self.idle_timeout if timeout is None else timeout) as scope:
+        if self._stop_waiting:
+            return None
+        with trio.move_on_after(self.idle_timeout if timeout is None else timeout) as self._waiting:
             while (frame := self.reader.next_frame()) is None:
                 data = await self.stream.receive_some(_RECEIVE_CHUNK)
                 if not data:
                     return None
                 self.reader.feed(bytes(data))
             return frame
-        self.idle_expired = scope.cancelled_caught
+        self.idle_expired = self._waiting.cancelled_caught and not self._stop_waiting
         return None
+
+    def stop_waiting(self) -> None:
+        """The proxy closes the connection: a `receive_frame` waiting now, or called later, returns None.
+
+        The wait's own deadline scope is cancelled, so a request costs one cancel scope, not two."""
+        self._stop_waiting = True
+        if self._waiting is not None:
+            self._waiting.cancel()
 
     async def send(self, payload: bytes, *, timeout: float = 30.0) -> None:
         # Uncontended (the usual case: one request at a time), the lock is taken without the scheduler pass
