@@ -39,6 +39,7 @@ class Session:
     """A `refused` record already says why this connection closes."""
     requests: int = 0
     opened: float = field(default_factory=time.monotonic)
+    _caller: tuple[tuple[Any, ...], Caller] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.client_address = self.conn.peer.address
@@ -63,8 +64,11 @@ class Session:
         )
 
     def caller(self) -> Caller:
-        """This client as its request records name it."""
-        return Caller(
+        """This client as its request records name it; made again only when the login or ApiVersions changed it."""
+        key = (self.principal, self.mechanism, self.software_name, self.software_version)
+        if self._caller is not None and self._caller[0] == key:
+            return self._caller[1]
+        caller = Caller(
             principal=str(self.principal),
             mechanism=self.mechanism,
             listener=self.listener.name,
@@ -75,6 +79,8 @@ class Session:
             software_name=self.software_name,
             software_version=self.software_version,
         )
+        self._caller = (key, caller)
+        return caller
 
     # -- connection events ----------------------------------------------------------------
 

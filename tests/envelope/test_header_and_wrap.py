@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 import envelope
@@ -26,7 +27,7 @@ from envelope import (
     wrap_response,
 )
 from envelope.build import build_entity
-from envelope.codec import decode_response_body, request_schema
+from envelope.codec import decode_entity, decode_response_body, request_schema
 from envelope.errors import ProtocolError
 
 ALICE = Principal("User", "alice")
@@ -392,3 +393,33 @@ def test_unwrap_takes_an_envelope_with_tagged_fields_through_kio() -> None:
     # Header and body each with one unknown tagged field (tag 9, 2 bytes): Kafka skips them, and so does unwrap.
     frame = struct.pack(">i", 7) + b"\x01\x09\x02ab" + b"\x04abc" + struct.pack(">h", 0) + b"\x01\x09\x02cd"
     assert unwrap(frame) == (0, b"abc")
+
+
+def _header_by_kio(frame: bytes) -> tuple[str | None, int]:
+    header, size = decode_entity(RequestHeaderV1, frame, 0)
+    return header.client_id, size
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    client_id=st.one_of(st.none(), st.text(max_size=30)),
+    length_delta=st.sampled_from([0, 0, 0, -1, 1, -3]),
+    body=st.binary(max_size=6),
+    raw_tail=st.binary(max_size=4),
+)
+def test_peek_reads_the_client_id_as_kio_does(client_id: str | None, length_delta: int, body: bytes, raw_tail: bytes) -> None:
+    """The client id is read in place; for every header, also with a wrong length or bytes that are not UTF-8,
+    it must give kio's answer, or ProtocolError where kio's bounded decoding refuses."""
+    encoded = b"" if client_id is None else client_id.encode()
+    length = -1 if client_id is None else len(encoded) + length_delta
+    frame = struct.pack(">hhih", 17, 1, 9, length) + encoded + raw_tail + body  # SaslHandshake v1: header v1
+    try:
+        expected: object = _header_by_kio(frame)
+    except ProtocolError:
+        expected = ProtocolError
+    try:
+        info = peek_request_header(frame)
+        got: object = (info.client_id, info.header_size)
+    except ProtocolError:
+        got = ProtocolError
+    assert got == expected
