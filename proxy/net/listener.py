@@ -9,6 +9,7 @@ import trio
 
 from envelope.errors import ProtocolError
 from proxy.net.admission import admit
+from proxy.net.binding import open_listeners
 from proxy.net.connection import KafkaConnection
 from proxy.net.ip_filter import parse_address
 from proxy.net.limits import ConnectionTracker
@@ -53,7 +54,7 @@ async def serve_listener(
     and this returns once every accepted connection has ended: a graceful drain.
     """
     tracker = tracker if tracker is not None else ConnectionTracker()
-    sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+    sockets = await open_listeners(listener.host or None, listener.port, reuse_port=transport.reuse_port)
     port = sockets[0].socket.getsockname()[1]
     bound = dataclasses.replace(
         listener,

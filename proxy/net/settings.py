@@ -103,13 +103,16 @@ class TransportSettings:
     failed_auth_delay: float = 0.1
     # Before a login completes (and for a connection's first request), a frame must arrive whole within this.
     preauth_idle_timeout: float = 10.0
+    reuse_port: bool = False
+    """SO_REUSEPORT on every listener: several proxy processes share its ports (see proxy/net/binding.py)."""
 
-    def effective(self) -> dict[str, int]:
+    def effective(self) -> dict[str, int | bool]:
         return {
             "socket.request.max.bytes": self.max_frame_size,
             "sasl.server.max.receive.size": self.sasl_max_receive_size,
             "connection.failed.authentication.delay.ms": int(self.failed_auth_delay * 1000),
             "connections.preauth.idle.ms": int(self.preauth_idle_timeout * 1000),
+            "socket.reuse.port": self.reuse_port,
         }
 
 
@@ -119,6 +122,7 @@ def parse_transport(props: Properties) -> TransportSettings:
         sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
         failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
         preauth_idle_timeout=props.int("connections.preauth.idle.ms", 10000, minimum=1) / 1000,
+        reuse_port=props.bool("socket.reuse.port", False),
     )
 
 

@@ -76,6 +76,7 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
             "inter.broker.listener.name",
             "only one of",
         ),
+        ({"socket.reuse.port": "yes"}, "socket.reuse.port", "expected true or false"),
         # the audit pipeline
         ({"audit.durability": "always"}, "audit.durability", "expected one of none, flush, fsync"),
         ({"audit.on.failure": "drop"}, "audit.on.failure", "expected one of block, reject"),
