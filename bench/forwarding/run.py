@@ -12,7 +12,9 @@ time) one at a time, and the rows are measured in turn:
   c. proxy_to_kafka_flush: the proxy in front of that controller (audit.durability=flush);
   d. proxy_to_zero_work_flush / _fsync: the proxy in front of a zero-work controller stand-in;
   e. loadgen_to_zero_work: the load generator straight to the stand-in (its own ceiling);
-  f. trio_relay_to_zero_work: a bare trio TCP relay in front of the stand-in (the Python floor).
+  f. trio_relay_to_zero_work: a bare trio TCP relay in front of the stand-in (the Python floor);
+  g. proxy_processes_to_kafka_flush / _to_zero_work_flush: c and d with --proxy-processes proxies (default one
+     per core) sharing one port with socket.reuse.port, as a proxy scales out on one host.
 
 Each row gives requests per second and p50/p99/max latency; rows with a proxy, the relay or the
 Kafka JVM give that process's CPU microseconds per request (/proc/<pid>/stat) and the proxy's peak
@@ -71,6 +73,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--controller-connections", type=int, default=None, help="the proxy's controller.connections (default: the proxy's)")
     parser.add_argument("--no-kafka", action="store_true", help="only the zero-work rows (no Java needed)")
     parser.add_argument("--no-relay", action="store_true", help="leave out the trio relay row")
+    parser.add_argument(
+        "--proxy-processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="proxies sharing one port (socket.reuse.port) in the proxy_processes_* rows; 1 leaves them out (default: one per core, %(default)s)",
+    )
     parser.add_argument("--loadgen", type=Path, default=LOADGEN, help="the Go load generator (built by make bench-forwarding)")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where the JSON is written too (default %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, audit files)")
@@ -91,7 +99,7 @@ def _profiler(row: Row, connections: int, duration: float, folder: Path | None) 
         return None
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     svg = folder / f"{row.name}-{connections}.svg"
-    argv = [py_spy, "record", "--pid", str(row.measured["proxy"]), "--duration", str(max(1, round(duration))), "--nonblocking", "-o", str(svg)]
+    argv = [py_spy, "record", "--pid", str(row.measured["proxy"][0]), "--duration", str(max(1, round(duration))), "--nonblocking", "-o", str(svg)]
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -106,12 +114,12 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
     profiler: subprocess.Popen[bytes] | None = None
     try:
         time.sleep(warmup)
-        before = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
+        before = {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in row.measured.items()}
         profiler = _profiler(row, connections, duration, profile)
         began = time.monotonic()
         stdout, stderr = process.communicate(timeout=duration + LOADGEN_GRACE)
         elapsed = time.monotonic() - began
-        after = {role: cpu_seconds(pid) for role, pid in row.measured.items()}
+        after = {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in row.measured.items()}
         if profiler is not None:
             profiler.wait(LOADGEN_GRACE)
     finally:
@@ -140,7 +148,7 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
         result[f"{role}_cpu_us_per_request"] = round(spent * 1e6 / requests, 1) if requests else None
         result[f"{role}_cpu_percent"] = round(spent * 100 / elapsed, 1)
     if "proxy" in row.measured:
-        result["proxy_peak_rss_mb"] = peak_rss_mb(row.measured["proxy"])
+        result["proxy_peak_rss_mb"] = max((peak_rss_mb(pid) or 0.0) for pid in row.measured["proxy"])
     return result
 
 
@@ -174,6 +182,9 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "fsync_over_flush": _ratio(results, "proxy_to_zero_work_fsync", "proxy_to_zero_work_flush"),
         "relay_over_proxy": _ratio(results, "trio_relay_to_zero_work", "proxy_to_zero_work_flush"),
         "loadgen_over_proxy": _ratio(results, "loadgen_to_zero_work", "proxy_to_zero_work_flush"),
+        "processes_over_broker": _ratio(results, "proxy_processes_to_kafka_flush", "kafka_broker_forwarding"),
+        "processes_over_direct": _ratio(results, "proxy_processes_to_kafka_flush", "direct_envelopes_to_controller"),
+        "processes_over_proxy_zero_work": _ratio(results, "proxy_processes_to_zero_work_flush", "proxy_to_zero_work_flush"),
     }
     return {key: value for key, value in found.items() if value is not None}
 
@@ -190,8 +201,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         if not args.no_kafka:
             _progress(f"starting a Kafka {KAFKA_VERSION} node ...")
             node = stack.enter_context(KafkaNode(workdir=workdir / "kafka", startup_timeout=180.0))
-            rows += kafka_rows(procs, node, args.loadgen, args.controller_connections)
-        rows += zero_work_rows(procs, args.loadgen, args.controller_connections, relay=not args.no_relay)
+            rows += kafka_rows(procs, node, args.loadgen, args.controller_connections, args.proxy_processes)
+        rows += zero_work_rows(procs, args.loadgen, args.controller_connections, relay=not args.no_relay, processes=args.proxy_processes)
         points = []
         for connections in args.connections:
             results: dict[str, dict[str, Any]] = {}
@@ -210,7 +221,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "warmup_s": args.warmup,
             "connections": args.connections,
             "proxy": "envelope-proxy run, SASL_PLAINTEXT/PLAIN both sides, client User:alice; "
-            + (f"controller.connections={args.controller_connections}" if args.controller_connections else "controller.connections default (4)"),
+            + (f"controller.connections={args.controller_connections}" if args.controller_connections else "controller.connections default (4)")
+            + (f"; proxy_processes_* rows: {args.proxy_processes} processes on one port (socket.reuse.port=true)" if args.proxy_processes > 1 else ""),
             "kafka": None if node is None else f"Kafka {node.version} combined KRaft node (tests/interop/kafka_node.py: -Xmx{node.heap}, SerialGC, SASL_PLAINTEXT, StandardAuthorizer); User:alice may CREATE on the cluster",
             "zero_work_upstream": "bench/forwarding/loadgen upstream: ApiVersions as a Kafka 4.3.1 controller, any SASL/PLAIN login, DescribeCluster naming itself, every Envelope answered at once",
         },

@@ -37,18 +37,22 @@ class Row:
     what: str
     target: str
     loadgen_args: list[str]
-    measured: dict[str, int] = field(default_factory=dict)
-    """role ("proxy", "kafka", "relay") -> pid, for CPU per request and peak RSS."""
+    measured: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """role ("proxy", "kafka", "relay") -> its pids (several proxies share a port with socket.reuse.port), for CPU
+    per request (summed over the pids) and peak RSS (the largest)."""
 
 
 def _jaas(**options: str) -> str:
     return f"{PLAIN} required " + " ".join(f'{key}="{value}"' for key, value in options.items()) + ";"
 
 
-def proxy_properties(port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None) -> dict[str, str]:
+def proxy_properties(
+    port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None, *, node_id: int = 100, reuse_port: bool = False
+) -> dict[str, str]:
     """The proxy with one SASL_PLAINTEXT/PLAIN client listener, logged in to `upstream` as User:proxy."""
     props = {
-        "node.id": "100",
+        "node.id": str(node_id),
+        "socket.reuse.port": str(reuse_port).lower(),
         "listeners": f"CLIENT://127.0.0.1:{port}",
         "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
@@ -92,18 +96,40 @@ def probe(loadgen: Path, target: str, extra: list[str], timeout: float = READY_T
     raise RuntimeError(f"{target} did not answer CreateTopics cleanly within {timeout:.0f}s: {last}")
 
 
-def start_proxy(procs: Processes, name: str, upstream: str, durability: str, controller_connections: int | None) -> tuple[str, int]:
+def start_proxy(
+    procs: Processes, name: str, upstream: str, durability: str, controller_connections: int | None, processes: int = 1
+) -> tuple[str, tuple[int, ...]]:
+    """`processes` proxies on one port (socket.reuse.port when more than one), each with its own node.id and audit folder."""
     port = free_port()
-    workdir = procs.workdir / name
-    workdir.mkdir()
-    config = write_properties(workdir / "proxy.properties", proxy_properties(port, upstream, workdir, durability, controller_connections))
-    process = procs.start(name, [*_proxy_command(), "run", "--config", str(config)], cwd=ROOT)
-    try:
-        wait_for_port(port, process, START_TIMEOUT)
-    except AssertionError as exc:
-        raise RuntimeError(f"{name}: {exc}\n{procs.log_tail(name)}") from None
-    print(f"bench-forwarding: {name} is pid {process.pid} (py-spy record -o profile.svg --pid {process.pid})", file=sys.stderr, flush=True)
-    return f"127.0.0.1:{port}", process.pid
+    pids = []
+    for index in range(processes):
+        member = name if processes == 1 else f"{name}-{index + 1}"
+        workdir = procs.workdir / member
+        workdir.mkdir()
+        props = proxy_properties(port, upstream, workdir, durability, controller_connections, node_id=100 + index, reuse_port=processes > 1)
+        config = write_properties(workdir / "proxy.properties", props)
+        process = procs.start(member, [*_proxy_command(), "run", "--config", str(config)], cwd=ROOT)
+        try:
+            # A later member's port is already open (the first one's): its own start shows in its log instead.
+            if index == 0:
+                wait_for_port(port, process, START_TIMEOUT)
+            else:
+                _wait_for_log(procs, member, "listening on", process)
+        except AssertionError as exc:
+            raise RuntimeError(f"{member}: {exc}\n{procs.log_tail(member)}") from None
+        print(f"bench-forwarding: {member} is pid {process.pid} (py-spy record -o profile.svg --pid {process.pid})", file=sys.stderr, flush=True)
+        pids.append(process.pid)
+    return f"127.0.0.1:{port}", tuple(pids)
+
+
+def _wait_for_log(procs: Processes, name: str, text: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while text not in procs.log_tail(name, 200):
+        if process.poll() is not None:
+            raise AssertionError(f"exited with {process.returncode} before logging {text!r}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"did not log {text!r} within {START_TIMEOUT:.0f} s")
+        time.sleep(0.1)
 
 
 def start_announcing(procs: Processes, name: str, argv: list[str]) -> tuple[str, int]:
@@ -138,11 +164,12 @@ def client_login() -> list[str]:
     return ["--user", CLIENT_USER, "--password", CLIENT_PASSWORD]
 
 
-def kafka_rows(procs: Processes, node: KafkaNode, loadgen: Path, controller_connections: int | None) -> list[Row]:
-    """Rows a, b and c: direct Envelopes to the controller, the broker's own forwarding, the proxy in front of the controller."""
+def kafka_rows(procs: Processes, node: KafkaNode, loadgen: Path, controller_connections: int | None, processes: int = 1) -> list[Row]:
+    """Rows a, b and c: direct Envelopes to the controller, the broker's own forwarding, the proxy in front of the controller;
+    with `processes` over 1, c again with that many proxies sharing one port."""
     jvm = kafka_pid(node)
     grant_create(node, f"User:{CLIENT_USER}")
-    proxy, proxy_pid = start_proxy(procs, "proxy-kafka-flush", node.controller_address, "flush", controller_connections)
+    proxy, proxy_pids = start_proxy(procs, "proxy-kafka-flush", node.controller_address, "flush", controller_connections)
     probe(loadgen, proxy, client_login())
     proxy_login = ["--user", "proxy", "--password", node.users["proxy"]]
     return [
@@ -152,7 +179,7 @@ def kafka_rows(procs: Processes, node: KafkaNode, loadgen: Path, controller_conn
             " logged in as User:proxy (super user): the controller's own cost, no forwarder",
             node.controller_address,
             [*proxy_login, "--envelope", "--principal", f"User:{CLIENT_USER}"],
-            {"kafka": jvm},
+            {"kafka": (jvm,)},
         ),
         Row(
             "kafka_broker_forwarding",
@@ -161,25 +188,43 @@ def kafka_rows(procs: Processes, node: KafkaNode, loadgen: Path, controller_conn
             " NodeToControllerChannelManager does); one JVM does both, so its CPU is broker plus controller",
             node.broker_address,
             client_login(),
-            {"kafka": jvm},
+            {"kafka": (jvm,)},
         ),
         Row(
             "proxy_to_kafka_flush",
             "CreateTopics as User:alice to the proxy (audit.durability=flush), which forwards in Envelopes to the CONTROLLER listener",
             proxy,
             client_login(),
-            {"proxy": proxy_pid, "kafka": jvm},
+            {"proxy": proxy_pids, "kafka": (jvm,)},
         ),
+        *([scaled_out_row("proxy_processes_to_kafka_flush", "the CONTROLLER listener", procs, node.controller_address, loadgen, controller_connections, processes, (jvm,))] if processes > 1 else []),
     ]
 
 
-def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int | None, relay: bool) -> list[Row]:
-    """Rows d, e and f: the proxy (flush, fsync), the load generator and a bare trio relay against the zero-work upstream."""
+def scaled_out_row(
+    name: str, upstream_name: str, procs: Processes, upstream: str, loadgen: Path, controller_connections: int | None, processes: int, upstream_pids: tuple[int, ...]
+) -> Row:
+    """`processes` proxies on one port with socket.reuse.port (one per core): the kernel spreads the connections."""
+    address, pids = start_proxy(procs, name.replace("_", "-"), upstream, "flush", controller_connections, processes)
+    probe(loadgen, address, client_login())
+    return Row(
+        name,
+        f"CreateTopics as User:alice to {processes} proxy processes sharing one port (socket.reuse.port=true, audit.durability=flush),"
+        f" which forward in Envelopes to {upstream_name}; proxy CPU is summed over the processes",
+        address,
+        client_login(),
+        {"proxy": pids, **({"kafka": upstream_pids} if upstream_pids else {})},
+    )
+
+
+def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int | None, relay: bool, processes: int = 1) -> list[Row]:
+    """Rows d, e and f: the proxy (flush, fsync), the load generator and a bare trio relay against the zero-work upstream;
+    with `processes` over 1, d (flush) again with that many proxies sharing one port."""
     zero, _ = start_announcing(procs, "zero-work-upstream", [str(loadgen), "upstream", "--listen", "127.0.0.1:0"])
     rows = []
     for durability in ("flush", "fsync"):
         name = f"proxy-zero-{durability}"
-        proxy, pid = start_proxy(procs, name, zero, durability, controller_connections)
+        proxy, pids = start_proxy(procs, name, zero, durability, controller_connections)
         probe(loadgen, proxy, client_login())
         rows.append(
             Row(
@@ -187,7 +232,7 @@ def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int 
                 f"CreateTopics as User:alice to the proxy (audit.durability={durability}) in front of the zero-work upstream",
                 proxy,
                 client_login(),
-                {"proxy": pid},
+                {"proxy": pids},
             )
         )
     rows.append(
@@ -198,6 +243,8 @@ def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int 
             ["--user", "proxy", "--password", "any", "--envelope", "--principal", f"User:{CLIENT_USER}"],
         )
     )
+    if processes > 1:
+        rows.append(scaled_out_row("proxy_processes_to_zero_work_flush", "the zero-work upstream", procs, zero, loadgen, controller_connections, processes, ()))
     if relay:
         address, pid = start_announcing(procs, "trio-relay", [sys.executable, str(HERE / "relay.py"), "--upstream", zero])
         rows.append(
@@ -207,7 +254,7 @@ def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int 
                 " zero-work upstream, which answers CreateTopics itself: the floor of any trio forwarder",
                 address,
                 client_login(),
-                {"relay": pid},
+                {"relay": (pid,)},
             )
         )
     return rows
