@@ -60,7 +60,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     measured = args.minutes * 60
     with Processes(workdir) as procs:
         zero, _ = start_announcing(procs, "zero-work-upstream", [str(args.loadgen), "upstream", "--listen", "127.0.0.1:0"])
-        proxy, pid = start_proxy(procs, "proxy-soak", zero, args.durability, None)
+        proxy, (pid,) = start_proxy(procs, "proxy-soak", zero, args.durability, None)
         probe(args.loadgen, proxy, client_login())
         argv = [
             str(args.loadgen), "client", "--target", proxy, "--connections", str(args.connections),

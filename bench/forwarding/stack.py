@@ -47,11 +47,11 @@ def _jaas(**options: str) -> str:
 
 
 def proxy_properties(
-    port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None, *, node_id: int = 100, reuse_port: bool = False
+    port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None, *, reuse_port: bool = False
 ) -> dict[str, str]:
     """The proxy with one SASL_PLAINTEXT/PLAIN client listener, logged in to `upstream` as User:proxy."""
     props = {
-        "node.id": str(node_id),
+        "node.id": "100",
         "socket.reuse.port": str(reuse_port).lower(),
         "listeners": f"CLIENT://127.0.0.1:{port}",
         "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
@@ -99,14 +99,14 @@ def probe(loadgen: Path, target: str, extra: list[str], timeout: float = READY_T
 def start_proxy(
     procs: Processes, name: str, upstream: str, durability: str, controller_connections: int | None, processes: int = 1
 ) -> tuple[str, tuple[int, ...]]:
-    """`processes` proxies on one port (socket.reuse.port when more than one), each with its own node.id and audit folder."""
+    """`processes` proxies on one port (socket.reuse.port when more than one): one node.id, an audit folder each."""
     port = free_port()
     pids = []
     for index in range(processes):
         member = name if processes == 1 else f"{name}-{index + 1}"
         workdir = procs.workdir / member
         workdir.mkdir()
-        props = proxy_properties(port, upstream, workdir, durability, controller_connections, node_id=100 + index, reuse_port=processes > 1)
+        props = proxy_properties(port, upstream, workdir, durability, controller_connections, reuse_port=processes > 1)
         config = write_properties(workdir / "proxy.properties", props)
         process = procs.start(member, [*_proxy_command(), "run", "--config", str(config)], cwd=ROOT)
         try:
