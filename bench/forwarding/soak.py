@@ -2,7 +2,7 @@
 
     python bench/forwarding/soak.py [--minutes 10] [--connections 32] [--durability flush]
 
-(or `make bench-soak`). The proxy forwards to the zero-work upstream, so it runs at its own
+(or `make bench-soak`; the JSON also goes to bench/forwarding/last-soak.json). The proxy forwards to the zero-work upstream, so it runs at its own
 ceiling the whole time: every request makes and drops its audit records, Envelope, metrics
 samples and tasks. RSS (VmRSS from /proc) is sampled every `--interval` seconds; growth is
 measured from the first sample after the warm-up, when the allocator, the caches (principals,
@@ -32,6 +32,7 @@ from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
 from stack import client_login, probe, start_announcing, start_proxy  # noqa: E402
 
 LOADGEN = HERE / "bin" / "loadgen"
+OUTPUT = HERE / "last-soak.json"
 GROWTH_WANTED_PERCENT = 5.0
 LOADGEN_GRACE = 90.0
 
@@ -51,6 +52,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between RSS samples (default %(default)s)")
     parser.add_argument("--durability", choices=("flush", "fsync"), default="flush", help="audit.durability (default %(default)s)")
     parser.add_argument("--loadgen", type=Path, default=LOADGEN, help="the Go load generator (built by make bench-soak)")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="where the JSON is written too (default %(default)s)")
     return parser.parse_args(argv)
 
 
@@ -109,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as folder:
         result = soak(args, Path(folder))
-    print(json.dumps(result, indent=2))
+    text = json.dumps(result, indent=2)
+    args.output.write_text(text + "\n")
+    print(text)
     return 0
 
 
