@@ -165,6 +165,7 @@ class AuditLog:
         self._started = False
         self._closed = False
         self._pending = 0
+        self._ticking = False
         """Entries handed to the writer and not yet done: while there are any, records go through the queue, in order."""
         # One sink only: with several, a record one of them took and another refused would go to the first twice.
         self._on_the_spot = _committer_on_the_spot(self.sinks[0]) if len(self.sinks) == 1 else None
@@ -194,13 +195,16 @@ class AuditLog:
         entry = AuditEntry.of(record, self.limits)
         if self._commit_on_the_spot(entry):
             return
+        self._pending += 1
         try:
-            self._pending += 1
             await self._send.send(entry)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self._pending -= 1
             entry.error = AuditUnavailable("the audit pipeline is closed")
             self._count_lost([entry])
+        except BaseException:
+            self._pending -= 1  # cancelled: a memory channel's send that raises has not delivered the entry
+            raise
         else:
             await entry.done.wait()
         if entry.error is not None and required:
@@ -210,7 +214,7 @@ class AuditLog:
 
     def _commit_on_the_spot(self, entry: AuditEntry) -> bool:
         """True when the entry was committed by every sink on the caller's turn (see the module's docstring)."""
-        if self._on_the_spot is None or self._pending or not self._started or self._closed:
+        if self._on_the_spot is None or self._pending or self._ticking or not self._started or self._closed:
             return False
         started = time.perf_counter()
         try:
@@ -218,6 +222,8 @@ class AuditLog:
                 return False
         except (OSError, AuditSinkError) as exc:
             # The writer retries it as it does any batch, under audit.on.failure.
+            if self.metrics is not None:
+                self.metrics.audit_write_errors.labels(self.sinks[0].name).inc()
             log.warning("audit sink %s could not commit a record on the spot (%s): handing it to the writer", self.sinks[0].name, exc)
             return False
         if self.metrics is not None:
@@ -282,8 +288,13 @@ class AuditLog:
                 except trio.EndOfChannel:
                     return
             if entry is None:
-                for sink in self.sinks:
-                    await self._tick(sink)
+                # A tick may rotate the file in a worker thread: no record goes to the sink on the spot meanwhile.
+                self._ticking = True
+                try:
+                    for sink in self.sinks:
+                        await self._tick(sink)
+                finally:
+                    self._ticking = False
                 continue
             batch = [entry]
             while len(batch) < _MAX_BATCH:

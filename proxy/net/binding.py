@@ -13,6 +13,9 @@ import socket
 
 import trio
 
+# As trio.open_tcp_listeners: ask for the most and let the kernel cap it (net.core.somaxconn), where
+# socket.SOMAXCONN is a constant from the headers Python was built with.
+_BACKLOG = 0xFFFF
 # Families a host may lack (no IPv6): skipped, as trio.open_tcp_listeners skips them.
 _MISSING_FAMILY = (errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT)
 
@@ -38,7 +41,7 @@ async def open_listeners(host: str | None, port: int, *, reuse_port: bool) -> li
                 if family == socket.AF_INET6:
                     sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # the IPv4 address gets its own socket
                 await sock.bind(address)
-                sock.listen(socket.SOMAXCONN)
+                sock.listen(_BACKLOG)
             except BaseException:
                 sock.close()
                 raise

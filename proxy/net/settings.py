@@ -2,6 +2,7 @@
 
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass, field
 
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
@@ -117,12 +118,15 @@ class TransportSettings:
 
 
 def parse_transport(props: Properties) -> TransportSettings:
+    reuse_port = props.bool("socket.reuse.port", False)
+    if reuse_port and not hasattr(socket, "SO_REUSEPORT"):
+        raise ConfigError("socket.reuse.port", "true", "this platform has no SO_REUSEPORT")
     return TransportSettings(
         max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1),
         sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
         failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
         preauth_idle_timeout=props.int("connections.preauth.idle.ms", 10000, minimum=1) / 1000,
-        reuse_port=props.bool("socket.reuse.port", False),
+        reuse_port=reuse_port,
     )
 
 

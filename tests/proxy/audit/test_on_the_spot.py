@@ -25,6 +25,10 @@ class SpotSink:
         self.spot_declines = False
         self.writer_gate: trio.Event | None = None
         self.writer_entered = trio.Event()
+        self.tick_at = float("inf")
+        self.tick_after_commit = False
+        self.tick_gate: trio.Event | None = None
+        self.tick_entered = trio.Event()
 
     async def start(self, nursery: trio.Nursery) -> None:
         return None
@@ -43,12 +47,18 @@ class SpotSink:
         if self.writer_gate is not None:
             await self.writer_gate.wait()
         self.kept.extend(("writer", entry.record["data"]["correlationId"]) for entry in batch)
+        if self.tick_after_commit:  # as the file sink's rotation deadline, set when a commit opens a file
+            self.tick_at, self.tick_after_commit = trio.current_time(), False
 
     def deadline(self) -> float:
-        return float("inf")
+        return self.tick_at
 
     async def tick(self) -> None:
-        return None
+        """As the file sink's rotation: work in a worker thread, here held until the test lets it go."""
+        self.tick_at = float("inf")
+        self.tick_entered.set()
+        if self.tick_gate is not None:
+            await self.tick_gate.wait()
 
     async def aclose(self) -> None:
         return None
@@ -123,3 +133,43 @@ async def test_the_file_sink_commits_on_the_spot_only_at_flush_with_its_file_ope
         sink.close_now()
         lines = [json.loads(line) for path in sorted((tmp_path / durability).glob("*.jsonl")) for line in complete_lines(path)]
         assert [line["data"]["correlationId"] for line in lines] == ([0, 1] if spot_after_open else [0])
+
+
+async def test_a_cancelled_hand_off_does_not_keep_the_pipeline_off_the_spot(autojump_clock: trio.testing.MockClock) -> None:
+    """A write cancelled while it waits for room in the queue (a disconnect record under its time limit, with the sink
+    stuck) never reached the writer: once the writer is idle again, records commit on the spot as before."""
+    sink = SpotSink()
+    sink.spot_declines = True
+    sink.writer_gate = trio.Event()
+    audit = AuditLog([sink], queue_size=1)
+    async with audit_running(audit, 10):
+        async with trio.open_nursery() as writers:
+            writers.start_soon(audit.write, numbered(0))  # held by the writer
+            await sink.writer_entered.wait()
+            writers.start_soon(audit.write, numbered(1))  # fills the queue
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(5):
+                await audit.write(numbered(2))  # no room: cancelled while it waits
+            sink.spot_declines = False
+            sink.writer_gate.set()
+        await audit.write(numbered(3))
+    assert sink.kept == [("writer", 0), ("writer", 1), ("spot", 3)]
+
+
+async def test_no_record_commits_on_the_spot_while_a_tick_rotates_the_file() -> None:
+    sink = SpotSink()
+    sink.spot_declines = True  # the first record goes through the writer, after which its tick is due
+    sink.tick_gate = trio.Event()
+    sink.tick_after_commit = True
+    audit = AuditLog([sink])
+    async with audit_running(audit, 10):
+        await audit.write(numbered(0))
+        await sink.tick_entered.wait()  # the writer is in its tick (a rotation, in the file sink)
+        sink.spot_declines = False
+        async with trio.open_nursery() as writers:
+            writers.start_soon(audit.write, numbered(1))
+            await trio.testing.wait_all_tasks_blocked()
+            assert sink.kept == [("writer", 0)]  # not written beside the rotation
+            sink.tick_gate.set()
+        await audit.write(numbered(2))
+    assert sink.kept == [("writer", 0), ("writer", 1), ("spot", 2)]
