@@ -10,12 +10,13 @@ from envelope.codec import (
     decode_response_body,
     encode_request,
     encode_response,
+    peek_correlation_id,
     request_header_version,
     response_header_version,
 )
 from envelope.errors import FrameSizeError, ProtocolError, UnsupportedApiError
 from envelope.frames import FrameReader, encode_frame
-from envelope.header import RequestHeaderInfo, peek_correlation_id, peek_request_header
+from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import (
     EnvelopeError,

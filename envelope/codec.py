@@ -11,8 +11,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
-from kio.serial.writers import write_unsigned_varint
-from kio.static.primitive import i16, i32, uvarint
+from kio.static.primitive import i16, i32
 
 from envelope.bounded import prepare, skip_tagged_fields, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
@@ -66,7 +65,16 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return int(response_schema(api_key, version).__header_schema__.__version__)
 
 
-_CORRELATION_ID = struct.Struct(">i")
+CORRELATION_ID = struct.Struct(">i")
+"""The first field of every response header, and bytes 4-8 of every request header."""
+
+
+def peek_correlation_id(frame: bytes) -> int:
+    """Correlation id of a response frame (first field of every response header)."""
+    if len(frame) < CORRELATION_ID.size:
+        raise ProtocolError("response shorter than its correlation id")
+    return int(CORRELATION_ID.unpack_from(frame)[0])
+
 
 # Top-level arrays longer than this are decoded element by element (see bounded.split_large_arrays).
 LARGE_ARRAY_ELEMENTS = 2000
@@ -110,14 +118,12 @@ def decode_body(api_key: int, api_version: int, frame: bytes, offset: int, *, al
 def decode_response_body(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
     """Decode a whole response frame: (correlation id, body)."""
     # A response header is the correlation id, then (v1) tagged fields, none of them defined: read in place.
-    if len(frame) < _CORRELATION_ID.size:
-        raise ProtocolError("response shorter than its correlation id")
-    (correlation_id,) = _CORRELATION_ID.unpack_from(frame)
-    header_size = _CORRELATION_ID.size
+    correlation_id = peek_correlation_id(frame)
+    header_size = CORRELATION_ID.size
     if response_header_version(api_key, api_version) == 1:
         header_size = skip_tagged_fields(frame, header_size)
     body, _ = decode_entity(response_schema(api_key, api_version), frame, header_size)
-    return int(correlation_id), body
+    return correlation_id, body
 
 
 def _write(schema: type[Any], entity: Any, out: io.BytesIO) -> None:
@@ -128,13 +134,6 @@ def encode_body(body: Any) -> bytes:
     """A message body alone, without a header."""
     out = io.BytesIO()
     _write(type(body), body, out)
-    return out.getvalue()
-
-
-def compact_length(size: int) -> bytes:
-    """The prefix of compact bytes or a compact string of `size` bytes: size + 1 as an unsigned varint."""
-    out = io.BytesIO()
-    write_unsigned_varint(out, uvarint(size + 1))
     return out.getvalue()
 
 

@@ -22,13 +22,6 @@ class RequestHeaderInfo:
     header_size: int  # offset of the body inside the frame
 
 
-def peek_correlation_id(frame: bytes) -> int:
-    """Correlation id of a response frame (first field of every response header)."""
-    if len(frame) < 4:
-        raise ProtocolError("response shorter than its correlation id")
-    return int(struct.unpack_from(">i", frame)[0])
-
-
 def _client_id(frame: bytes, offset: int) -> tuple[str | None, int]:
     """The header's client id, a nullable int16-length string, read in place (every request reads one: through
     kio and the bounded walk it cost 8 us); (value, offset after it)."""

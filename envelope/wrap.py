@@ -15,8 +15,8 @@ from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
-from envelope.bounded import read_uvarint
-from envelope.codec import compact_length, decode_body, decode_response_body, encode_body, encode_request, encode_response
+from envelope.bounded import read_uvarint, write_uvarint
+from envelope.codec import CORRELATION_ID, decode_body, decode_response_body, encode_body, encode_request, encode_response
 from envelope.errors import ProtocolError
 from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
@@ -38,7 +38,6 @@ class _EnvelopeTemplate:
     """Body bytes after RequestData: the principal, the address and tagged fields."""
 
 
-_CORRELATION_ID = struct.Struct(">i")
 _CORRELATION_AT = 4  # api key (int16) and api version (int16) come first in every request header
 _EMPTY_COMPACT_BYTES = b"\x01"  # compact bytes carry length + 1 as an unsigned varint
 
@@ -63,7 +62,7 @@ def _template(principal: Principal, address: IPAddress, client_id: str | None) -
         raise AssertionError("EnvelopeRequest v0 no longer starts with RequestData")
     return _EnvelopeTemplate(
         api_prefix=frame[:_CORRELATION_AT],
-        header_rest=frame[_CORRELATION_AT + _CORRELATION_ID.size : header_size],
+        header_rest=frame[_CORRELATION_AT + CORRELATION_ID.size : header_size],
         body_rest=frame[header_size + 1 :],
     )
 
@@ -81,9 +80,9 @@ def wrap(
     return b"".join(
         (
             template.api_prefix,
-            _CORRELATION_ID.pack(correlation_id),
+            CORRELATION_ID.pack(correlation_id),
             template.header_rest,
-            compact_length(len(raw_request)),
+            write_uvarint(len(raw_request) + 1),  # compact bytes: length + 1
             raw_request,
             template.body_rest,
         )
@@ -91,7 +90,7 @@ def wrap(
 
 
 _ERROR_CODE = struct.Struct(">h")
-_AFTER_CORRELATION_ID = 4
+_AFTER_CORRELATION_ID = CORRELATION_ID.size
 _NO_TAGGED_FIELDS = 0
 _NULL_COMPACT_BYTES = 0
 _KNOWN_ERROR_CODES = frozenset(int(code) for code in ErrorCode)

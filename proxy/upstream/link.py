@@ -16,10 +16,9 @@ import apiversions
 from apiversions import VersionRange
 from envelope.apis import ApiKey
 from envelope.build import build_entity
-from envelope.codec import decode_response_body, encode_request, request_schema
+from envelope.codec import decode_response_body, encode_request, peek_correlation_id, request_schema
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
-from envelope.header import peek_correlation_id
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.client import LoginFailed, client_exchange
 from proxy.upstream.settings import UpstreamSettings
