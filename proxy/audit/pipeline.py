@@ -165,8 +165,9 @@ class AuditLog:
         self._started = False
         self._closed = False
         self._pending = 0
-        self._ticking = False
         """Entries handed to the writer and not yet done: while there are any, records go through the queue, in order."""
+        self._ticking = False
+        """True while the writer ticks the sinks (a rotation in a worker thread): no record is committed on the spot."""
         # One sink only: with several, a record one of them took and another refused would go to the first twice.
         self._on_the_spot = _committer_on_the_spot(self.sinks[0]) if len(self.sinks) == 1 else None
         if metrics is not None:
