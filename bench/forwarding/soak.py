@@ -29,12 +29,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
+from run import LOADGEN, LOADGEN_GRACE  # noqa: E402
 from stack import client_login, probe, start_announcing, start_proxy  # noqa: E402
 
-LOADGEN = HERE / "bin" / "loadgen"
 OUTPUT = HERE / "last-soak.json"
 GROWTH_WANTED_PERCENT = 5.0
-LOADGEN_GRACE = 90.0
 
 
 def rss_mb(pid: int) -> float:
