@@ -82,7 +82,7 @@ class AclAuthorizer:
         matching = [acl for acl in self._acls if _applies_to_resource(acl, action)]
         if not matching:
             return Explanation(Decision.ALLOWED if self.allow_everyone_if_no_acl_found else Decision.DENIED, "no ACL found")
-        host = str(context.client_address)
+        host = java_host_address(context.client_address)
         applicable = [acl for acl in matching if _applies_to(acl, principal, host)]
         for acl in applicable:
             if acl.permission is PermissionType.DENY and acl.operation in (Operation.ALL, action.operation):
@@ -103,11 +103,12 @@ class AclAuthorizer:
         return results
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
-        results = []
-        for binding_filter in filters:
-            deleted = [acl for acl in self._acls if binding_filter.matches(acl)]
-            self._acls = [acl for acl in self._acls if acl not in deleted]
-            results.append(deleted)
+        """Kafka's AclControlManager: every filter is matched against the ACLs as they were before the
+        request, so a binding that two filters match is reported under both (and deleted once)."""
+        before = list(self._acls)
+        results = [[acl for acl in before if binding_filter.matches(acl)] for binding_filter in filters]
+        deleted = {acl for matched in results for acl in matched}
+        self._acls = [acl for acl in before if acl not in deleted]
         return results
 
     def describe_acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
@@ -122,14 +123,23 @@ def _applies_to_resource(acl: AclBinding, action: Action) -> bool:
     return acl.pattern_type is PatternType.PREFIXED and action.resource_name.startswith(acl.resource_name)
 
 
+def java_host_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """The client's address as Kafka's authorizer compares it: Java's InetAddress.getHostAddress().
+
+    IPv6 is written in full, without `::` compression or leading zeros (0:0:0:0:0:0:0:1), and an
+    IPv4-mapped IPv6 address is the IPv4 address (Java turns those into Inet4Address)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        groups = ":".join(f"{int.from_bytes(address.packed[i : i + 2], 'big'):x}" for i in range(0, 16, 2))
+        return f"{groups}%{address.scope_id}" if address.scope_id else groups
+    return str(address)
+
+
 def _same_host(acl_host: str, client_host: str) -> bool:
-    """Kafka writes IPv6 hosts in Java's long form (0:0:0:0:0:0:0:1); compare addresses, not text."""
-    if acl_host in (WILDCARD_HOST, client_host):
-        return True
-    try:
-        return ipaddress.ip_address(acl_host) == ipaddress.ip_address(client_host)
-    except ValueError:
-        return False
+    """Kafka compares the ACL's host text with the client's address as Java writes it (`java_host_address`):
+    an ACL for `::1` does not match a client at ::1; `0:0:0:0:0:0:0:1` does."""
+    return acl_host in (WILDCARD_HOST, client_host)
 
 
 def _applies_to(acl: AclBinding, principal: str, host: str) -> bool:

@@ -3,6 +3,7 @@
 import enum
 import ipaddress
 from dataclasses import dataclass
+from typing import TypeVar
 
 from envelope.principal import Principal
 
@@ -47,6 +48,7 @@ class Operation(enum.IntEnum):
     IDEMPOTENT_WRITE = 12
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15  # KIP-939, on TRANSACTIONAL_ID
 
 
 class PermissionType(enum.IntEnum):
@@ -54,6 +56,17 @@ class PermissionType(enum.IntEnum):
     ANY = 1
     DENY = 2
     ALLOW = 3
+
+
+AclEnum = TypeVar("AclEnum", ResourceType, PatternType, Operation, PermissionType)
+
+
+def from_code(kind: type[AclEnum], code: int) -> AclEnum:
+    """Kafka's `fromCode`: a code this version does not know is UNKNOWN, never an error."""
+    try:
+        return kind(code)
+    except ValueError:
+        return kind.UNKNOWN
 
 
 class Decision(enum.Enum):
@@ -72,23 +85,27 @@ class AclBinding:
     permission: PermissionType
 
     def validate(self) -> str | None:
-        """Why Kafka would refuse to create this binding, or None."""
-        if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
-            return f"invalid resource type {self.resource_type.name}"
-        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-            return f"invalid pattern type {self.pattern_type.name}"
-        if self.operation in (Operation.ANY, Operation.UNKNOWN):
-            return f"invalid operation {self.operation.name}"
-        if self.permission not in (PermissionType.ALLOW, PermissionType.DENY):
-            return f"invalid permission type {self.permission.name}"
-        if not self.resource_name:
-            return "resource name must not be empty"
+        """Why Kafka's controller refuses to create this binding (INVALID_REQUEST), or None.
+
+        Kafka's order and words: ControllerApis' AclApis checks the CLUSTER name and the empty
+        name, then AclControlManager.validateNewAcl the codes and the principal's colon. The
+        host is not checked: Kafka stores any text. (ANY and MATCH never get here from the
+        wire: Kafka cannot even build such a binding, see controller/acls.py.)
+        """
         if self.resource_type is ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
-            return f"the only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-        try:
-            Principal.parse(self.principal)
-        except ValueError as exc:
-            return str(exc)
+            return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+        if not self.resource_name:
+            return "Invalid empty resource name"
+        if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
+            return f"Invalid resourceType {self.resource_type.name}"
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            return f"Invalid patternType {self.pattern_type.name}"
+        if self.operation in (Operation.ANY, Operation.UNKNOWN):
+            return f"Invalid operation {self.operation.name}"
+        if self.permission not in (PermissionType.ALLOW, PermissionType.DENY):
+            return f"Invalid permissionType {self.permission.name}"
+        if ":" not in self.principal:
+            return f"Could not parse principal from `{self.principal}` (no colon is present separating the principal type from the principal name)"
         return None
 
 
@@ -103,6 +120,14 @@ class AclBindingFilter:
     host: str | None = None
     operation: Operation = Operation.ANY
     permission: PermissionType = PermissionType.ANY
+
+    def unknown_problem(self) -> str | None:
+        """Kafka's AclControlManager.validateFilter: a code it does not know in the filter (INVALID_REQUEST)."""
+        if self.resource_type is ResourceType.UNKNOWN or self.pattern_type is PatternType.UNKNOWN:
+            return "Unknown patternFilter."
+        if self.operation is Operation.UNKNOWN or self.permission is PermissionType.UNKNOWN:
+            return "Unknown entryFilter."
+        return None
 
     def matches(self, binding: AclBinding) -> bool:
         if self.resource_type is not ResourceType.ANY and binding.resource_type is not self.resource_type:

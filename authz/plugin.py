@@ -36,7 +36,8 @@ class AclStore(Protocol):
         ...
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
-        """Per filter: the bindings deleted."""
+        """Per filter: the bindings it matched before the request, all of which are deleted
+        (Kafka's rule: a binding two filters match is listed under both)."""
         ...
 
     def describe_acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]: ...

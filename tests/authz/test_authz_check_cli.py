@@ -109,7 +109,7 @@ def test_a_bad_case_is_exit_2_naming_line_and_field(
 def test_acl_file_errors_name_the_line(tmp_path: Path) -> None:
     with pytest.raises(AclFileError, match=r"acls.jsonl: line 2: permission 'SOMETIMES' is not one of"):
         parse_acls(json.dumps(ACLS[0]) + "\n" + json.dumps({**ACLS[0], "permission": "SOMETIMES"}) + "\n", "acls.jsonl")
-    with pytest.raises(AclFileError, match=r"acls.jsonl: line 1: the only valid name for the CLUSTER resource is kafka-cluster"):
+    with pytest.raises(AclFileError, match=r"acls.jsonl: line 1: The only valid name for the CLUSTER resource is kafka-cluster"):
         parse_acls(json.dumps({**ACLS[0], "resourceType": "CLUSTER"}), "acls.jsonl")
     assert [binding_to_json(b) for b in parse_acls("".join(json.dumps(a) + "\n" for a in ACLS))] == ACLS
 

@@ -163,10 +163,10 @@ def test_acl_file_array_and_controller_metadata(tmp_path: Path) -> None:
             "line 2: operation 'FLY' is not one of",
         ),
         (json.dumps({"principal": "User:a", "operation": "READ", "resourceType": "TOPIC"}), "line 1: missing resourceName"),
-        (json.dumps({**acl("User:a", "ALTER", "CLUSTER", "other")}), "the only valid name for the CLUSTER resource is kafka-cluster"),
+        (json.dumps({**acl("User:a", "ALTER", "CLUSTER", "other")}), "The only valid name for the CLUSTER resource is kafka-cluster"),
         (json.dumps({**acl("alice", "READ", "TOPIC", "t")}), "no colon"),
         (json.dumps({**acl("User:a", "READ", "TOPIC", "t"), "hots": "*"}), "unknown key(s) hots"),
-        (json.dumps([{**acl("User:a", "READ", "TOPIC", "t"), "permission": "ANY"}]), "entry 1: invalid permission type ANY"),
+        (json.dumps([{**acl("User:a", "READ", "TOPIC", "t"), "permission": "ANY"}]), "entry 1: Invalid permissionType ANY"),
     ],
 )
 def test_acl_file_errors_name_the_entry(tmp_path: Path, text: str, message: str) -> None:
