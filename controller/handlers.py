@@ -5,7 +5,11 @@ change to the image (unless validate_only) and returns a version-independent
 response dict for `envelope.build.build_entity`. The handlers live by
 resource: topics.py, configs.py, acls.py, partition_admin.py, quotas.py,
 scram_credentials.py, quorum.py, leadership.py (DescribeCluster), and reads.py for the APIs served to direct
-callers only.
+callers only (DescribeAcls lives with the other ACL APIs in acls.py).
+
+A handler may raise ProtocolError where Kafka cannot even read the request
+(acls.UnreadableRequest); anything else it raises is a bug, which the server
+answers as Kafka answers an unexpected error (UNKNOWN_SERVER_ERROR).
 """
 
 from collections.abc import Callable
@@ -21,7 +25,7 @@ from controller.quorum import QuorumHandlers
 from controller.quotas import QuotaHandlers
 from controller.reads import ReadHandlers
 from controller.scram_credentials import ScramCredentialHandlers
-from controller.topics import TopicHandlers
+from controller.topics import TopicHandlers, broker_ids_of
 from envelope.apis import ApiKey
 
 Handler = Callable[[Any, RequestContext], dict[str, Any]]
@@ -45,7 +49,7 @@ class Handlers:
             authorizer,
             default_partitions=default_partitions,
             default_replication_factor=default_replication_factor,
-            broker_count=broker_count,
+            broker_ids=broker_ids_of(broker_count),
         )
         configs = ConfigHandlers(image, authorizer)
         acls = AclHandlers(image, authorizer)
@@ -75,7 +79,7 @@ class Handlers:
             # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
             ApiKey.METADATA: reads.metadata,
             ApiKey.DESCRIBE_CONFIGS: reads.describe_configs,
-            ApiKey.DESCRIBE_ACLS: reads.describe_acls,
+            ApiKey.DESCRIBE_ACLS: acls.describe_acls,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
         }

@@ -213,10 +213,17 @@ class EmbeddedController:
         )
         if self.leadership.refuses(header.api_key):
             return encode_response(error_response(header.api_key, header.api_version, body, ErrorCode.not_controller), correlation_id=header.correlation_id)
-        values = self.handlers.by_key[header.api_key](body, ctx)
+        try:
+            values = self.handlers.by_key[header.api_key](body, ctx)
+            entity = build_entity(response_schema(header.api_key, header.api_version), values)
+        except ProtocolError:
+            raise  # Kafka cannot read the request: the caller closes the connection or answers UNSUPPORTED_VERSION
+        except Exception:
+            # Kafka's ControllerApis.handle: an unexpected error is logged and answered with UNKNOWN_SERVER_ERROR.
+            log.exception("controller: unexpected error handling %s from %s", api_name(header.api_key), ctx.principal)
+            entity = error_response(header.api_key, header.api_version, body, ErrorCode.unknown_server_error)
         if is_forwardable(header.api_key):
             self._applied += 1  # the caller awaits `_until_stored` before it sends the answer
-        entity = build_entity(response_schema(header.api_key, header.api_version), values)
         return encode_response(entity, correlation_id=header.correlation_id)
 
     async def _until_stored(self) -> None:
