@@ -5,7 +5,9 @@ from pathlib import Path
 
 from authz import Authorizer
 from authz.model import parse_super_users
+from controller.identity import CLUSTER_ID_KEY
 from controller.leadership import NO_LEADER
+from envelope import kafka_uuid
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
@@ -31,6 +33,8 @@ class ControllerConfig:
     """`controller.quorum.voters`: the quorum this node stands in for; empty = this node alone."""
     active_id: int | None = None
     """`embedded.controller.active.id`: the node that acts as the active controller (None: no leader)."""
+    cluster_id: str | None = None
+    """`cluster.id`: the id this controller answers with; None = the one kept in `metadata.log.dir`, or a new one."""
     properties: dict[str, str] = field(default_factory=dict, repr=False)
 
     def make_authorizer(self) -> Authorizer | None:
@@ -50,6 +54,7 @@ class ControllerConfig:
             "authorizer.class.name": self.authorizer_class or None,
             VOTERS_KEY: ",".join(str(v) for v in self.voters) or None,
             ACTIVE_ID_KEY: self.active_id if self.active_id is not None else NO_LEADER,
+            CLUSTER_ID_KEY: self.cluster_id,
             **self.transport.effective(),
         }
 
@@ -79,9 +84,18 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     active = props.int(ACTIVE_ID_KEY, node_id, minimum=NO_LEADER)
     if active != NO_LEADER and active not in voter_ids:
         raise ConfigError(ACTIVE_ID_KEY, str(active), f"names no voter: use one of {', '.join(map(str, voter_ids))}, or {NO_LEADER} for none")
+    cluster_id = props.get(CLUSTER_ID_KEY)
+    if cluster_id is not None and (problem := kafka_uuid.parse_problem(cluster_id)) is not None:
+        raise ConfigError(CLUSTER_ID_KEY, cluster_id, problem)
+    if cluster_id is None and len(voters) > 1:
+        # Every voter of one quorum is formatted with the same id; separately made ids would be separate clusters.
+        raise ConfigError(
+            CLUSTER_ID_KEY, None, f"is required when {VOTERS_KEY} names several voters: give each the same id (kafka-storage random-uuid)"
+        )
     return ControllerConfig(
         node_id=node_id,
         voters=voters,
+        cluster_id=cluster_id,
         active_id=None if active == NO_LEADER else active,
         listeners=listeners,
         super_users=parse_super_users(props.get("super.users")),

@@ -54,7 +54,7 @@ class Handlers:
         configs = ConfigHandlers(image, authorizer)
         acls = AclHandlers(image, authorizer)
         self.acl_store: AclStore | None = acls.acl_store
-        reads = ReadHandlers(image, authorizer, node_id=leadership.node_id, broker_count=broker_count)
+        reads = ReadHandlers(image, authorizer, node_id=leadership.node_id, cluster_id=leadership.cluster_id, broker_count=broker_count)
         quotas = QuotaHandlers(image, authorizer)
         scram = ScramCredentialHandlers(image, authorizer)
         partitions = PartitionAdminHandlers(image, authorizer, broker_ids=reads.broker_ids)

@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from controller.reads import AUTHORIZED_OPERATIONS_OMITTED
+from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType, is_forwardable
 from proxy.net.addresses import ControllerAddress
 
@@ -39,6 +40,8 @@ class Leadership:
     listener_name: str = "CONTROLLER"
     own_endpoints: dict[str, ControllerAddress] = field(default_factory=dict)
     """This node's bound listeners by name, for a single-voter quorum configured without voters."""
+    cluster_id: str = field(default_factory=kafka_uuid.random_text)
+    """The cluster's id (controller/identity.py), which DescribeCluster and Metadata answer with."""
 
     @property
     def is_active(self) -> bool:
@@ -82,7 +85,7 @@ class Leadership:
         if all(e.node_id != leader for e in endpoints):
             leader = NO_LEADER  # Kafka names no controller it has no endpoint for
         brokers = [{"broker_id": e.node_id, "host": e.host, "port": e.port, "rack": None, "is_fenced": False} for e in endpoints]
-        return {**_cluster_error(ErrorCode.none, None), "controller_id": leader, "brokers": brokers}
+        return {**_cluster_error(ErrorCode.none, None), "cluster_id": self.cluster_id, "controller_id": leader, "brokers": brokers}
 
     def quorum_nodes(self) -> list[dict[str, Any]]:
         """DescribeQuorum v2's `nodes`: each voter's controller listener."""

@@ -31,8 +31,9 @@ SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 4
 
 
 class ReadHandlers:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, broker_count: int) -> None:
+    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, cluster_id: str, broker_count: int) -> None:
         self.image = image
+        self.cluster_id = cluster_id
         self.authorizer = authorizer
         self.acl_store: AclStore | None = authorizer if isinstance(authorizer, AclStore) else None
         self.node_id = node_id
@@ -82,7 +83,7 @@ class ReadHandlers:
         return {
             "throttle_time": 0,
             "brokers": [],
-            "cluster_id": None,
+            "cluster_id": self.cluster_id,
             "controller_id": self.node_id,
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,

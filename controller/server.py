@@ -16,6 +16,7 @@ from authz.admin_apis import error_response
 from controller.authorize import cluster_allowed
 from controller.config import ControllerConfig
 from controller.handlers import Handlers
+from controller.identity import cluster_id_for
 from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.persistence import MetadataStore
@@ -68,7 +69,11 @@ class EmbeddedController:
         if stored_acls and isinstance(self.authorizer, AclStore):
             self.authorizer.create_acls(stored_acls)
         self.leadership = Leadership(
-            config.node_id, config.voters, config.active_id, listener_name=config.listeners[0].name if config.listeners else "CONTROLLER"
+            config.node_id,
+            config.voters,
+            config.active_id,
+            listener_name=config.listeners[0].name if config.listeners else "CONTROLLER",
+            cluster_id=cluster_id_for(config.node_id, config.cluster_id, config.metadata_dir),
         )
         self.handlers = Handlers(
             self.image,

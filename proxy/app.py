@@ -13,6 +13,7 @@ from proxy.net.listener import serve_listener
 from proxy.net.settings import ListenerConfig
 from proxy.ops.http import OperationsEndpoint, serve_operations
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.pool import ControllerPool, UpstreamEvent
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,10 @@ async def run_proxy(
     audit = open_audit_log(config.audit, config.audit_log_dir, config.node_id, metrics)
     # The controller connection reports to the service on one bounded channel.
     upstream_events, upstream_events_received = trio.open_memory_channel[UpstreamEvent](16)
-    upstream = ControllerPool(config.upstream, events=upstream_events)
-    read_upstream = ControllerPool(config.read_upstream) if config.read_upstream else None
+    # One cluster id for the controllers and the read upstream: a node of another cluster is not used.
+    identity = ClusterIdentity(config.cluster_id)
+    upstream = ControllerPool(config.upstream, events=upstream_events, identity=identity)
+    read_upstream = ControllerPool(config.read_upstream, identity=identity) if config.read_upstream else None
     service = ProxyService(config.service(), upstream, audit, read_upstream=read_upstream, metrics=metrics)
     tracker = ConnectionTracker()  # one for all listeners: per-IP and process-wide limits span them
     running = RunningProxy(service, [], tracker)

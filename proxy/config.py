@@ -7,6 +7,7 @@ from typing import Any
 
 from authz.loading import is_standard
 from authz.model import parse_super_users
+from envelope import kafka_uuid
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import EdgeSettings
 from proxy.forward.settings import ServiceSettings
@@ -15,6 +16,7 @@ from proxy.net.settings import ListenerConfig, TransportSettings, parse_listener
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
 from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
+from proxy.upstream.cluster_identity import CLUSTER_ID_KEY
 from proxy.upstream.login import parse_upstream_login
 from proxy.upstream.settings import UpstreamSettings
 
@@ -51,7 +53,7 @@ class ProxyConfig:
 
     def service(self) -> ServiceSettings:
         """What the request path needs of this configuration."""
-        return ServiceSettings(self.node_id, self.cluster_id, self.forwarding_principal, self.transport, self.edge)
+        return ServiceSettings(self.node_id, self.forwarding_principal, self.transport, self.edge)
 
     def effective(self) -> dict[str, Any]:
         return {
@@ -156,7 +158,7 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         controller_listener=controller_listener,
         audit_log_dir=audit_log_dir,
         audit=parse_audit_settings(props, audit_log_dir),
-        cluster_id=props.get("cluster.id"),
+        cluster_id=_cluster_id(props),
         transport=parse_transport(props),
         read_upstream=_read_upstream(props, upstream),
         metrics_listen=_metrics_listen(props),
@@ -193,6 +195,17 @@ def _metrics_listen(props: Properties) -> tuple[str, int] | None:
         return parse_listen(text)
     except ValueError as exc:
         raise ConfigError("metrics.listen", text, str(exc)) from None
+
+
+def _cluster_id(props: Properties) -> str | None:
+    """`cluster.id`: the id every controller must report; unset, the first one a controller reports."""
+    text = props.get(CLUSTER_ID_KEY)
+    if text is None:
+        return None
+    problem = kafka_uuid.parse_problem(text)
+    if problem is not None:
+        raise ConfigError(CLUSTER_ID_KEY, text, problem)
+    return text
 
 
 def _read_upstream(props: Properties, controller: UpstreamSettings) -> UpstreamSettings | None:

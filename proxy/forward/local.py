@@ -19,7 +19,7 @@ from proxy.net.settings import ListenerConfig
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, listener: ListenerConfig, cluster_id: str | None) -> bytes:
+def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
     requested = [t.name for t in (body.topics or ()) if t.name is not None]
     values = {
         "throttle_time": 0,
@@ -46,13 +46,13 @@ def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, lis
     return encode_response(entity, correlation_id=header.correlation_id)
 
 
-def describe_cluster_response(header: RequestHeaderInfo, *, node_id: int, listener: ListenerConfig, cluster_id: str | None) -> bytes:
+def describe_cluster_response(header: RequestHeaderInfo, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
     values = {
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
         "endpoint_type": EndpointType.BROKER,
-        "cluster_id": cluster_id or "",
+        "cluster_id": cluster_id,
         "controller_id": node_id,
         "brokers": [
             {"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}

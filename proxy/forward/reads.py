@@ -30,11 +30,14 @@ from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.local import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.forward.offload import CpuOffload
 from proxy.net.settings import ListenerConfig
+from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool
 
 log = logging.getLogger(__name__)
 
+METADATA_WITH_CLUSTER_ID = 12
+"""Metadata has carried the cluster id since v2; v12 is the newest that Kafka 3.x and 4.x brokers share."""
 # Reads gated by one operation on CLUSTER, then passed through as the client asked.
 CONFIG_GROUP = 32
 
@@ -56,13 +59,33 @@ class ReadUnavailable(Exception):
 
 class ReadPath:
     def __init__(
-        self, upstream: ControllerPool, edge: EdgeAuthorizer, *, node_id: int, cluster_id: str | None, offload: CpuOffload | None = None
+        self, upstream: ControllerPool, edge: EdgeAuthorizer, *, node_id: int, identity: ClusterIdentity, offload: CpuOffload | None = None
     ) -> None:
         self.upstream = upstream
         self.edge = edge
         self.offload = offload or CpuOffload()
         self.node_id = node_id
-        self.cluster_id = cluster_id
+        self.identity = identity
+
+    async def cluster_id(self) -> str:
+        """The id of the cluster, for every answer that carries one; ReadUnavailable while nobody has said it.
+
+        Usually a controller has reported it by now. Otherwise (a controller that answers no DescribeCluster to
+        the proxy) the read upstream's Metadata carries it, and last the first controller may still report it."""
+        known = self.identity.cluster_id
+        if known is not None:
+            return known
+        request = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        try:
+            response = await self._upstream_call(ApiKey.METADATA, METADATA_WITH_CLUSTER_ID, request)
+        except ReadUnavailable as exc:
+            log.debug("cluster id from the read upstream: %s", exc)
+        else:
+            self.identity.accept(f"read upstream {self.upstream.settings.address}", response.cluster_id)
+        known = await self.identity.wait(self.upstream.settings.request_timeout)
+        if known is None:
+            raise ReadUnavailable("the cluster id is not known yet: no controller or read upstream has reported it")
+        return known
 
     async def answer(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
         if header.api_key == ApiKey.METADATA:
@@ -104,7 +127,7 @@ class ReadPath:
         error: tuple[int, str | None] = (0, None)
         decisions = await self._allowed(ctx, accesses)
         allowed_names, denied, topics = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
-        cluster_id = self.cluster_id
+        cluster_id = await self.cluster_id()
         if not explicit or allowed_names:
             request = {
                 "topics": [{"name": n, "topic_id": None} for n in allowed_names] if explicit else None if header.api_version > 0 else [],
@@ -120,7 +143,7 @@ class ReadPath:
                 for name in allowed_names:
                     topics[name] = metadata_topic_error(name, ErrorCode.unknown_server_error)
             else:
-                cluster_id = cluster_id or response.cluster_id
+                self.identity.accept(f"read upstream {self.upstream.settings.address}", response.cluster_id)
                 upstream_topics = [_as_dict(t) for t in response.topics]
                 if not explicit:
                     # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
@@ -140,7 +163,7 @@ class ReadPath:
         self,
         header: RequestHeaderInfo,
         listener: ListenerConfig,
-        cluster_id: str | None,
+        cluster_id: str,
         names: list[str],
         topics: dict[str, dict[str, Any]],
         explicit: bool,

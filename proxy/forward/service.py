@@ -27,7 +27,7 @@ from proxy.forward.forwarding import Forwarder
 from proxy.forward.local import describe_cluster_response, metadata_response
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection
-from proxy.forward.reads import ReadPath, denial_code
+from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
 from proxy.forward.request_audit import Forwarding, RequestAudit
 from proxy.forward.routing import READ_APIS, Route, route
 from proxy.forward.session import Session
@@ -117,7 +117,7 @@ class ProxyService:
         self.metrics.upstream_controller_id.set_function(lambda: float(upstream.active_id))
         self.metrics.forwarding_queue.set_function(lambda: float(upstream.queue_length))
         self.reads = ReadPath(
-            read_upstream or upstream, self.edge, node_id=settings.node_id, cluster_id=settings.cluster_id, offload=self.offload
+            read_upstream or upstream, self.edge, node_id=settings.node_id, identity=upstream.identity, offload=self.offload
         )
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
@@ -276,15 +276,24 @@ class ProxyService:
             await self._refuse(session, header, routed.reason)
             raise CloseConnection(routed.reason)
         elif routed.route is Route.LOCAL:
-            settings = self.settings
+            cluster_id = await self._cluster_id(session, header)
             await self._local(self._request_audit(session, header))
             await session.conn.send(
-                describe_cluster_response(header, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id)
+                describe_cluster_response(header, node_id=self.settings.node_id, listener=session.listener, cluster_id=cluster_id)
             )
         elif routed.route is Route.READ:
             await self._read(session, header, frame)
         else:
             await self._forward(session, header, frame)
+
+    async def _cluster_id(self, session: Session, header: RequestHeaderInfo) -> str:
+        """The cluster id for an answer; until one is known the connection is closed, as no Kafka broker
+        answers without one (and librdkafka crashes on a null id)."""
+        try:
+            return await self.reads.cluster_id()
+        except ReadUnavailable as exc:
+            await self._refuse(session, header, str(exc))
+            raise CloseConnection(str(exc)) from exc
 
     async def _local(self, audit: RequestAudit) -> None:
         await audit.local()
@@ -345,11 +354,16 @@ class ProxyService:
         settings = self.settings
         if header.api_key == ApiKey.METADATA and body.topics is not None and not body.topics and header.api_version > 0:
             # Only brokers and the controller asked for: the proxy knows those itself.
-            answer = metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=settings.cluster_id)
+            cluster_id = await self._cluster_id(session, header)
+            answer = metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=cluster_id)
             await self._local(audit)
             await session.conn.send(answer)
             return
-        result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
+        try:
+            result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
+        except ReadUnavailable as exc:  # only while no cluster id is known: nothing is answered without one
+            await self._refuse(session, header, str(exc))
+            raise CloseConnection(str(exc)) from exc
         audit.resources = result.resources
         await audit.read(settings.edge.policy, result.denied, denial_code, result.error_code, result.error_message)
         audit.count(self.metrics, "read")

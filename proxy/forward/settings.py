@@ -9,7 +9,6 @@ from proxy.net.settings import TransportSettings
 @dataclass(frozen=True)
 class ServiceSettings:
     node_id: int
-    cluster_id: str | None
     forwarding_principal: str
     """The proxy's own principal on the controller, named in every forwarded request's records."""
     transport: TransportSettings

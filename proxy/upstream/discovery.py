@@ -49,6 +49,8 @@ class Answer:
     active: ControllerAddress | None
     endpoints: tuple[ControllerAddress, ...] = ()
     method: str = "probe"
+    cluster_id: str | None = None
+    """The cluster id the node reported (DescribeCluster carries it; DescribeQuorum and a probe do not)."""
 
 
 def from_describe_cluster(response: Any) -> Answer:
@@ -58,7 +60,7 @@ def from_describe_cluster(response: Any) -> Answer:
     endpoints = tuple(ControllerAddress(str(b.host), int(b.port), int(b.broker_id)) for b in response.brokers)
     leader = int(response.controller_id)
     active = next((endpoint for endpoint in endpoints if endpoint.node_id == leader), None)
-    return Answer(active, endpoints, "DescribeCluster")
+    return Answer(active, endpoints, "DescribeCluster", str(response.cluster_id or "") or None)
 
 
 def from_describe_quorum(response: Any, listener: str, voters: tuple[ControllerAddress, ...], answering: ControllerAddress) -> Answer:

@@ -17,6 +17,7 @@ import trio
 from apiversions import VersionRange
 from envelope.errors import ProtocolError
 from proxy.net.addresses import ControllerAddress
+from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.discovery import DESCRIBE_CLUSTER_OPERATION, DESCRIBE_QUORUM_OPERATION, Answer, DiscoveryError, ask, shared_endpoints
 from proxy.upstream.link import Link, LinkBroken, UpstreamAuthenticationError, UpstreamUnavailable
 from proxy.upstream.settings import UpstreamSettings
@@ -52,10 +53,18 @@ class Delivery:
 
 
 class ControllerPool:
-    def __init__(self, settings: UpstreamSettings, *, events: trio.MemorySendChannel[UpstreamEvent] | None = None) -> None:
+    def __init__(
+        self,
+        settings: UpstreamSettings,
+        *,
+        events: trio.MemorySendChannel[UpstreamEvent] | None = None,
+        identity: ClusterIdentity | None = None,
+    ) -> None:
         """`events`, when given, receives an UpstreamEvent for each connection, loss and change of versions
-        (the pool waits for room in it: a bounded channel, read by the service)."""
+        (the pool waits for room in it: a bounded channel, read by the service). `identity`: the cluster id
+        the nodes must report, shared with the other pools of the proxy."""
         self.settings = settings
+        self.identity = identity if identity is not None else ClusterIdentity()
         self.controller_ranges: dict[int, VersionRange] | None = None
         self.active: ControllerAddress | None = None
         self.endpoints: tuple[ControllerAddress, ...] = ()
@@ -269,6 +278,9 @@ class ControllerPool:
                 continue
             answer = await self._ask(link) if self.settings.discover else Answer(candidate)
             if answer is None:
+                continue
+            if not self.identity.accept(f"controller {candidate}", answer.cluster_id):
+                await link.aclose()
                 continue
             if answer.endpoints and answer.endpoints != self.endpoints:
                 self.endpoints = answer.endpoints

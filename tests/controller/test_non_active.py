@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
@@ -35,10 +36,12 @@ class Quorum:
     def __init__(self, active: int) -> None:
         self.ports = {node: free_port() for node in (1, 2, 3)}
         voters = ",".join(f"{node}@127.0.0.1:{port}" for node, port in self.ports.items())
+        cluster_id = kafka_uuid.random_text()  # one id for the whole quorum, as kafka-storage format gives it
         props = {
             **controller_properties(port=self.ports[1], users={"stranger": "stranger-secret"}),
             "controller.quorum.voters": voters,
             "embedded.controller.active.id": str(active),
+            "cluster.id": cluster_id,
         }
         self.controller = EmbeddedController(parse_controller_config(props))
         self.address = f"127.0.0.1:{self.ports[1]}"

@@ -16,6 +16,7 @@ import trio
 from apiversions import VersionRange
 from controller.config import parse_controller_config
 from controller.server import ControllerConnection, EmbeddedController
+from envelope import kafka_uuid
 from envelope.header import RequestHeaderInfo
 from envelope.wrap import wrap_response
 from proxy.app import run_proxy
@@ -59,7 +60,9 @@ def _create_topics_range(address: str) -> tuple[int, int]:
 
 
 async def test_a_replaced_controller_is_followed_and_clients_told(nursery: Any, tmp_path: Path) -> None:
-    first = EmbeddedController(parse_controller_config(controller_properties()))
+    # The replacement is a node of the same cluster: the proxy refuses a controller that reports another cluster id.
+    cluster = {"cluster.id": kafka_uuid.random_text()}
+    first = EmbeddedController(parse_controller_config({**controller_properties(), **cluster}))
     first_scope = trio.CancelScope()
 
     async def run_first(task_status: trio.TaskStatus[Any]) -> None:
@@ -85,7 +88,7 @@ async def test_a_replaced_controller_is_followed_and_clients_told(nursery: Any, 
                 await trio.sleep(0.05)
         assert await trio.to_thread.run_sync(_create_topic, address, "while-away") == REQUEST_TIMED_OUT
 
-        second = ElectingController(parse_controller_config(controller_properties(port=port)), not_yet=2)
+        second = ElectingController(parse_controller_config({**controller_properties(port=port), **cluster}), not_yet=2)
         lowered = VersionRange(before_range[0], before_range[1] - 1)
         second.ranges[CREATE_TOPICS] = lowered
         await nursery.start(second.run)

@@ -27,13 +27,14 @@ from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.forward.service import ProxyService
 from proxy.net.connection import KafkaConnection
 from proxy.net.settings import ListenerConfig
+from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import Delivery
 from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire
 
 NODE_ID = 100
-CLUSTER_ID = "unit-cluster"
+CLUSTER_ID = "Zm9yd2FyZGluZy11bml0LQ"  # a Kafka Uuid (22 characters of URL-safe base64)
 PREAUTH_IDLE_SECONDS = 2.0
 USERS = {"alice": "alice-secret"}
 PEER = ("127.0.0.1", 5555)
@@ -146,7 +147,7 @@ async def unavailable(envelope: ReceivedEnvelope) -> Answer:
 
 class FakeUpstream:
     """The surface of proxy.upstream.pool.ControllerPool the service uses: settings, controller_ranges, connected,
-    active_id, queue_length, send(), request() and not_controller()."""
+    active_id, queue_length, identity, send(), request() and not_controller()."""
 
     def __init__(self, settings: UpstreamSettings, respond: Responder = answer_ok) -> None:
         self.settings = settings
@@ -154,6 +155,8 @@ class FakeUpstream:
         self.connected = True
         self.active_id = settings.servers[0].node_id if settings.servers[0].node_id is not None else -1
         self.queue_length = 0
+        self.identity = ClusterIdentity()
+        self.identity.accept("the fake controller", CLUSTER_ID)  # as discovery learns it from DescribeCluster
         self.respond = respond
         self.envelopes: list[ReceivedEnvelope] = []
         self.forgotten: list[str] = []

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope import kafka_uuid
 from envelope.apis import ApiKey
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
@@ -43,12 +44,14 @@ async def start_quorum(nursery: trio.Nursery, active: int) -> Quorum:
     ports = {node: free_port() for node in NODES}
     voters = ",".join(f"{node}@127.0.0.1:{port}" for node, port in ports.items())
     controllers = {}
+    cluster_id = kafka_uuid.random_text()  # one id for the whole quorum, as kafka-storage format gives it
     for node, port in ports.items():
         props = {
             **controller_properties(port=port),
             "node.id": str(node),
             "controller.quorum.voters": voters,
             "embedded.controller.active.id": str(active),
+            "cluster.id": cluster_id,
         }
         controllers[node] = EmbeddedController(parse_controller_config(props))
         await nursery.start(controllers[node].run)
