@@ -1,12 +1,18 @@
 """Client quotas: AlterClientQuotas (49, forwardable) and DescribeClientQuotas (48, a read).
 
-Validation follows Kafka's ClientQuotaControlManager: entity types user,
-client-id and ip (ip alone); the keys each entity type accepts; integer keys
-must hold whole numbers. Both APIs are cluster-level: ALTER_CONFIGS to
-change, DESCRIBE_CONFIGS to read.
+AlterClientQuotas follows Kafka's ClientQuotaControlManager step by step: an
+entity is a map from entity type to name (a type given twice keeps its last
+name), an entity given twice in one request is refused ("Ignoring duplicate
+entity", though the first one's changes are applied, as Kafka applies them),
+removals are never validated, and of several problems the first in Java's
+HashMap order is reported (controller/java_order.py). Both APIs are
+cluster-level: ALTER_CONFIGS to change, DESCRIBE_CONFIGS to read.
 """
 
 import ipaddress
+import math
+import socket
+from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -14,49 +20,109 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from controller.image import MetadataImage, QuotaEntity
+from controller.java_order import hashmap_order, java_map_text, map_hash, string_map_order
+from envelope.error_messages import default_message
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
-# key -> whether it must be a whole number (Kafka's LONG configs)
-CLIENT_KEYS = {"producer_byte_rate": True, "consumer_byte_rate": True, "request_percentage": False, "controller_mutation_rate": False}
-IP_KEYS = {"connection_creation_rate": True}
+ENTITY_TYPES = (USER, CLIENT_ID, IP)
+LONG_MAX, INT_MAX = float(2**63 - 1), float(2**31 - 1)
+FRACTION_TOLERANCE = 1e-6
+# QuotaConfig's key -> its ConfigDef type (LONG, INT or DOUBLE)
+CLIENT_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG", "request_percentage": "DOUBLE", "controller_mutation_rate": "DOUBLE"}
+IP_KEYS = {"connection_creation_rate": "INT"}
+_TOO_LARGE = {"LONG": "a LONG", "INT": "an INT"}
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
+EntityMap = dict[str, str | None]
 
-def entity_problem(entity: QuotaEntity) -> str | None:
+
+def _valid_ip_entity(name: str | None) -> bool:
+    """Kafka's isValidIpEntity: null (the default) or whatever InetAddress.getByName resolves."""
+    if name is None:
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError, ValueError):
+        return False
+    return True
+
+
+def entity_map(items: Any) -> EntityMap:
+    """AlterClientQuotasRequest.entries(): the entity as `new HashMap<>(n)` holds it (a type given twice keeps
+    its last name), in that map's iteration order."""
+    entity: EntityMap = {}
+    for item in items:
+        entity[str(item.entity_type)] = None if item.entity_name is None else str(item.entity_name)
+    return {kind: entity[kind] for kind in string_map_order(entity, len(items))}
+
+
+def _ordered(entity: EntityMap) -> list[tuple[str, str | None]]:
+    return list(entity.items())
+
+
+def entity_text(entity: EntityMap) -> str:
+    """ClientQuotaEntity.toString."""
+    return f"ClientQuotaEntity(entries={java_map_text(_ordered(entity))})"
+
+
+def entity_problem(entity: EntityMap) -> str | None:
+    """validateEntity, then configKeysForEntityType (INVALID_REQUEST), or None."""
     if not entity:
         return "Invalid empty client quota entity"
-    types = [kind for kind, _ in entity]
-    if len(set(types)) != len(types):
-        return "Invalid quota entity: duplicate entity type"
-    for kind, name in entity:
-        if kind not in (USER, CLIENT_ID, IP):
+    for kind, name in _ordered(entity):
+        if kind not in ENTITY_TYPES:
             return f"Unhandled client quota entity type: {kind}"
-        if kind == IP and name is not None:
-            try:
-                ipaddress.ip_address(name)
-            except ValueError:
-                return f"{name} is not a valid IP or resolvable host."
-    if IP in types and len(types) > 1:
-        return "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
+        if name is not None and not name:
+            return f"Empty {kind} not supported"
+    if IP in entity:
+        if USER in entity or CLIENT_ID in entity:
+            return "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+        if not _valid_ip_entity(entity[IP]):
+            return f"{entity[IP]} is not a valid IP or resolvable host."
     return None
 
 
-def key_problem(entity: QuotaEntity, key: str, value: float, remove: bool) -> str | None:
-    keys = IP_KEYS if entity[0][0] == IP else CLIENT_KEYS
-    if key not in keys:
+def value_problem(keys: dict[str, str], key: str, value: float) -> str | None:
+    """validateQuotaKeyValue (INVALID_REQUEST), or None."""
+    kind = keys.get(key)
+    if kind is None:
         return f"Invalid configuration key {key}"
-    if not remove and keys[key] and not float(value).is_integer():
-        return f"Configuration {key} must be a Long value"
+    if value <= 0.0:
+        return f"Quota {key} must be greater than 0"
+    if kind == "DOUBLE":
+        return None
+    if value > (LONG_MAX if kind == "LONG" else INT_MAX):
+        return f"Proposed value for {key} is too large for {_TOO_LARGE[kind]}."
+    if abs(math.fmod(value, 1.0)) > FRACTION_TOLERANCE:
+        return f"{key} cannot be a fractional value."
     return None
+
+
+def quota_entity(entity: EntityMap) -> QuotaEntity:
+    """How the image keys an entity: its (type, name) pairs, sorted."""
+    return tuple(sorted(entity.items()))
 
 
 def entity_of(items: Any) -> QuotaEntity:
-    return tuple(sorted((str(e.entity_type), None if e.entity_name is None else str(e.entity_name)) for e in items))
+    return quota_entity({str(e.entity_type): None if e.entity_name is None else str(e.entity_name) for e in items})
 
 
 def entity_answer(entity: QuotaEntity) -> list[dict[str, Any]]:
     return [{"entity_type": kind, "entity_name": name} for kind, name in entity]
+
+
+@dataclass
+class _Outcome:
+    entity: EntityMap
+    code: int = ErrorCode.none
+    message: str | None = None
+    changes: dict[str, float | None] = field(default_factory=dict)
 
 
 class QuotaHandlers:
@@ -66,32 +132,75 @@ class QuotaHandlers:
 
     def alter_client_quotas(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS):
+            # AlterClientQuotasRequest.getErrorResponse: every entry as sent, with the error's own text.
             return {
                 "throttle_time": 0,
                 "entries": [
-                    {"error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "entity": entity_answer(entity_of(e.entity))}
-                    for e in body.entries
+                    {
+                        "error_code": ErrorCode.cluster_authorization_failed,
+                        "error_message": default_message(ErrorCode.cluster_authorization_failed),
+                        "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity],
+                    }
+                    for entry in body.entries
                 ],
             }
-        results = []
+        outcomes: dict[QuotaEntity, _Outcome] = {}
+        applied: list[_Outcome] = []
         for entry in body.entries:
-            entity = entity_of(entry.entity)
-            problem = entity_problem(entity) or next(
-                (p for op in entry.ops if (p := key_problem(entity, str(op.key), float(op.value), bool(op.remove)))), None
-            )
-            if problem is None and not body.validate_only:
-                values = self.image.quotas.setdefault(entity, {})
-                for op in entry.ops:
-                    if op.remove:
-                        values.pop(str(op.key), None)
-                    else:
-                        values[str(op.key)] = float(op.value)
-                if not values:
-                    del self.image.quotas[entity]
-            results.append(
-                {"error_code": ErrorCode.invalid_request if problem else ErrorCode.none, "error_message": problem, "entity": entity_answer(entity)}
-            )
-        return {"throttle_time": 0, "entries": results}
+            entity = entity_map(entry.entity)
+            key = quota_entity(entity)
+            changes: dict[str, float | None] = {}
+            duplicate_key = False
+            for op in entry.ops:
+                if str(op.key) in changes:
+                    duplicate_key = True
+                else:
+                    changes[str(op.key)] = None if op.remove else float(op.value)
+            if duplicate_key or key in outcomes:
+                outcomes[key] = _Outcome(entity, ErrorCode.invalid_request, f"Ignoring duplicate entity {entity_text(entity)}")
+                continue
+            outcome = self._alter_entity(entity, changes)
+            outcomes[key] = outcome
+            if outcome.code == ErrorCode.none:
+                applied.append(outcome)
+        if not body.validate_only:
+            for outcome in applied:
+                self._apply(outcome)
+        # Kafka answers from a HashMap<ClientQuotaEntity, ApiError>: in its order.
+        order = hashmap_order(outcomes, lambda k: 31 + map_hash(outcomes[k].entity.items()))
+        return {
+            "throttle_time": 0,
+            "entries": [
+                {
+                    "error_code": outcomes[key].code,
+                    "error_message": outcomes[key].message,
+                    "entity": [{"entity_type": kind, "entity_name": name} for kind, name in _ordered(outcomes[key].entity)],
+                }
+                for key in order
+            ],
+        }
+
+    def _alter_entity(self, entity: EntityMap, changes: dict[str, float | None]) -> _Outcome:
+        problem = entity_problem(entity)
+        if problem:
+            return _Outcome(entity, ErrorCode.invalid_request, problem)
+        keys = IP_KEYS if IP in entity else CLIENT_KEYS
+        for key in string_map_order(changes, len(changes)):
+            value = changes[key]
+            if value is not None and (problem := value_problem(keys, key, value)):
+                return _Outcome(entity, ErrorCode.invalid_request, problem)
+        return _Outcome(entity, changes=changes)
+
+    def _apply(self, outcome: _Outcome) -> None:
+        key = quota_entity(outcome.entity)
+        values = self.image.quotas.setdefault(key, {})
+        for name, value in outcome.changes.items():
+            if value is None:
+                values.pop(name, None)
+            else:
+                values[name] = value
+        if not values:
+            del self.image.quotas[key]
 
     def describe_client_quotas(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS):

@@ -399,7 +399,7 @@ class TopicHandlers:
             )
         factor = len(topic.replicas(0, self.broker_ids))
         if assignments is not None:
-            for offset, replicas in enumerate(assignments):
+            for replicas in assignments:
                 problem = manual_assignment_problem(replicas, self.broker_ids, factor)
                 if problem:
                     return ErrorCode.invalid_replica_assignment, problem
