@@ -72,6 +72,8 @@ class ProxyConfig:
                 "controller.queue.max.requests": self.upstream.max_queued,
                 "controller.forward.timeout.ms": int(self.upstream.forward_timeout * 1000),
                 "controller.discovery.interval.ms": int(self.upstream.discovery_interval * 1000),
+                "reconnect.backoff.ms": round(self.upstream.backoff_initial * 1000),
+                "reconnect.backoff.max.ms": round(self.upstream.backoff_max * 1000),
                 "ssl": _client_tls_effective(self.upstream),
             },
             "read.bootstrap.servers": self.read_upstream.address if self.read_upstream else None,
@@ -131,11 +133,26 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
         max_queued=props.int("controller.queue.max.requests", 1000, minimum=0),
         forward_timeout=props.int("controller.forward.timeout.ms", 60000, minimum=1) / 1000,
         discovery_interval=props.int("controller.discovery.interval.ms", 30000, minimum=1) / 1000,
+        backoff_initial=_reconnect_backoff(props),
+        backoff_max=props.int("reconnect.backoff.max.ms", 1000, minimum=0) / 1000,
         tls=tls.settings if tls else None,
         tls_context=tls.context if tls else None,
         certificate_dn=tls.certificate_dn if tls else None,
     )
     return name, settings
+
+
+def _reconnect_backoff(props: Properties) -> float:
+    """`reconnect.backoff.ms`, Kafka's key and default. Kafka takes 0; here it is refused, because the wait is what
+    keeps a controller that drops every connection from being reconnected to thousands of times a second."""
+    milliseconds = props.int("reconnect.backoff.ms", 50, minimum=0)
+    if milliseconds == 0:
+        raise ConfigError(
+            "reconnect.backoff.ms",
+            props.get("reconnect.backoff.ms"),
+            "must be at least 1: with no wait, a controller that drops the connection is reconnected to, and the request re-sent, without pause",
+        )
+    return milliseconds / 1000
 
 
 def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:

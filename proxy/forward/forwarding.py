@@ -29,13 +29,12 @@ from proxy.forward.request_audit import RequestAudit
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
+from proxy.upstream.backoff import Backoff
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull
 
 log = logging.getLogger(__name__)
 
-_RETRY_BACKOFF = 0.05
-_RETRY_BACKOFF_MAX = 1.0
 _FORWARDER_CLIENT_ID = "envelope-proxy"
 # The ACL changes the edge authorizer's mirror must see at once.
 _ACL_CHANGES = frozenset({ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
@@ -57,6 +56,9 @@ class Forwarder:
         self.metrics = metrics
         self.offload = offload
         self.forwarding_principal = forwarding_principal
+        # Between NOT_CONTROLLER answers, the pool's schedule for lost connections (reconnect.backoff.ms doubling
+        # to reconnect.backoff.max.ms, with jitter), counted per request.
+        self.backoff = Backoff(upstream.settings.backoff_initial, upstream.settings.backoff_max)
 
     async def forward(
         self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit
@@ -73,7 +75,7 @@ class Forwarder:
     ) -> None:
         audit.restart()  # the outcome's timings measure from here: queue, then the Envelope's round trips
         deadline = trio.current_time() + self.upstream.settings.forward_timeout
-        backoff = _RETRY_BACKOFF
+        not_controller = 0
         while True:
             try:
                 delivery = await self.upstream.send(
@@ -94,12 +96,13 @@ class Forwarder:
                 break
             self.upstream.not_controller(delivery.server)
             self.metrics.upstream_not_controller_retries.inc()
+            not_controller += 1
+            backoff = self.backoff.delay(not_controller)
             if trio.current_time() + backoff >= deadline:
                 message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
                 await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
                 return
             await trio.sleep(backoff)
-            backoff = min(backoff * 2, _RETRY_BACKOFF_MAX)
         await self._answer(conn, body, audit, envelope_error, embedded)
 
     async def _answer(self, conn: KafkaConnection, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> None:

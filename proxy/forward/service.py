@@ -116,6 +116,7 @@ class ProxyService:
         self.metrics.upstream_connected.set_function(lambda: 1.0 if upstream.connected else 0.0)
         self.metrics.upstream_controller_id.set_function(lambda: float(upstream.active_id))
         self.metrics.forwarding_queue.set_function(lambda: float(upstream.queue_length))
+        self.metrics.upstream_requests_backing_off.set_function(lambda: float(upstream.backing_off))
         self.reads = ReadPath(
             read_upstream or upstream, self.edge, node_id=settings.node_id, identity=upstream.identity, offload=self.offload
         )
@@ -144,7 +145,13 @@ class ProxyService:
                     self._advertised_before = self.advertised()
             elif event is UpstreamEvent.RECONNECT:
                 self.metrics.upstream_reconnects.inc()
-            else:
+            elif event is UpstreamEvent.CONNECTED:
+                self.metrics.upstream_connection_attempts.labels("connected").inc()
+            elif event is UpstreamEvent.CONNECT_FAILED:
+                self.metrics.upstream_connection_attempts.labels("failed").inc()
+            elif event is UpstreamEvent.RETRY:
+                self.metrics.upstream_request_retries.inc()
+            elif event is UpstreamEvent.VERSIONS_CHANGED:
                 self._versions_changed()
 
     def drain(self) -> None:

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 PREFIX = "envelope_proxy"
 OUTCOMES = ("forwarded", "local", "read", "refused", "failed")
+CONNECTION_RESULTS = ("connected", "failed")
 REFUSAL_CAUSES = ("ip_filter", "limit", "tls", "auth", "protocol_error", "privileged_principal")
 # Admin calls take milliseconds to seconds; Kafka's request-time buckets span the same range.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -78,6 +79,24 @@ class ProxyMetrics:
         )
         self.upstream_reconnects = Counter(
             f"{PREFIX}_upstream_reconnects", "Controller connections lost, or forgotten on NOT_CONTROLLER", registry=r
+        )
+        self.upstream_connection_attempts = Counter(
+            f"{PREFIX}_upstream_connection_attempts",
+            "Connections the proxy tried to open to the controllers (discovery ones included), by result (connected, failed)",
+            ["result"],
+            registry=r,
+        )
+        for result in CONNECTION_RESULTS:  # both series exist from the start, so rate() sees the first failure
+            self.upstream_connection_attempts.labels(result)
+        self.upstream_request_retries = Counter(
+            f"{PREFIX}_upstream_request_retries",
+            "Requests sent to the controller again, after their backoff, because their connection was lost or could not be opened",
+            registry=r,
+        )
+        self.upstream_requests_backing_off = Gauge(
+            f"{PREFIX}_upstream_requests_backing_off",
+            "Requests waiting out their backoff before they are sent to the controller again",
+            registry=r,
         )
         self.upstream_apiversions_refreshes = Counter(
             f"{PREFIX}_upstream_apiversions_refreshes", "ApiVersions fetched from the controller", registry=r

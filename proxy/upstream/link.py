@@ -68,6 +68,8 @@ class Link:
         self.server = server
         self.ranges: dict[int, VersionRange] = {}
         self.broken = False
+        self.opened_at = trio.current_time()
+        """When its connect began: a failure of a connection older than the node's latest counted one is not counted again."""
         self._stream: trio.abc.Stream | None = None
         self._reader = FrameReader()
         self._correlation = itertools.count(1)

@@ -5,9 +5,17 @@ request that meets a lost connection or NOT_CONTROLLER is sent again to the new 
 until its total deadline; each attempt is bounded by `request.timeout.ms`. Unlike Kafka's single
 forwarding connection, `controller.connections` connections each carry one request at a time,
 and at most `controller.queue.max.requests` requests wait for one.
+
+Backoff, as Kafka's NetworkClient (`reconnect.backoff.ms` to `reconnect.backoff.max.ms`, see
+proxy/upstream/backoff.py), on two counts: per node, every new connection to a controller whose
+connections failed waits; per request, a request whose connection was lost is re-sent after a
+wait that grows with its own failures. Kafka resets its per-node backoff as soon as a connection
+is ready, so a controller that drops the connection on one request is reconnected to about every
+50 ms for a minute; here neither count is reset by a connection alone.
 """
 
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -17,6 +25,7 @@ import trio
 from apiversions import VersionRange
 from envelope.errors import ProtocolError
 from proxy.net.addresses import ControllerAddress
+from proxy.upstream.backoff import Backoff, ReconnectBackoff, Uniform
 from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.discovery import DESCRIBE_CLUSTER_OPERATION, DESCRIBE_QUORUM_OPERATION, Answer, DiscoveryError, ask, shared_endpoints
 from proxy.upstream.link import Link, LinkBroken, UpstreamAuthenticationError, UpstreamUnavailable
@@ -37,6 +46,9 @@ class UpstreamEvent(Enum):
     APIVERSIONS = "apiversions"  # a connection was opened and asked ApiVersions
     RECONNECT = "reconnect"  # a connection was lost, or the active controller changed
     VERSIONS_CHANGED = "versions-changed"  # the active controller's ranges differ from the previous ones
+    CONNECTED = "connected"  # a connection attempt succeeded (TCP, TLS, ApiVersions, login), discovery ones included
+    CONNECT_FAILED = "connect-failed"  # a connection attempt failed
+    RETRY = "retry"  # a request is sent again, after its backoff, because its connection was lost or could not be had
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +71,14 @@ class ControllerPool:
         *,
         events: trio.MemorySendChannel[UpstreamEvent] | None = None,
         identity: ClusterIdentity | None = None,
+        uniform: Uniform = random.uniform,
     ) -> None:
         """`events`, when given, receives an UpstreamEvent for each connection, loss and change of versions
         (the pool waits for room in it: a bounded channel, read by the service). `identity`: the cluster id
-        the nodes must report, shared with the other pools of the proxy."""
+        the nodes must report, shared with the other pools of the proxy. `uniform` draws the backoff's jitter."""
         self.settings = settings
+        self.backoff = Backoff(settings.backoff_initial, settings.backoff_max, uniform=uniform)
+        self.reconnect_backoff = ReconnectBackoff(self.backoff)
         self.identity = identity if identity is not None else ClusterIdentity()
         self.controller_ranges: dict[int, VersionRange] | None = None
         self.active: ControllerAddress | None = None
@@ -71,6 +86,13 @@ class ControllerPool:
         self.waiting = 0
         self.in_flight = 0
         self.reconnects = 0
+        self.connects = 0
+        """Connection attempts that succeeded (discovery ones included)."""
+        self.connect_failures = 0
+        self.retries = 0
+        """Requests sent again after a lost connection or a failed connect (NOT_CONTROLLER is the forwarder's)."""
+        self.backing_off = 0
+        """Requests waiting out their backoff before their next attempt."""
         self._events = events
         self._known = trio.Event()
         self._look_again = trio.Event()
@@ -94,29 +116,47 @@ class ControllerPool:
 
     @property
     def queue_length(self) -> int:
-        """Waiting and in flight, as Kafka's ForwardingManager QueueLength."""
-        return self.waiting + self.in_flight
+        """Waiting (for a connection or for their next attempt) and in flight, as Kafka's ForwardingManager QueueLength."""
+        return self.waiting + self.backing_off + self.in_flight
 
     # -- sending ---------------------------------------------------------------------------
 
     async def send(self, build: Callable[[int], bytes], *, deadline: float) -> Delivery:
-        """The answer frame to `build(correlation_id)` from the active controller, re-sent over lost
-        connections until `deadline`; QueueFull at once when too many wait, UpstreamUnavailable at `deadline`."""
+        """The answer frame to `build(correlation_id)` from the active controller; QueueFull at once when too many wait.
+
+        A request whose connection is lost or cannot be had is sent again, to the controller found then, after a
+        wait that grows with its own consecutive failures (`reconnect.backoff.ms` doubling to
+        `reconnect.backoff.max.ms`, with jitter): a request that breaks every connection it is sent on is re-sent
+        no faster than that. It waits without a connection slot, so other requests go on meanwhile. When the
+        next attempt would come after `deadline`, UpstreamUnavailable.
+        """
+        attempts: list[ControllerAddress] = []
         queued = 0.0
+        failures = 0
+        while True:
+            queued += await self._take_slot(deadline, admitted=failures > 0)
+            self.in_flight += 1
+            try:
+                delivery = await self._attempt(build, deadline, attempts, queued)
+            finally:
+                self.in_flight -= 1
+                self._slots.release()
+            if delivery is not None:
+                return delivery
+            failures += 1
+            await self._back_off(failures, deadline, attempts)
+
+    async def _take_slot(self, deadline: float, *, admitted: bool) -> float:
+        """A connection slot; the seconds waited for it. A request already `admitted` (a retry) is never refused as QueueFull."""
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
-            queued = await self._queue(deadline)
-        self.in_flight += 1
-        try:
-            return await self._attempts(build, deadline, queued)
-        finally:
-            self.in_flight -= 1
-            self._slots.release()
+            return await self._queue(deadline, admitted=admitted)
+        return 0.0
 
-    async def _queue(self, deadline: float) -> float:
+    async def _queue(self, deadline: float, *, admitted: bool = False) -> float:
         """Wait for a free connection (first come, first served); the seconds waited."""
-        if self.waiting >= self.settings.max_queued:
+        if not admitted and self.waiting >= self.settings.max_queued:
             raise QueueFull(f"{self.waiting} requests already wait for a controller connection (controller.queue.max.requests)")
         self.waiting += 1
         arrived = trio.current_time()
@@ -129,6 +169,22 @@ class ControllerPool:
             raise UpstreamUnavailable("no controller connection became free in time")
         return trio.current_time() - arrived
 
+    async def _back_off(self, failures: int, deadline: float, attempts: list[ControllerAddress]) -> None:
+        """The wait before a request's next attempt, after `failures` consecutive failed ones."""
+        delay = self.backoff.delay(failures)
+        if trio.current_time() + delay >= deadline:
+            raise UpstreamUnavailable(
+                f"no answer from the controller in time ({len(attempts)} attempts, {failures} lost or not connected; "
+                f"the next would come after the deadline)"
+            )
+        self.retries += 1
+        await self._report(UpstreamEvent.RETRY)
+        self.backing_off += 1
+        try:
+            await trio.sleep(delay)
+        finally:
+            self.backing_off -= 1
+
     async def request(self, build: Callable[[int], bytes], *, timeout: float | None = None) -> bytes:
         """`send` for the proxy's own reads: one answer frame within `timeout` (default `request.timeout.ms`)."""
         deadline = trio.current_time() + (timeout if timeout is not None else self.settings.request_timeout)
@@ -138,25 +194,26 @@ class ControllerPool:
         """`server` answered NOT_CONTROLLER: forget it as the active controller and look again."""
         self._forget(server, "answered NOT_CONTROLLER")
 
-    async def _attempts(self, build: Callable[[int], bytes], deadline: float, queued: float) -> Delivery:
-        attempts: list[ControllerAddress] = []
-        while True:
-            server = await self._wait_active(deadline)
-            link = await self._idle_link(server) or await self._open(server, deadline)
-            if link is None:
-                continue
-            attempts.append(server)
-            sent = trio.current_time()
-            try:
-                response = await link.exchange(build, deadline=min(deadline, sent + self.settings.request_timeout))
-            except LinkBroken as exc:
-                self._forget(server, f"connection lost: {exc}")
-                await self._report(UpstreamEvent.RECONNECT)
-                if trio.current_time() >= deadline:
-                    raise UpstreamUnavailable(f"no answer from the controller in time ({len(attempts)} attempts)") from exc
-                continue
-            self._idle.append(link)
-            return Delivery(response, server, tuple(attempts), queued, trio.current_time() - sent)
+    async def _attempt(
+        self, build: Callable[[int], bytes], deadline: float, attempts: list[ControllerAddress], queued: float
+    ) -> Delivery | None:
+        """One attempt on a connection to the active controller; None when the connection could not be had or was lost."""
+        server = await self._wait_active(deadline)
+        link = await self._idle_link(server) or await self._open(server, deadline)
+        if link is None:
+            return None
+        attempts.append(server)
+        sent = trio.current_time()
+        try:
+            response = await link.exchange(build, deadline=min(deadline, sent + self.settings.request_timeout))
+        except LinkBroken as exc:
+            self._connection_failed(server, since=link.opened_at)
+            self._forget(server, f"connection lost: {exc}")
+            await self._report(UpstreamEvent.RECONNECT)
+            return None
+        self.reconnect_backoff.succeeded(server.address)
+        self._idle.append(link)
+        return Delivery(response, server, tuple(attempts), queued, trio.current_time() - sent)
 
     async def _wait_active(self, deadline: float) -> ControllerAddress:
         while self.active is None:
@@ -176,18 +233,55 @@ class ControllerPool:
 
     async def _open(self, server: ControllerAddress, deadline: float) -> Link | None:
         """A new link to `server`, or None (the server is forgotten) when it cannot be had."""
-        try:
-            with trio.move_on_at(deadline):
-                link = await Link.open(self.settings, server)
+        with trio.move_on_at(deadline):
+            link = await self._connect(server)
+            if link is None:
+                self._forget(server, "unreachable")
+                return None
+            try:
                 await self._opened(link, active=True)
-                self._reachable = True
-                return link
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await link.aclose()
+                raise
+            self._reachable = True
+            return link
+        raise UpstreamUnavailable(f"no connection to controller {server} in time")
+
+    async def _connect(self, server: ControllerAddress) -> Link | None:
+        """A new link to `server` once its reconnect backoff allows; None (logged, counted) when it fails."""
+        ready_at = self.reconnect_backoff.ready_at(server.address)
+        if ready_at > trio.current_time():
+            log.debug("controller %s: waiting %.0f ms before connecting again", server, (ready_at - trio.current_time()) * 1000)
+            await trio.sleep_until(ready_at)
+        started = trio.current_time()
+        try:
+            link = await Link.open(self.settings, server)
         except (LinkBroken, ProtocolError, UpstreamAuthenticationError) as exc:
             level = logging.ERROR if isinstance(exc, UpstreamAuthenticationError) else logging.WARNING
             log.log(level, "controller %s unreachable: %s", server, exc)
-            self._forget(server, "unreachable")
+            self.connect_failures += 1
+            self._connection_failed(server, since=started)
+            await self._report(UpstreamEvent.CONNECT_FAILED)
             return None
-        raise UpstreamUnavailable(f"no connection to controller {server} in time")
+        self.connects += 1
+        try:
+            await self._report(UpstreamEvent.CONNECTED)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await link.aclose()
+            raise
+        return link
+
+    def _connection_failed(self, server: ControllerAddress, *, since: float) -> None:
+        """A connection to `server` begun at `since` failed or was lost: the node's next connection waits."""
+        delay = self.reconnect_backoff.failed(server.address, trio.current_time(), since=since)
+        log.debug(
+            "controller %s: %d consecutive connection failures, next connection in %.0f ms",
+            server,
+            self.reconnect_backoff.failures(server.address),
+            delay * 1000,
+        )
 
     async def _opened(self, link: Link, *, active: bool) -> None:
         """Every connection asks ApiVersions; the ranges that count are those of the newest connection to the
@@ -219,7 +313,7 @@ class ControllerPool:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Find the active controller, then look again on NOT_CONTROLLER, a lost connection, or every
         `controller.discovery.interval.ms`; report started after the first round."""
-        backoff = self.settings.backoff_initial
+        failed_rounds = 0
         started = False
         try:
             while True:
@@ -229,11 +323,13 @@ class ControllerPool:
                     task_status.started()
                     started = True
                 if watched is not None:
-                    backoff = self.settings.backoff_initial
+                    failed_rounds = 0
                     await self._watch(watched)
                 else:
-                    await trio.sleep(backoff)
-                    backoff = min(backoff * 2, self.settings.backoff_max)
+                    # Each node's own backoff paces its connects; this also paces rounds that reached nodes
+                    # which know no leader yet (an election), which are not connection failures.
+                    failed_rounds += 1
+                    await trio.sleep(self.backoff.delay(failed_rounds))
         finally:
             idle, self._idle = self._idle, []
             with trio.CancelScope(shield=True):
@@ -242,24 +338,31 @@ class ControllerPool:
 
     async def _watch(self, link: Link) -> None:
         """Until it is time to look again: the discovery connection to the active controller is kept open and
-        read, so that a controller that goes away is noticed at once, not at the next request."""
+        read, so that a controller that goes away is noticed at once, not at the next request. A connection
+        that lasts the whole interval clears the node's reconnect backoff, as an answered request does."""
+        lasted = False
         try:
             async with trio.open_nursery() as nursery:
 
                 async def next_look() -> None:
-                    with trio.move_on_after(self.settings.discovery_interval):
+                    nonlocal lasted
+                    with trio.move_on_after(self.settings.discovery_interval) as interval:
                         await self._look_again.wait()
+                    lasted = interval.cancelled_caught
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(next_look)
                 why = await link.wait_closed()
                 nursery.cancel_scope.cancel()
+                self._connection_failed(link.server, since=link.opened_at)
                 if self.active == link.server:
                     self._forget(link.server, why)
                     await self._report(UpstreamEvent.RECONNECT)
         finally:
             with trio.CancelScope(shield=True):
                 await link.aclose()
+        if lasted:
+            self.reconnect_backoff.succeeded(link.server.address)
 
     def _candidates(self) -> list[ControllerAddress]:
         """The endpoints learned last, then the configured addresses; those that just failed go last."""
@@ -318,17 +421,14 @@ class ControllerPool:
             log.warning("controller %s: %s", link.server, exc)
         except LinkBroken as exc:
             log.warning("controller %s: %s", link.server, exc)
+            self._connection_failed(link.server, since=link.opened_at)
         await link.aclose()
         return None
 
     async def _try_open(self, server: ControllerAddress) -> Link | None:
-        try:
-            link = await Link.open(self.settings, server)
-        except (LinkBroken, ProtocolError, UpstreamAuthenticationError) as exc:
-            level = logging.ERROR if isinstance(exc, UpstreamAuthenticationError) else logging.WARNING
-            log.log(level, "controller %s unreachable: %s", server, exc)
-            return None
-        await self._opened(link, active=False)
+        link = await self._connect(server)
+        if link is not None:
+            await self._opened(link, active=False)
         return link
 
     async def _use(self, active: ControllerAddress, link: Link) -> None:

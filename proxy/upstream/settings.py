@@ -37,7 +37,10 @@ class UpstreamSettings:
     """`controller.discovery.interval.ms`: how often the active controller is looked up again when all is well."""
     connect_timeout: float = 10.0
     backoff_initial: float = 0.05
+    """`reconnect.backoff.ms`: the wait after a first failure, before the next connection to that node or the next
+    attempt of a request whose connection was lost; doubled (with +/-20% jitter) for each further one in a row."""
     backoff_max: float = 1.0
+    """`reconnect.backoff.max.ms`: the longest of those waits."""
 
     @property
     def address(self) -> str:

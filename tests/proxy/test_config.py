@@ -25,6 +25,16 @@ def test_the_embedded_defaults_parse() -> None:
     assert config.forwarding_principal == "User:proxy"
 
 
+def test_the_reconnect_backoff_takes_kafkas_keys_and_defaults() -> None:
+    props = proxy_properties(9093, Path("/tmp/audit"))
+    upstream = parse_proxy_config(props).upstream
+    assert (upstream.backoff_initial, upstream.backoff_max) == (0.05, 1.0)
+    config = parse_proxy_config({**props, "reconnect.backoff.ms": "100", "reconnect.backoff.max.ms": "5000", "read.bootstrap.servers": "b:9092"})
+    assert (config.upstream.backoff_initial, config.upstream.backoff_max) == (0.1, 5.0)
+    assert config.read_upstream is not None and config.read_upstream.backoff_max == 5.0  # reads connect the same way
+    assert (config.effective()["controller"]["reconnect.backoff.ms"], config.effective()["controller"]["reconnect.backoff.max.ms"]) == (100, 5000)
+
+
 def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
     props = proxy_properties(9093, Path("/tmp/audit"))
     props["controller.quorum.bootstrap.servers"] = " 127.0.0.1:9001, [::1]:9002 ,localhost:9003"
@@ -71,6 +81,10 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
         ({"controller.quorum.bootstrap.servers": None, "controller.quorum.voters": "1@a:1,1@b:2"}, "controller.quorum.voters", "more than once"),
         ({"controller.connections": "0"}, "controller.connections", "must be at least 1"),
         ({"controller.forward.timeout.ms": "soon"}, "controller.forward.timeout.ms", "integer"),
+        ({"reconnect.backoff.ms": "0"}, "reconnect.backoff.ms", "must be at least 1: with no wait"),
+        ({"reconnect.backoff.ms": "-5"}, "reconnect.backoff.ms", "must be at least 0"),
+        ({"reconnect.backoff.ms": "50ms"}, "reconnect.backoff.ms", "expected an integer"),
+        ({"reconnect.backoff.max.ms": "-1"}, "reconnect.backoff.max.ms", "must be at least 0"),
         (
             {"security.inter.broker.protocol": "PLAINTEXT", "inter.broker.listener.name": "CLIENT"},
             "inter.broker.listener.name",

@@ -23,11 +23,15 @@ RANGES = {ApiKey.API_VERSIONS: VersionRange(0, 3), ApiKey.ENVELOPE: VersionRange
 class FakeController:
     close_first: int = 0
     """Close the connection instead of answering the first `close_first` requests."""
+    poison: bytes | None = None
+    """Close the connection instead of answering every request whose frame holds these bytes."""
     held: bool = False
     """Answer nothing until `release()`."""
     received: list[int] = field(default_factory=list)
     """The correlation id of every request other than ApiVersions, in arrival order."""
     connections: int = 0
+    dropped: list[float] = field(default_factory=list)
+    """When (trio's clock) each request answered by closing the connection arrived."""
     port: int = 0
     _released: trio.Event = field(default_factory=trio.Event)
 
@@ -55,7 +59,8 @@ class FakeController:
                     await stream.send_all(encode_frame(apiversions.build_response(header.api_version, header.correlation_id, RANGES)))
                     continue
                 self.received.append(header.correlation_id)
-                if len(self.received) <= self.close_first:
+                if len(self.received) <= self.close_first or (self.poison is not None and self.poison in frame):
+                    self.dropped.append(trio.current_time())
                     return
                 if self.held:
                     await self._released.wait()
