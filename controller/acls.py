@@ -35,6 +35,7 @@ from envelope.errors import ProtocolError
 NO_ACL_STORE = "No Authorizer is configured."  # Kafka's words when ACL APIs meet a cluster without an ACL-keeping authorizer
 NO_ACL_STORE_ON_BROKER = "No Authorizer is configured on the broker"  # DescribeAcls' words for it
 FIRST_PATTERN_VERSION = 1  # CreateAcls/DeleteAcls/DescribeAcls v0 know LITERAL only
+UNSET_MESSAGE = ""  # what Kafka's generated message classes hold in a nullable string nobody set
 
 
 class UnreadableRequest(ProtocolError):
@@ -96,7 +97,8 @@ class AclHandlers:
                 (problem,) = self.acl_store.create_acls([binding])
             code = ErrorCode.invalid_request if problem else ErrorCode.none
             self._record("CreateAcls", ctx, f"acl:{binding.resource_type.name}:{binding.resource_name}", code)
-            results.append({"error_code": code, "error_message": problem})
+            # A success is Kafka's `new AclCreationResult()`: its message is the generated default, "".
+            results.append({"error_code": code, "error_message": problem if problem else UNSET_MESSAGE})
         return {"throttle_time": 0, "results": results}
 
     def delete_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -143,7 +145,8 @@ class AclHandlers:
         resources = [
             {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls} for (kind, name, pattern), acls in sorted(grouped.items())
         ]
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "resources": resources}
+        # `new DescribeAclsResponseData()` leaves the message at the generated default, "".
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": UNSET_MESSAGE, "resources": resources}
 
 
 def _filter_only(binding: AclBinding) -> bool:

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import cluster_allowed, cluster_denied
 from controller.image import MetadataImage
-from controller.topics import manual_assignment_problem
+from controller.topics import deadline_passed, manual_assignment_problem
 from envelope.error_messages import default_message
 
 ELECTION_TYPES = (0, 1)  # ElectionType: PREFERRED, UNCLEAN
@@ -38,6 +38,8 @@ class PartitionAdminHandlers:
             return _elect_failed(ErrorCode.cluster_authorization_failed, cluster_denied(ctx, Operation.ALTER), asked)
         if asked is not None and not asked:
             return _elect_answer(ErrorCode.none, [])  # QuorumController: nothing asked, nothing done
+        if deadline_passed(body.timeout):
+            return _elect_failed(ErrorCode.request_timed_out, None, asked)
         election_type = int(getattr(body, "election_type", ELECTION_TYPES[0]))
         if election_type not in ELECTION_TYPES:
             return _elect_failed(ErrorCode.invalid_request, f"Unknown election type {election_type}", asked)
@@ -63,6 +65,8 @@ class PartitionAdminHandlers:
         if not body.topics:
             # QuorumController answers a fresh AlterPartitionReassignmentsResponseData: every field at its default.
             return _reassign_answer(ErrorCode.none, EMPTY_STRING_DEFAULT, True, body, lambda _t, _p: None)
+        if deadline_passed(body.timeout):
+            return _reassign_answer(ErrorCode.request_timed_out, None, True, body, lambda _t, _p: None)
         changes: list[tuple[str, int, list[int]]] = []
 
         def outcome(name: str, item: Any) -> Outcome:
@@ -116,7 +120,7 @@ def _elect_answer(top_level: int, results: list[tuple[str, list[tuple[int, int, 
     }
 
 
-def _elect_failed(code: int, message: str, asked: list[tuple[str, list[int]]] | None) -> dict[str, Any]:
+def _elect_failed(code: int, message: str | None, asked: list[tuple[str, list[int]]] | None) -> dict[str, Any]:
     """ElectLeadersRequest.getErrorResponse: the error at the top and on every partition asked for."""
     return _elect_answer(code, [(topic, [(p, code, message) for p in partitions]) for topic, partitions in asked or ()])
 

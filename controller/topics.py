@@ -10,6 +10,7 @@ they come in the order of the request, which no client may rely on either way.
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -41,6 +42,12 @@ CLUSTER_METADATA_PROHIBITED = f"Creation of internal topic {CLUSTER_METADATA_TOP
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 Outcome = tuple[int, str | None]
+
+
+def deadline_passed(timeout: timedelta | int) -> bool:
+    """A request's deadline is now + timeout: with none left, Kafka's controller queue times the event out
+    (REQUEST_TIMED_OUT for the whole request) before it runs. A positive timeout never runs out here."""
+    return (timeout.total_seconds() if isinstance(timeout, timedelta) else timeout) <= 0
 
 
 class RequestFailed(Exception):
@@ -153,6 +160,8 @@ class TopicHandlers:
         describable = self._names_allowed(ctx, Operation.DESCRIBE_CONFIGS, allowed)
         effective = [t for t in body.topics if str(t.name) not in duplicates and str(t.name) in creatable]
         try:
+            if effective and deadline_passed(body.timeout):
+                raise RequestFailed(ErrorCode.request_timed_out, None)
             results = self._create(effective, describable, bool(body.validate_only)) if effective else []
         except RequestFailed as failed:
             results = [_create_result(name, failed.code, failed.message) for name in requested]
@@ -306,6 +315,8 @@ class TopicHandlers:
                 provide_name(str(topic.name))
             else:
                 answer(str(topic.name), topic_id, ErrorCode.invalid_request, BOTH_NAME_AND_ID)
+        if (names or ids) and deadline_passed(body.timeout):
+            return self._delete_timed_out(body, ctx)
         for name in duplicate_names:
             answer(name, ZERO_UUID, ErrorCode.invalid_request, DUPLICATE_NAME)
         for topic_id in duplicate_ids:
@@ -355,6 +366,17 @@ class TopicHandlers:
             self._record("DeleteTopics", ctx, response["name"], response["error_code"])
         return {"throttle_time": 0, "responses": responses}
 
+    def _delete_timed_out(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """DeleteTopicsRequest.getErrorResponse: every topic as sent, REQUEST_TIMED_OUT, no message."""
+        sent = [(str(n), ZERO_UUID) for n in getattr(body, "topic_names", None) or ()]
+        sent += [(t.name, t.topic_id or ZERO_UUID) for t in getattr(body, "topics", None) or ()]
+        for name, _ in sent:
+            self._record("DeleteTopics", ctx, name, ErrorCode.request_timed_out)
+        return {
+            "throttle_time": 0,
+            "responses": [{"name": name, "topic_id": topic_id, "error_code": ErrorCode.request_timed_out, "error_message": None} for name, topic_id in sent],
+        }
+
     # ------------------------------------------------------------------ CreatePartitions
 
     def create_partitions(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -371,6 +393,14 @@ class TopicHandlers:
             results.append({"name": name, "error_code": ErrorCode.invalid_request, "error_message": DUPLICATE_NAME})
             del names[name]
         alterable = self._names_allowed(ctx, Operation.ALTER, list(names))
+        if alterable and deadline_passed(body.timeout):
+            # CreatePartitionsRequest.getErrorResponse: every topic as sent, duplicates included.
+            for sent in body.topics:
+                self._record("CreatePartitions", ctx, str(sent.name), ErrorCode.request_timed_out)
+            return {
+                "throttle_time": 0,
+                "results": [{"name": str(t.name), "error_code": ErrorCode.request_timed_out, "error_message": None} for t in body.topics],
+            }
         for name, topic in names.items():
             if name in alterable:
                 code, message = self._add_partitions(topic, bool(body.validate_only))

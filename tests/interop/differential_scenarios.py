@@ -694,6 +694,55 @@ def _groups() -> list[Group]:
         )
     )
 
+    # Cluster-wide ALL, DENY against cluster grants, existence hidden behind authorization.
+    groups.append(
+        Group(
+            "cluster ALL, cluster DENY and hidden existence",
+            acls=(
+                Acl("User:alice", "ALL", resource_type="CLUSTER", name=CLUSTER, pattern="LITERAL"),
+                Acl("User:alice", "ALL", name="*", pattern="LITERAL", permission="DENY"),
+                Acl("User:bob", "ALL", resource_type="CLUSTER", name=CLUSTER, pattern="LITERAL", permission="DENY"),
+                Acl("User:bob", "ALL", name="{p}"),
+                Acl("User:bob", "DELETE", name="{p}bd", pattern="PREFIXED", permission="DENY"),
+                Acl("User:bob", "DELETE", name="{p}bd-allowed", pattern="LITERAL"),
+            ),
+            topics=("e1", "e2", "bd-allowed", "bd-other", "exists"),
+            calls=(
+                ct("alice: cluster ALL creates, a topic DENY ALL hides the details", lambda n: create(topic(n("new1")), validate_only=True)),
+                dt("alice: cluster ALL deletes, whatever the topic DENY says", lambda n: delete((n("e1"), ZERO), (None, n.id("e2")))),
+                cp("alice: cluster ALL does not alter topics", lambda n: grow((n("exists"), 2), validate_only=True)),
+                ct("bob: a cluster DENY ALL leaves his topic grants", lambda n: create(topic(n("new2")), validate_only=True), user="bob"),
+                ct("bob: an existing topic he may create", lambda n: create(topic(n("exists"))), user="bob"),
+                ct("mallory: an existing topic she may not create", lambda n: create(topic(n("exists"))), user="mallory"),
+                dt("bob: DENY DELETE prefixed beats ALLOW DELETE literal", lambda n: delete((n("bd-allowed"), ZERO)), user="bob"),
+                dt("bob: DENY DELETE prefixed, by id", lambda n: delete((None, n.id("bd-other"))), user="bob"),
+                el("bob: a cluster DENY ALL denies elections", lambda n: elect({n("exists"): [0]}), user="bob"),
+                el("alice: cluster ALL elects", lambda n: elect({n("exists"): [0]}), user="alice"),
+                lr("alice: cluster ALL lists", lambda _n: listing(None), user="alice"),
+                qa("alice: cluster ALL alters quotas", lambda n: quotas(([("user", n("q"))], [("producer_byte_rate", 1.0, False)])), user="alice"),
+                ca("alice: cluster ALL creates ACLs", lambda n: creations(binding(n("x"), n.resource("User:{p}zoe"))), user="alice"),
+                da("alice: cluster ALL deletes ACLs", lambda n: deletions(acl_filter(principal=n.resource("User:{p}zoe"))), user="alice"),
+            ),
+        )
+    )
+
+    # Timeouts: what the controller does with a deadline already past.
+    groups.append(
+        Group(
+            "timeouts",
+            topics=("to1",),
+            calls=(
+                ct("CreateTopics with timeout 0", lambda n: {**create(topic(n("t0"))), "timeout": 0}, user="admin"),
+                ct("CreateTopics with timeout -1", lambda n: {**create(topic(n("tm1")), validate_only=True), "timeout": -1}, user="admin"),
+                dt("DeleteTopics with timeout 0", lambda n: {**delete((n("to1"), ZERO)), "timeout": 0}, user="admin"),
+                dt("DeleteTopics with timeout -1, by id", lambda n: {**delete((None, n.id("to1"))), "timeout": -1}, user="admin"),
+                cp("CreatePartitions with timeout 0", lambda n: {**grow((n("to1"), 2)), "timeout": 0}, user="admin"),
+                el("ElectLeaders with timeout 0", lambda n: {**elect({n("to1"): [0]}), "timeout": 0}),
+                ra("AlterPartitionReassignments with timeout -5", lambda n: {**reassign({n("to1"): {0: [BROKER]}}), "timeout": -5}),
+            ),
+        )
+    )
+
     # Configs (controller/configs.py: another engineer's part; these say whether it agrees).
     groups.append(
         Group(
