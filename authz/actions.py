@@ -13,7 +13,7 @@ Each admin API's entry in authz/admin_apis.py names its resources with these.
 from dataclasses import dataclass
 from typing import Any
 
-from authz.model import CLUSTER_NAME, Operation, PatternType, ResourceType
+from authz.model import CLUSTER_NAME, Operation, PatternType, RequestContext, ResourceType
 from envelope.apis import ApiKey
 
 # Config resource types of (Incremental)AlterConfigs (ConfigResource.Type).
@@ -86,3 +86,57 @@ def subject_of(resources: list[ResourceAccess]) -> str | None:
         return None
     first = resources[0]
     return f"{first.resource_type.name.lower()}:{first.name}"
+
+
+# Kafka's AclEntry.supportedOperations for the resource types answers carry an `authorized_operations` bit field of
+# (Metadata and DescribeCluster: TOPIC and CLUSTER; DescribeGroups: GROUP). 4.3 answers 3576 and 8096 for a super user.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Operation, ...]] = {
+    ResourceType.TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
+}
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+"""An `authorized_operations` field the client did not ask for: Integer.MIN_VALUE, the schemas' default."""
+
+
+def operations_field(operations: list[Operation]) -> int:
+    """Kafka's Utils.to32BitField: bit `code` set for each operation, as a signed 32-bit int."""
+    bits = 0
+    for operation in operations:
+        bits |= 1 << int(operation)
+    return bits - (1 << 32) if bits >= 1 << 31 else bits
+
+
+def supported_accesses(resource_type: ResourceType, name: str) -> list[ResourceAccess]:
+    """One access per operation `resource_type` supports, in SUPPORTED_OPERATIONS' order: what authorizedOperations asks."""
+    return [ResourceAccess(resource_type, name, PatternType.LITERAL, op) for op in SUPPORTED_OPERATIONS[resource_type]]
+
+
+def cluster_denied(ctx: RequestContext, operation: Operation) -> str:
+    """The message of Kafka's ClusterAuthorizationException from AuthHelper.authorizeClusterOperation.
+
+    Kafka prints its RequestChannel.Request there (processor, connection id, buffer: nothing a
+    client can predict); this names the same session, listener and protocol in the same shape."""
+    request = (
+        f"Request(session=Session({ctx.principal},/{ctx.client_address}), listenerName=ListenerName({ctx.listener}), "
+        f"securityProtocol={ctx.security_protocol})"
+    )
+    return f"Request {request} needs {operation.name} permission."

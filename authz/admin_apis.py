@@ -51,6 +51,11 @@ def _config_errors(body: Any, error: dict[str, Any]) -> dict[str, Any]:
     return {"responses": [{**error, "resource_type": r.resource_type, "resource_name": r.resource_name} for r in body.resources]}
 
 
+def _java_order(text: str) -> bytes:
+    """The key that sorts strings as Java's String.compareTo does (by UTF-16 code unit)."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
 _CONFIG_RESULTS = field_results("responses", lambda r: str(r.resource_name))
 _NO_ENTRIES: ErrorAnswer = lambda _, error: {**error, "topics": [], "nodes": []}  # noqa: E731
 
@@ -101,15 +106,22 @@ ADMIN_APIS: dict[int, AdminApi] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_api(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         lambda body, error: {
-            **error,
-            "allow_replication_factor_change": getattr(body, "allow_replication_factor_change", True),
+            **error,  # allow_replication_factor_change (v1+) keeps its default, true, as in Kafka's getErrorResponse
             "responses": [
                 {"name": t.name, "partitions": [{"partition_index": p.partition_index, **error} for p in t.partitions]} for t in body.topics
             ],
         },
         partition_results("responses", "name", "partitions", "partition_index"),
     ),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_api(ApiKey.LIST_PARTITION_REASSIGNMENTS, _NO_ENTRIES, lambda _: []),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_api(
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        # Kafka's getErrorResponse lists the partitions asked about, each with no replicas.
+        lambda body, error: {
+            **error,
+            "topics": [{"name": t.name, "partitions": [{"partition_index": p} for p in t.partition_indexes]} for t in body.topics or ()],
+        },
+        lambda _: [],
+    ),
     ApiKey.ALTER_CLIENT_QUOTAS: _cluster_api(
         ApiKey.ALTER_CLIENT_QUOTAS,
         lambda body, error: {
@@ -122,7 +134,11 @@ ADMIN_APIS: dict[int, AdminApi] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster_api(
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
         lambda body, error: {
-            "results": [{"user": user, **error} for user in dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])]
+            # each user once, sorted as Java sorts strings (UTF-16 code units)
+            "results": [
+                {"user": user, **error}
+                for user in sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions}, key=_java_order)
+            ]
         },
         field_results("results", lambda r: str(r.user)),
     ),
@@ -131,7 +147,11 @@ ADMIN_APIS: dict[int, AdminApi] = {
     ),
     ApiKey.UPDATE_FEATURES: _cluster_api(
         ApiKey.UPDATE_FEATURES,
-        lambda body, error: {**error, "results": [{"feature": u.feature, **error} for u in body.feature_updates]},
+        # UpdateFeaturesResponse.createWithErrors: per-feature results only when the request as a whole succeeded
+        lambda body, error: {
+            **error,
+            "results": [{"feature": u.feature, **error} for u in body.feature_updates] if not error["error_code"] else [],
+        },
         lambda body: field_results("results", lambda r: str(r.feature))(body) if hasattr(body, "results") else [],
     ),
 }

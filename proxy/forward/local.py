@@ -2,7 +2,9 @@
 
 The proxy presents itself as the only broker and as the controller, at the
 advertised endpoint of the listener the request came in on (KIP-103), so
-admin clients send controller-bound requests to it.
+admin clients send controller-bound requests to it. Every field is what a
+Kafka 4.3 broker sends (docs/clients.md): the cluster's id, never null or
+empty; rack null; authorized operations Integer.MIN_VALUE unless asked for.
 """
 
 import uuid
@@ -10,13 +12,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from authz.actions import AUTHORIZED_OPERATIONS_OMITTED
 from envelope.apis import EndpointType
 from envelope.build import build_entity
 from envelope.codec import encode_response, response_schema
 from envelope.header import RequestHeaderInfo
 from proxy.net.settings import ListenerConfig
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+__all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "describe_cluster_response", "endpoint_error", "metadata_response"]
 
 
 def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
@@ -46,18 +49,57 @@ def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, lis
     return encode_response(entity, correlation_id=header.correlation_id)
 
 
-def describe_cluster_response(header: RequestHeaderInfo, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
-    values = {
-        "throttle_time": 0,
-        "error_code": 0,
-        "error_message": None,
-        "endpoint_type": EndpointType.BROKER,
-        "cluster_id": cluster_id,
-        "controller_id": node_id,
-        "brokers": [
-            {"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}
-        ],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+def endpoint_error(api_version: int, endpoint_type: int) -> tuple[int, str] | None:
+    """AuthHelper.computeDescribeClusterResponse's check of the endpoint type a DescribeCluster asks for: the proxy
+    is a broker, so CONTROLLER (`--bootstrap-controller`) is MISMATCHED_ENDPOINT_TYPE and any other type but BROKER
+    UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which cannot name a type)."""
+    if endpoint_type == EndpointType.BROKER:
+        return None
+    if endpoint_type == EndpointType.CONTROLLER:
+        code = ErrorCode.mismatched_endpoint_type
+        message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+    else:
+        code, message = ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {endpoint_type}"
+    return (ErrorCode.invalid_request if api_version == 0 else code), message
+
+
+def describe_cluster_response(
+    header: RequestHeaderInfo,
+    body: Any,
+    *,
+    node_id: int,
+    listener: ListenerConfig,
+    cluster_id: str,
+    cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
+) -> bytes:
+    """The answer to a decoded DescribeCluster request; `cluster_authorized_operations` as the caller computed them
+    when the request asked (else Integer.MIN_VALUE, Kafka's "not asked")."""
+    error = endpoint_error(header.api_version, int(getattr(body, "endpoint_type", EndpointType.BROKER)))
+    values: dict[str, Any]
+    if error is not None:
+        # Kafka's error answer keeps every other field at its default: an empty cluster id, no controller, no brokers.
+        values = {
+            "throttle_time": 0,
+            "error_code": error[0],
+            "error_message": error[1],
+            "endpoint_type": EndpointType.BROKER,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+    else:
+        values = {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": EndpointType.BROKER,
+            "cluster_id": cluster_id,
+            "controller_id": node_id,
+            "brokers": [
+                {"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}
+            ],
+            "cluster_authorized_operations": cluster_authorized_operations,
+        }
     entity = build_entity(response_schema(header.api_key, header.api_version), values)
     return encode_response(entity, correlation_id=header.correlation_id)

@@ -18,16 +18,26 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, RequestContext, ResourceType
-from authz.actions import CLUSTER_OPERATIONS, CONFIG_TOPIC, ResourceAccess
+from authz.actions import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_OPERATIONS,
+    CONFIG_TOPIC,
+    SUPPORTED_OPERATIONS,
+    ResourceAccess,
+    cluster_denied,
+    operations_field,
+    supported_accesses,
+)
 from authz.model import CLUSTER_NAME
-from envelope.apis import ApiKey, api_name
+from envelope.apis import ApiKey, EndpointType, api_name
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
+from envelope.error_messages import default_message
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo
 from envelope.responses import metadata_topic_error
 from proxy.forward.edge_authz import EdgeAuthorizer
-from proxy.forward.local import AUTHORIZED_OPERATIONS_OMITTED
+from proxy.forward.local import describe_cluster_response, endpoint_error
 from proxy.forward.offload import CpuOffload
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
@@ -40,6 +50,10 @@ METADATA_WITH_CLUSTER_ID = 12
 """Metadata has carried the cluster id since v2; v12 is the newest that Kafka 3.x and 4.x brokers share."""
 # Reads gated by one operation on CLUSTER, then passed through as the client asked.
 CONFIG_GROUP = 32
+METADATA_CLUSTER_OPERATIONS = range(8, 11)
+"""The Metadata versions that carry cluster_authorized_operations (v11 moved them to DescribeCluster)."""
+METADATA_TOPIC_OPERATIONS = 8
+"""The first Metadata version with topic_authorized_operations."""
 
 
 @dataclass
@@ -81,7 +95,7 @@ class ReadPath:
         except ReadUnavailable as exc:
             log.debug("cluster id from the read upstream: %s", exc)
         else:
-            self.identity.accept(f"read upstream {self.upstream.settings.address}", response.cluster_id)
+            self.identity.accept(f"read upstream {self.upstream.settings.address}", getattr(response, "cluster_id", None))
         known = await self.identity.wait(self.upstream.settings.request_timeout)
         if known is None:
             raise ReadUnavailable("the cluster id is not known yet: no controller or read upstream has reported it")
@@ -96,6 +110,36 @@ class ReadPath:
 
     async def _allowed(self, ctx: RequestContext, accesses: list[ResourceAccess]) -> list[bool]:
         return await self.edge.allowed(ctx, accesses)
+
+    async def _authorized_operations(self, ctx: RequestContext, resource_type: ResourceType, names: list[str]) -> list[int]:
+        """AuthHelper.authorizedOperations for each name: the bit field of the operations the caller is allowed."""
+        supported = SUPPORTED_OPERATIONS[resource_type]
+        decisions = await self._allowed(ctx, [access for name in names for access in supported_accesses(resource_type, name)])
+        width = len(supported)
+        return [
+            operations_field([op for op, ok in zip(supported, decisions[i * width : (i + 1) * width], strict=True) if ok])
+            for i in range(len(names))
+        ]
+
+    async def cluster_authorized_operations(self, ctx: RequestContext) -> int:
+        """cluster_authorized_operations when asked for: 0 for a caller who may not DESCRIBE the cluster, as in Kafka."""
+        describe = ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, Operation.DESCRIBE)
+        if not (await self._allowed(ctx, [describe]))[0]:
+            return 0
+        (operations,) = await self._authorized_operations(ctx, ResourceType.CLUSTER, [CLUSTER_NAME])
+        return operations
+
+    async def describe_cluster(
+        self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any, cluster_id: str
+    ) -> bytes:
+        """DescribeCluster, answered by the proxy as the only broker (proxy/forward/local.py)."""
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        asked_type = int(getattr(body, "endpoint_type", EndpointType.BROKER))  # v1+
+        if body.include_cluster_authorized_operations and endpoint_error(header.api_version, asked_type) is None:
+            operations = await self.cluster_authorized_operations(ctx)
+        return describe_cluster_response(
+            header, body, node_id=self.node_id, listener=listener, cluster_id=cluster_id, cluster_authorized_operations=operations
+        )
 
     async def _upstream_call(self, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
         """The upstream's answer to `values`, asked at the highest version both sides speak."""
@@ -123,10 +167,11 @@ class ReadPath:
     async def _metadata(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
         # v0 has no null: an empty list asks for every topic there
         explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
-        names, accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
+        accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
         error: tuple[int, str | None] = (0, None)
         decisions = await self._allowed(ctx, accesses)
-        allowed_names, denied, topics = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
+        allowed_names, denied, refused = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
+        topics: dict[str, dict[str, Any]] = {}
         cluster_id = await self.cluster_id()
         if not explicit or allowed_names:
             request = {
@@ -143,7 +188,8 @@ class ReadPath:
                 for name in allowed_names:
                     topics[name] = metadata_topic_error(name, ErrorCode.unknown_server_error)
             else:
-                self.identity.accept(f"read upstream {self.upstream.settings.address}", response.cluster_id)
+                # Metadata v0 and v1 carry no cluster id
+                self.identity.accept(f"read upstream {self.upstream.settings.address}", getattr(response, "cluster_id", None))
                 upstream_topics = [_as_dict(t) for t in response.topics]
                 if not explicit:
                     # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
@@ -151,12 +197,22 @@ class ReadPath:
                     visible = await self._allowed(ctx, everything)
                     upstream_topics = [t for t, ok in zip(upstream_topics, visible, strict=True) if ok]
                     accesses = [a for a, ok in zip(everything, visible, strict=True) if ok]
-                for topic in upstream_topics:
-                    topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+                operations = [AUTHORIZED_OPERATIONS_OMITTED] * len(upstream_topics)
+                if header.api_version >= METADATA_TOPIC_OPERATIONS and body.include_topic_authorized_operations:
+                    # Kafka reports them for every topic the caller may describe, known or not.
+                    names_seen = [str(t["name"]) for t in upstream_topics]
+                    operations = await self._authorized_operations(ctx, ResourceType.TOPIC, names_seen)
+                for topic, topic_operations in zip(upstream_topics, operations, strict=True):
+                    topic["topic_authorized_operations"] = topic_operations
                     topics[str(topic["name"])] = topic
-        frame = await self.offload.entries(
-            len(names) + len(topics), self._metadata_frame, header, listener, cluster_id, names, topics, explicit
-        )
+        cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+        if header.api_version in METADATA_CLUSTER_OPERATIONS and body.include_cluster_authorized_operations:
+            cluster_operations = await self.cluster_authorized_operations(ctx)
+        # Kafka's order: the topics it describes (the upstream's order), then those the caller may not describe.
+        asked = frozenset(allowed_names)
+        answered = [t for name, t in topics.items() if name in asked] if explicit else list(topics.values())
+        ordered = answered + list(refused.values())
+        frame = await self.offload.entries(len(ordered), self._metadata_frame, header, listener, cluster_id, ordered, cluster_operations)
         return ReadResult(frame, accesses, denied, *error)
 
     def _metadata_frame(
@@ -164,18 +220,16 @@ class ReadPath:
         header: RequestHeaderInfo,
         listener: ListenerConfig,
         cluster_id: str,
-        names: list[str],
-        topics: dict[str, dict[str, Any]],
-        explicit: bool,
+        topics: list[dict[str, Any]],
+        cluster_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
     ) -> bytes:
-        ordered = [topics[n] for n in names if n in topics] if explicit else list(topics.values())
         values: dict[str, Any] = {
             "throttle_time": 0,
             "brokers": [{"node_id": self.node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
             "cluster_id": cluster_id,
             "controller_id": self.node_id,
-            "topics": ordered,
-            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "topics": topics,
+            "cluster_authorized_operations": cluster_operations,
             "error_code": 0,
         }
         return self._encode(header, values)
@@ -215,7 +269,9 @@ class ReadPath:
         # One shape for the three answers: build_entity keeps the list field the API has.
         empty = {"throttle_time": 0, "resources": [], "results": [], "entries": None}
         if not ok:
-            values = {**empty, "error_code": ErrorCode.cluster_authorization_failed, "error_message": "Cluster authorization failed."}
+            # Kafka's words: DescribeAcls throws ClusterAuthorizationException, the other two answer the bare code.
+            message = cluster_denied(ctx, operation) if header.api_key == ApiKey.DESCRIBE_ACLS else None
+            values = {**empty, "error_code": ErrorCode.cluster_authorization_failed, "error_message": message}
             return ReadResult(self._encode(header, values), [access], [access], ErrorCode.cluster_authorization_failed)
         try:
             response = await self._upstream_call(header.api_key, header.api_version, _as_dict(body))
@@ -236,10 +292,10 @@ def _split_decisions(
     return allowed, denied, {a.name: metadata_topic_error(a.name, ErrorCode.topic_authorization_failed) for a in denied}
 
 
-def _requested_topics(body: Any) -> tuple[list[str], list[ResourceAccess]]:
-    """The topic names a Metadata request asks for, and the DESCRIBE each needs."""
-    names = [str(t.name) for t in body.topics or () if t.name is not None]
-    return names, [_topic(name, Operation.DESCRIBE) for name in names]
+def _requested_topics(body: Any) -> list[ResourceAccess]:
+    """The DESCRIBE each topic a Metadata request names needs: each name once, as Kafka answers each once."""
+    names = dict.fromkeys(str(t.name) for t in body.topics or () if t.name is not None)
+    return [_topic(name, Operation.DESCRIBE) for name in names]
 
 
 def _as_dict(entity: Any) -> dict[str, Any]:
@@ -274,7 +330,8 @@ def denial_code(access: ResourceAccess) -> int:
 
 
 def _config_denied(resource: dict[str, Any], access: ResourceAccess) -> dict[str, Any]:
-    return _config_failed(resource, denial_code(access), "Authorization failed.")
+    code = denial_code(access)
+    return _config_failed(resource, code, default_message(ErrorCode(code)))  # Kafka's `error.message`
 
 
 def _config_failed(resource: dict[str, Any], code: int, message: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED
 from proxy.audit.pipeline import AuditLog
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
-from proxy.forward.local import describe_cluster_response, metadata_response
+from proxy.forward.local import metadata_response
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
@@ -283,11 +283,7 @@ class ProxyService:
             await self._refuse(session, header, routed.reason)
             raise CloseConnection(routed.reason)
         elif routed.route is Route.LOCAL:
-            cluster_id = await self._cluster_id(session, header)
-            await self._local(self._request_audit(session, header))
-            await session.conn.send(
-                describe_cluster_response(header, node_id=self.settings.node_id, listener=session.listener, cluster_id=cluster_id)
-            )
+            await self._describe_cluster(session, header, frame)
         elif routed.route is Route.READ:
             await self._read(session, header, frame)
         else:
@@ -301,6 +297,18 @@ class ProxyService:
         except ReadUnavailable as exc:
             await self._refuse(session, header, str(exc))
             raise CloseConnection(str(exc)) from exc
+
+    async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
+        try:
+            body = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+        except ProtocolError as exc:
+            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
+            raise
+        cluster_id = await self._cluster_id(session, header)
+        # The endpoint type it asks for, and its authorized operations when asked, decide the answer (reads.py).
+        answer = await self.reads.describe_cluster(session.context(header.client_id), session.listener, header, body, cluster_id)
+        await self._local(self._request_audit(session, header))
+        await session.conn.send(answer)
 
     async def _local(self, audit: RequestAudit) -> None:
         await audit.local()
@@ -359,7 +367,13 @@ class ProxyService:
             await self._refuse(session, header, f"request body cannot be decoded: {exc}")
             raise
         settings = self.settings
-        if header.api_key == ApiKey.METADATA and body.topics is not None and not body.topics and header.api_version > 0:
+        if (
+            header.api_key == ApiKey.METADATA
+            and body.topics is not None
+            and not body.topics
+            and header.api_version > 0
+            and not getattr(body, "include_cluster_authorized_operations", False)  # v8-10: the edge authorizer answers those
+        ):
             # Only brokers and the controller asked for: the proxy knows those itself.
             cluster_id = await self._cluster_id(session, header)
             answer = metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=cluster_id)
