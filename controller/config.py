@@ -87,11 +87,6 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     cluster_id = props.get(CLUSTER_ID_KEY)
     if cluster_id is not None and (problem := kafka_uuid.parse_problem(cluster_id)) is not None:
         raise ConfigError(CLUSTER_ID_KEY, cluster_id, problem)
-    if cluster_id is None and len(voters) > 1:
-        # Every voter of one quorum is formatted with the same id; separately made ids would be separate clusters.
-        raise ConfigError(
-            CLUSTER_ID_KEY, None, f"is required when {VOTERS_KEY} names several voters: give each the same id (kafka-storage random-uuid)"
-        )
     return ControllerConfig(
         node_id=node_id,
         voters=voters,

@@ -6,6 +6,7 @@ stored one is refused, as Kafka refuses to start on a log directory of another c
 """
 
 import io
+import logging
 from pathlib import Path
 
 import javaproperties
@@ -14,13 +15,26 @@ from envelope import kafka_uuid
 from proxy.files import write_atomically
 from proxy.properties import ConfigError
 
+log = logging.getLogger(__name__)
+
 CLUSTER_ID_KEY = "cluster.id"
 META_PROPERTIES = "meta.properties"
 META_VERSION = "1"  # Kafka's meta.properties version for KRaft
 
 
-def cluster_id_for(node_id: int, configured: str | None, metadata_dir: Path | None) -> str:
-    """The id this controller answers with: the stored one, else the configured one, else a new one (then stored)."""
+def cluster_id_for(node_id: int, configured: str | None, metadata_dir: Path | None, *, voters: int = 1) -> str:
+    """The id this controller answers with: the stored one, else the configured one, else a new one (then stored).
+
+    A new id for one voter of several is worth a warning: Kafka formats every voter with one id, and a
+    proxy refuses the controllers that report another id than the first it met."""
+    if configured is None and voters > 1 and (metadata_dir is None or not (metadata_dir / META_PROPERTIES).exists()):
+        log.warning(
+            "%s is not set and %d voters are configured: this node makes a cluster id of its own, which the other voters "
+            "will not share. Give every voter the same %s (kafka-storage random-uuid)",
+            CLUSTER_ID_KEY,
+            voters,
+            CLUSTER_ID_KEY,
+        )
     if metadata_dir is None:
         return configured or kafka_uuid.random_text()
     path = metadata_dir / META_PROPERTIES

@@ -73,7 +73,7 @@ class EmbeddedController:
             config.voters,
             config.active_id,
             listener_name=config.listeners[0].name if config.listeners else "CONTROLLER",
-            cluster_id=cluster_id_for(config.node_id, config.cluster_id, config.metadata_dir),
+            cluster_id=cluster_id_for(config.node_id, config.cluster_id, config.metadata_dir, voters=len(config.voters)),
         )
         self.handlers = Handlers(
             self.image,
