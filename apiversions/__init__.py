@@ -36,6 +36,23 @@ class VersionRange:
 Ranges = Mapping[int, VersionRange]
 
 
+@dataclass(frozen=True)
+class Features:
+    """ApiVersions v3+'s feature fields, each list in the order the node gives it."""
+
+    supported: Mapping[str, VersionRange]
+    finalized: Mapping[str, int]
+    epoch: int = -1
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "supported_features": [{"name": n, "min_version": r.min, "max_version": r.max} for n, r in self.supported.items()],
+            "finalized_features_epoch": self.epoch,
+            "finalized_features": [{"name": n, "max_version_level": v, "min_version_level": v} for n, v in self.finalized.items()],
+            "zk_migration_ready": False,
+        }
+
+
 def intersect(own: Ranges, controller: Ranges | None, forwardable: Iterable[int]) -> dict[int, VersionRange]:
     """What a forwarder advertises.
 
@@ -82,11 +99,13 @@ def build_response(
     ranges: Ranges,
     *,
     throttle_time_ms: int = 0,
+    features: Features | None = None,
 ) -> bytes:
     """A whole ApiVersions response (header v0 always) for a request version.
 
     A version we do not support gets ErrorCode.unsupported_version encoded as v0 with
-    only ApiVersions' own range, so the client can retry with a lower one.
+    only ApiVersions' own range, so the client can retry with a lower one. `features`
+    fills v3+'s supported and finalized feature levels (a controller's answer).
     """
     own = ranges[ApiKey.API_VERSIONS]
     if request_version not in own:
@@ -104,6 +123,7 @@ def build_response(
             "error_code": 0,
             "api_keys": [{"api_key": key, "min_version": r.min, "max_version": r.max} for key, r in sorted(ranges.items())],
             "throttle_time": throttle_time_ms,
+            **(features.fields() if features is not None else {}),
         },
     )
     return encode_response(body, correlation_id=correlation_id)

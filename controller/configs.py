@@ -1,103 +1,488 @@
-"""Config changes: AlterConfigs and IncrementalAlterConfigs on topics and brokers, with Kafka's validation and error codes."""
+"""Config changes: AlterConfigs (33) and IncrementalAlterConfigs (44) as Kafka 4.3's controller decides them.
 
-from collections.abc import Callable
+ControllerApis sorts the request first: an unknown resource type is answered
+UNSUPPORTED_VERSION, a resource named twice INVALID_REQUEST ("Duplicate
+resource.", once, whatever the count), BROKER_LOGGER changes are applied to
+the node's own loggers (IncrementalAlterConfigs only, gated on CLUSTER_ACTION)
+and the rest are authorized (ALTER_CONFIGS on the topic, the group, or the
+cluster for brokers and client metrics). ConfigurationControlManager then
+works out each resource's new configs and validates them: the KIP-966 rules
+for min.insync.replicas while ELR is on, the value size, the resource's
+validator (LogConfig for topics, GroupConfig, ClientMetricsConfigs; only the
+name for brokers, whose values the forwarding broker has checked), and last
+whether the topic or broker exists. The answer lists the sorting errors, then
+the denials, then the controller's results, then the logger results; Kafka's
+own order inside each part follows hash maps keyed by an enum's identity hash,
+which differs from run to run, so ours keeps the request's order there.
+"""
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext, ResourceType
-from authz.actions import CONFIG_BROKER, CONFIG_TOPIC
 from authz.model import CLUSTER_NAME
-from controller.authorize import AUTHORIZATION_FAILED, allowed
+from controller.authorize import allowed
 from controller.changes import change_of
+from controller.config_defs import INTEGER, ConfigValueError, java_text, kafka_configs
+from controller.config_state import ConfigState
+from controller.describe_configs import (
+    BROKER,
+    BROKER_LOGGER,
+    CLIENT_METRICS,
+    CONFIG_RESOURCE_TYPES,
+    ERROR_MESSAGES,
+    GROUP,
+    ROOT_LOGGER,
+    TOPIC,
+    python_loggers,
+)
 from controller.image import MetadataImage
-from controller.topic_configs import LIST_CONFIGS, config_problem
+from controller.java_order import string_map_order
+from controller.topic_configs import topic_configs_problem
+from controller.topics import topic_name_problem
+
+log = logging.getLogger(__name__)
 
 # IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER", CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
 
-# What one resource's change comes to: (error code, message, the configs it leaves)
-Outcome = tuple[int, str | None, dict[str, str]]
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
+ELR_FEATURE = "eligible.leader.replicas.version"
+METADATA_VERSION = "metadata.version"
+CORDONED_LOG_DIRS_LEVEL = 30  # IBP_4_3_IV0
+MAX_VALUE_SIZE = 32767  # Short.MAX_VALUE
+LOG4J_TO_PYTHON = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+
+# One resource's change: each config name's (operation, value); a name given twice keeps its last
+Changes = dict[str, tuple[int, str | None]]
+Key = tuple[int, str]
+
+
+class ConfigProblem(Exception):
+    """One resource's failure, as ApiError.fromThrowable gives it."""
+
+    def __init__(self, code: int, message: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class WholeRequestFailure(Exception):
+    """What makes Kafka's controller fail the whole request (a NullPointerException there): UNKNOWN_SERVER_ERROR for all."""
+
+
+@dataclass
+class Record:
+    """A ConfigRecord: one config of one resource set to a value, or removed (None)."""
+
+    name: str
+    value: str | None
+
+
+def _response(code: int, message: str | None, kind: int, name: str) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message, "resource_type": kind, "resource_name": name}
+
+
+def java_split(text: str) -> list[str]:
+    """String.split(","): trailing empty strings dropped, and "" gives [""]."""
+    if text == "":
+        return [""]
+    parts = text.split(",")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
 
 
 class ConfigHandlers:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer) -> None:
+    def __init__(
+        self,
+        image: MetadataImage,
+        authorizer: Authorizer,
+        *,
+        node_id: int = 1,
+        static_config: Mapping[str, str] | None = None,
+        broker_ids: list[int] | None = None,
+        controller_ids: list[int] | None = None,
+    ) -> None:
         self.image = image
         self.authorizer = authorizer
+        self.node_id = node_id
+        self.static_config = dict(static_config or {})
+        self.broker_ids = list(broker_ids or [node_id])
+        self.controller_ids = list(controller_ids or [node_id])
 
-    def _config_target(self, resource: Any, ctx: RequestContext) -> tuple[int, str | None, dict[str, str] | None]:
-        kind, name = int(resource.resource_type), str(resource.resource_name)
-        if kind == CONFIG_TOPIC:
-            if not allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.TOPIC, name):
-                return ErrorCode.topic_authorization_failed, AUTHORIZATION_FAILED, None
-            topic = self.image.topics.get(name)
-            if topic is None:
-                return ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.", None
-            return ErrorCode.none, None, topic.configs
-        if kind == CONFIG_BROKER:
-            if not allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-                return ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED, None
-            return ErrorCode.none, None, self.image.broker_configs.setdefault(name, {})
-        return ErrorCode.invalid_request, f"Unexpected resource type {kind}.", None
-
-    def _alter_configs(
-        self, api: str, body: Any, ctx: RequestContext, apply: Callable[[Any, dict[str, str], bool], Outcome]
-    ) -> dict[str, Any]:
-        results = []
-        for resource in body.resources:
-            code, message, current = self._config_target(resource, ctx)
-            if current is not None:
-                code, message, updated = apply(resource, current, int(resource.resource_type) == CONFIG_TOPIC)
-                if code == ErrorCode.none and not body.validate_only:
-                    current.clear()
-                    current.update(updated)
-            self.image.record(change_of(api, ctx, f"config:{resource.resource_type}:{resource.resource_name}", code))
-            results.append(
-                {
-                    "error_code": code,
-                    "error_message": message,
-                    "resource_type": resource.resource_type,
-                    "resource_name": resource.resource_name,
-                }
-            )
-        return {"throttle_time": 0, "responses": results}
-
-    def alter_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
-        def replace(resource: Any, _: dict[str, str], is_topic: bool) -> Outcome:
-            updated: dict[str, str] = {}
-            for config in resource.configs:
-                problem = config_problem(str(config.name), config.value) if is_topic else None
-                if problem:
-                    return ErrorCode.invalid_config, problem, {}
-                updated[str(config.name)] = str(config.value)
-            return ErrorCode.none, None, updated
-
-        return self._alter_configs("AlterConfigs", body, ctx, replace)
+    # ---------------------------------------------------------------- the two requests
 
     def incremental_alter_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
-        def change(resource: Any, current: dict[str, str], is_topic: bool) -> Outcome:
-            updated = dict(current)
+        def changes_of(resource: Any) -> Changes:
+            changes: Changes = {}
             for config in resource.configs:
-                name, op, value = str(config.name), int(config.config_operation), config.value
-                if op == DELETE:
-                    updated.pop(name, None)
-                    continue
-                if op in (APPEND, SUBTRACT) and name not in LIST_CONFIGS and is_topic:
-                    return ErrorCode.invalid_config, f"Config value append is not allowed for config key: {name}", {}
-                if op == SET:
-                    new_value = value
-                elif op == APPEND:
-                    items = [i for i in updated.get(name, "").split(",") if i]
-                    new_value = ",".join(items + [v for v in (value or "").split(",") if v and v not in items])
-                elif op == SUBTRACT:
-                    remove = set((value or "").split(","))
-                    new_value = ",".join(i for i in updated.get(name, "").split(",") if i and i not in remove)
-                else:
-                    return ErrorCode.invalid_request, f"Unknown config operation {op}", {}
-                problem = config_problem(name, new_value) if is_topic else None
-                if problem:
-                    return ErrorCode.invalid_config, problem, {}
-                updated[name] = str(new_value)
-            return ErrorCode.none, None, updated
+                changes[str(config.name)] = (int(config.config_operation), config.value)
+            return changes
 
-        return self._alter_configs("IncrementalAlterConfigs", body, ctx, change)
+        return self._alter("IncrementalAlterConfigs", body, ctx, changes_of, incremental=True)
+
+    def alter_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        def changes_of(resource: Any) -> Changes:
+            return {str(config.name): (SET, config.value) for config in resource.configs}
+
+        return self._alter("AlterConfigs", body, ctx, changes_of, incremental=False)
+
+    def _alter(self, api: str, body: Any, ctx: RequestContext, changes_of: Callable[[Any], Changes], *, incremental: bool) -> dict[str, Any]:
+        validate_only = bool(body.validate_only)
+        forwarded = ctx.forwarding_principal is not None
+        sorted_out: list[dict[str, Any]] = []
+        loggers: list[dict[str, Any]] = []
+        pending: dict[Key, Changes] = {}
+        duplicates: set[Key] = set()
+        for resource in body.resources:
+            kind, name = int(resource.resource_type), str(resource.resource_name)
+            key = (kind, name)
+            if kind == BROKER_LOGGER and incremental:
+                loggers.append(self._broker_logger(resource, ctx, validate_only))
+            elif kind not in CONFIG_RESOURCE_TYPES:
+                sorted_out.append(_response(ErrorCode.unsupported_version, f"Unknown resource type {kind}.", kind, name))
+            elif key in duplicates:
+                continue
+            elif key in pending:
+                duplicates.add(key)
+                del pending[key]
+                sorted_out.append(_response(ErrorCode.invalid_request, "Duplicate resource.", kind, name))
+            else:
+                pending[key] = changes_of(resource)
+        denied: list[dict[str, Any]] = []
+        for key in list(pending):
+            problem = self._authorize(key, ctx)
+            if problem is not None:
+                denied.append(_response(problem.code, problem.message, *key))
+                del pending[key]
+        state = ConfigState(self.image, self.static_config, self.node_id)
+        try:
+            outcomes = {key: self._outcome(key, changes, state, incremental, forwarded) for key, changes in pending.items()}
+        except WholeRequestFailure:
+            every = [_response(ErrorCode.unknown_server_error, None, int(r.resource_type), str(r.resource_name)) for r in body.resources]
+            return {"throttle_time": 0, "responses": every}
+        results = []
+        for key, (code, message, updated) in outcomes.items():
+            if code == ErrorCode.none and not validate_only and updated is not None:
+                self._store(key, updated)
+            results.append(_response(code, message, *key))
+        answer = sorted_out + denied + results + loggers
+        for item in answer:
+            self.image.record(change_of(api, ctx, f"config:{item['resource_type']}:{item['resource_name']}", int(item["error_code"])))
+        return {"throttle_time": 0, "responses": answer}
+
+    def _authorize(self, key: Key, ctx: RequestContext) -> ConfigProblem | None:
+        """ControllerApis.authorizeAlterResource."""
+        kind, name = key
+        if kind == TOPIC:
+            ok, code = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.TOPIC, name), ErrorCode.topic_authorization_failed
+        elif kind == GROUP:
+            ok, code = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.GROUP, name), ErrorCode.group_authorization_failed
+        elif kind in (BROKER, CLIENT_METRICS):
+            ok = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
+            code = ErrorCode.cluster_authorization_failed
+        else:
+            return ConfigProblem(ErrorCode.invalid_request, f"Unexpected resource type {TYPE_NAMES.get(kind, kind)}.")
+        return None if ok else ConfigProblem(code, ERROR_MESSAGES[code])
+
+    # ---------------------------------------------------------------- one resource
+
+    def _current(self, key: Key) -> dict[str, str]:
+        kind, name = key
+        store = {TOPIC: None, BROKER: self.image.broker_configs, GROUP: self.image.group_configs, CLIENT_METRICS: self.image.client_metrics_configs}
+        if kind == TOPIC:
+            topic = self.image.topics.get(name)
+            return dict(topic.configs) if topic is not None else {}
+        return dict((store[kind] or {}).get(name, {}))
+
+    def _store(self, key: Key, updated: dict[str, str]) -> None:
+        kind, name = key
+        if kind == TOPIC:
+            topic = self.image.topics.get(name)
+            if topic is not None:
+                topic.configs.clear()
+                topic.configs.update(updated)
+            return
+        store = {BROKER: self.image.broker_configs, GROUP: self.image.group_configs, CLIENT_METRICS: self.image.client_metrics_configs}[kind]
+        if updated:
+            store[name] = updated
+        else:
+            store.pop(name, None)
+
+    def _outcome(self, key: Key, changes: Changes, state: ConfigState, incremental: bool, forwarded: bool) -> tuple[int, str | None, dict[str, str] | None]:
+        current = self._current(key)
+        try:
+            records = self._records(key, changes, current, incremental)
+            updated = self._validate(key, records, current, state, forwarded)
+        except ConfigProblem as problem:
+            return problem.code, problem.message, None
+        return ErrorCode.none, None, updated
+
+    def _records(self, key: Key, changes: Changes, current: dict[str, str], incremental: bool) -> list[Record]:
+        """The ConfigRecords a change comes to (ConfigurationControlManager)."""
+        kind = key[0]
+        records: list[Record] = []
+        for name in string_map_order(changes):  # Kafka keeps each resource's changes in a HashMap
+            op, value = changes[name]
+            old = current.get(name)
+            if op == SET:
+                new = value
+            elif op == DELETE:
+                new = None
+            elif op in (APPEND, SUBTRACT):
+                if not self._splittable(kind, name):
+                    raise ConfigProblem(ErrorCode.invalid_config, f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+                if value is None:
+                    raise WholeRequestFailure(name)
+                parts = self._parts(kind, name, old)
+                for item in java_split(value):
+                    if op == APPEND and item not in parts:
+                        parts.append(item)
+                    elif op == SUBTRACT and item in parts:
+                        parts.remove(item)
+                new = ",".join(parts)
+            else:
+                raise WholeRequestFailure(name)
+            if new != old or kind == BROKER:
+                records.append(Record(name, new))
+        if not incremental:
+            records += [Record(name, None) for name in current if name not in changes]
+        return records
+
+    def _splittable(self, kind: int, name: str) -> bool:
+        defs = kafka_configs()
+        key = defs.topic.get(name) if kind == TOPIC else defs.broker.get(name) if kind == BROKER else None
+        return key is not None and key.type == "LIST"
+
+    def _parts(self, kind: int, name: str, value: str | None) -> list[str]:
+        if value is None:
+            defs = kafka_configs()
+            key = defs.topic.get(name) if kind == TOPIC else defs.broker.get(name)
+            value = key.default if key is not None else None
+        return [] if value is None else [part for part in java_split(value) if part]
+
+    def _validate(self, key: Key, records: list[Record], current: dict[str, str], state: ConfigState, forwarded: bool) -> dict[str, str]:
+        """ConfigurationControlManager.validateAlterConfig: the rules on records, the validator, then existence."""
+        kind, name = key
+        elr = self.image.finalized_features.get(ELR_FEATURE, 0) >= 1
+        updated = dict(current)
+        for record in records:
+            if record.name == MIN_INSYNC_REPLICAS and kind == BROKER and name and elr:
+                raise ConfigProblem(ErrorCode.invalid_config, f"Broker-level {MIN_INSYNC_REPLICAS} cannot be altered while ELR is enabled.")
+            if record.name == MIN_INSYNC_REPLICAS and kind == BROKER and not name and record.value is None and elr:
+                raise ConfigProblem(ErrorCode.invalid_config, f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")
+            if record.name == CORDONED_LOG_DIRS and kind == BROKER:
+                self._check_cordoned(record, current.get(CORDONED_LOG_DIRS), forwarded)
+            if record.value is None:
+                updated.pop(record.name, None)
+            elif len(record.value) > MAX_VALUE_SIZE:
+                raise ConfigProblem(
+                    ErrorCode.invalid_config,
+                    f"The configuration value cannot be added because it exceeds the maximum value size of {MAX_VALUE_SIZE} bytes.",
+                )
+            else:
+                updated[record.name] = record.value
+        self._validator(kind, name, updated, state)
+        self._exists(kind, name)
+        return updated
+
+    def _check_cordoned(self, record: Record, current: str | None, forwarded: bool) -> None:
+        if self.image.finalized_features.get(METADATA_VERSION, 0) < CORDONED_LOG_DIRS_LEVEL:
+            raise ConfigProblem(
+                ErrorCode.invalid_config,
+                f"The {CORDONED_LOG_DIRS} configuration value cannot be set because it requires metadata.version >= 4.3-IV0",
+            )
+        if forwarded or record.value is None or not record.value.strip():
+            return
+        present = [] if current is None else [d for d in _split_dirs(current)]
+        if not set(_split_dirs(record.value)) <= set(present):
+            raise ConfigProblem(
+                ErrorCode.invalid_config,
+                f"When updating {CORDONED_LOG_DIRS} via controllers,  the new value must be a subset of the current configuration value.",
+            )
+
+    def _validator(self, kind: int, name: str, configs: dict[str, str], state: ConfigState) -> None:
+        """ControllerConfigurationValidator."""
+        if kind == TOPIC:
+            if not name:
+                raise ConfigProblem(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+            if (problem := topic_name_problem(name)) is not None:
+                raise ConfigProblem(ErrorCode.invalid_topic_exception, problem)
+            if (problem := topic_configs_problem(configs, state)) is not None:
+                raise ConfigProblem(ErrorCode.invalid_config, problem)
+        elif kind == BROKER:
+            if name:
+                if INTEGER.fullmatch(name) is None or not -(2**31) <= int(name) < 2**31:
+                    raise ConfigProblem(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
+                if int(name) < 0:
+                    raise ConfigProblem(ErrorCode.invalid_request, "Invalid negative broker ID.")
+        elif kind == CLIENT_METRICS:
+            _client_metrics_problem(name, configs)
+        elif kind == GROUP:
+            if not name:
+                raise ConfigProblem(ErrorCode.invalid_request, "Default group resources are not allowed.")
+            _group_problem(configs, state)
+
+    def _exists(self, kind: int, name: str) -> None:
+        """QuorumController's ConfigResourceExistenceChecker."""
+        if kind == BROKER and name:
+            node = int(name)
+            if node not in self.broker_ids and node not in self.controller_ids:
+                raise ConfigProblem(ErrorCode.broker_id_not_registered, f"No node with id {node} found.")
+        elif kind == TOPIC and name not in self.image.topics:
+            raise ConfigProblem(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+
+    # ---------------------------------------------------------------- BROKER_LOGGER
+
+    def _broker_logger(self, resource: Any, ctx: RequestContext, validate_only: bool) -> dict[str, Any]:
+        """RuntimeLoggerManager.applyChangesForResource, on this process's Python loggers."""
+        kind, name = int(resource.resource_type), str(resource.resource_name)
+        try:
+            if not allowed(self.authorizer, ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                raise ConfigProblem(ErrorCode.cluster_authorization_failed, ERROR_MESSAGES[ErrorCode.cluster_authorization_failed])
+            if INTEGER.fullmatch(name) is None or not -(2**31) <= int(name) < 2**31:
+                raise ConfigProblem(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}")
+            if int(name) != self.node_id:
+                raise ConfigProblem(ErrorCode.invalid_request, f"Unexpected node id. Expected {self.node_id}, but received {int(name)}")
+            ops = [(str(c.name), int(c.config_operation), c.value) for c in resource.configs]
+            for logger, op, value in ops:
+                _check_logger_op(logger, op, value)
+        except ConfigProblem as problem:
+            return _response(problem.code, problem.message, kind, name)
+        if not validate_only:
+            for logger, op, value in ops:
+                target = logging.getLogger() if logger == ROOT_LOGGER else logging.getLogger(logger)
+                if op == SET and value is not None:
+                    target.setLevel(LOG4J_TO_PYTHON[value])
+                    log.warning("Updated the log level of %s to %s", logger, value)
+                elif op == DELETE:
+                    target.setLevel(logging.NOTSET)
+                    log.warning("Unset the log level of %s", logger)
+        return _response(ErrorCode.none, None, kind, name)
+
+
+def _check_logger_op(logger: str, op: int, value: str | None) -> None:
+    levels = kafka_configs().log_levels
+    if op == SET:
+        _logger_exists(logger)
+        if value not in levels:
+            raise ConfigProblem(
+                ErrorCode.invalid_config,
+                f"Cannot set the log level of {logger} to {java_text(value)} as it is not a supported log level. Valid log levels are {', '.join(levels)}",
+            )
+    elif op == DELETE:
+        _logger_exists(logger)
+        if logger == ROOT_LOGGER:
+            raise ConfigProblem(ErrorCode.invalid_request, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+    elif op in (APPEND, SUBTRACT):
+        raise ConfigProblem(ErrorCode.invalid_request, f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+    else:
+        # Kafka switches over OpType.forId(op), which is null here: a NullPointerException, UNKNOWN_SERVER_ERROR.
+        raise ConfigProblem(ErrorCode.unknown_server_error, "The server experienced an unexpected error when processing the request.")
+
+
+def _logger_exists(logger: str) -> None:
+    if logger not in python_loggers():
+        raise ConfigProblem(ErrorCode.invalid_config, f"Logger {logger} does not exist!")
+
+
+def _split_dirs(text: str) -> list[str]:
+    return re.split(r"\s*,\s*", text.strip())
+
+
+def _client_metrics_problem(name: str, configs: dict[str, str]) -> None:
+    """ClientMetricsConfigs.validate."""
+    if not name:
+        raise ConfigProblem(ErrorCode.invalid_request, "Subscription name can't be empty")
+    defs = kafka_configs().client_metrics
+    for config in string_map_order(configs):
+        if config not in defs:
+            raise ConfigProblem(ErrorCode.invalid_request, f"Unknown client metrics configuration: {config}")
+    try:
+        values = defs.parse_all(configs)
+    except ConfigValueError as exc:
+        raise ConfigProblem(ErrorCode.invalid_config, str(exc)) from exc
+    if "interval.ms" in configs:
+        interval = values["interval.ms"]
+        if not 100 <= interval <= 3_600_000:
+            raise ConfigProblem(ErrorCode.invalid_request, f"Invalid value {interval} for interval.ms, interval must be between 100 and 3600000 (1 hour)")
+    if "match" in configs:
+        for pattern in values["match"]:
+            if not _valid_match(pattern):
+                raise ConfigProblem(ErrorCode.invalid_config, f"Illegal client matching pattern: {pattern}")
+
+
+MATCH_PARAMS = frozenset({"client_instance_id", "client_id", "client_software_name", "client_software_version", "client_source_address", "client_source_port"})
+
+
+def _valid_match(pattern: str) -> bool:
+    parts = java_split_regex(pattern, "=")
+    if len(parts) != 2 or parts[0].strip() not in MATCH_PARAMS:
+        return False
+    try:
+        re.compile(parts[1].strip())
+    except re.error:
+        return False
+    return True
+
+
+def java_split_regex(text: str, separator: str) -> list[str]:
+    parts = text.split(separator)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+# GroupConfig.validate's checks against the broker's bounds: (group config, broker minimum, broker maximum, checked only when set)
+GROUP_BOUNDS = (
+    ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", False),
+    ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", False),
+    ("consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", True),
+    ("share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", False),
+    ("share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", False),
+    ("share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", False),
+    ("share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit", False),
+    ("share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks", False),
+    ("share.assignment.interval.ms", "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms", True),
+    ("streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", False),
+    ("streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", False),
+    ("streams.num.standby.replicas", None, "group.streams.max.standby.replicas", False),
+    ("streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms", True),
+)
+
+
+def _group_problem(configs: dict[str, str], state: ConfigState) -> None:
+    """GroupConfig.validate: names, values over the broker's group defaults, then the broker's bounds."""
+    defs = kafka_configs().group
+    combined: dict[str, str | None] = {k: v for k, v in state.group_defaults().items() if (key := defs.get(k)) is not None and key.from_broker}
+    combined.update(configs)
+    for config in string_map_order(combined):
+        if config not in defs:
+            raise ConfigProblem(ErrorCode.invalid_config, f"Unknown group config name: {config}")
+    try:
+        values = defs.parse_all(combined)
+    except ConfigValueError as exc:
+        raise ConfigProblem(ErrorCode.invalid_config, str(exc)) from exc
+    for config, low, high, only_when_set in GROUP_BOUNDS:
+        if config not in values or (only_when_set and config not in combined):
+            continue
+        value = values[config]
+        minimum = state.broker_number(low) if low is not None else None
+        maximum = state.broker_number(high) if high is not None else None
+        if minimum is not None and value < minimum:
+            raise ConfigProblem(ErrorCode.invalid_config, f"{config} must be greater than or equal to {low}")
+        if maximum is not None and value > maximum:
+            raise ConfigProblem(ErrorCode.invalid_config, f"{config} must be less than or equal to {high}")
+    for prefix in ("consumer", "share", "streams"):
+        session, heartbeat = f"{prefix}.session.timeout.ms", f"{prefix}.heartbeat.interval.ms"
+        if values[session] <= values[heartbeat]:
+            raise ConfigProblem(ErrorCode.invalid_config, f"{session} must be greater than {heartbeat}")

@@ -3,7 +3,7 @@
 Each handler takes the decoded request and the request context, applies the
 change to the image (unless validate_only) and returns a version-independent
 response dict for `envelope.build.build_entity`. The handlers live by
-resource: topics.py, configs.py, acls.py, partition_admin.py, quotas.py,
+resource: topics.py, configs.py, describe_configs.py, acls.py, partition_admin.py, quotas.py,
 scram_credentials.py, quorum.py, leadership.py (DescribeCluster), and reads.py for the APIs served to direct
 callers only (DescribeAcls lives with the other ACL APIs in acls.py).
 
@@ -12,12 +12,13 @@ A handler may raise ProtocolError where Kafka cannot even read the request
 answers as Kafka answers an unexpected error (UNKNOWN_SERVER_ERROR).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
 from controller.configs import ConfigHandlers
+from controller.describe_configs import ConfigDescriber
 from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.partition_admin import PartitionAdminHandlers
@@ -41,7 +42,9 @@ class Handlers:
         default_partitions: int,
         default_replication_factor: int,
         broker_count: int,
+        static_config: Mapping[str, str] | None = None,
     ) -> None:
+        """`static_config` is the controller's own properties: what Kafka calls its static broker configs."""
         self.image = image
         self.authorizer = authorizer
         topics = TopicHandlers(
@@ -51,7 +54,15 @@ class Handlers:
             default_replication_factor=default_replication_factor,
             broker_ids=broker_ids_of(broker_count),
         )
-        configs = ConfigHandlers(image, authorizer)
+        configs = ConfigHandlers(
+            image,
+            authorizer,
+            node_id=leadership.node_id,
+            static_config=static_config,
+            broker_ids=broker_ids_of(broker_count),
+            controller_ids=leadership.voter_ids,
+        )
+        describer = ConfigDescriber(image, authorizer, node_id=leadership.node_id, static_config=static_config or {})
         acls = AclHandlers(image, authorizer)
         self.acl_store: AclStore | None = acls.acl_store
         reads = ReadHandlers(image, authorizer, node_id=leadership.node_id, cluster_id=leadership.cluster_id, broker_count=broker_count)
@@ -78,7 +89,7 @@ class Handlers:
             ApiKey.DESCRIBE_CLUSTER: lambda body, ctx: leadership.describe_cluster(authorizer, body, ctx),
             # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
             ApiKey.METADATA: reads.metadata,
-            ApiKey.DESCRIBE_CONFIGS: reads.describe_configs,
+            ApiKey.DESCRIBE_CONFIGS: describer.describe_configs,
             ApiKey.DESCRIBE_ACLS: acls.describe_acls,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,

@@ -42,6 +42,10 @@ class StoredScramCredential:
 class MetadataImage:
     topics: dict[str, Topic] = field(default_factory=dict)
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Dynamic broker configs by broker resource name; "" holds the cluster-wide defaults."""
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    client_metrics_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Client metrics subscriptions (KIP-714) by name."""
     quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
     # user -> mechanism name (SCRAM-SHA-256 / SCRAM-SHA-512) -> credential
     scram_credentials: dict[str, dict[str, StoredScramCredential]] = field(default_factory=dict)

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "metadata.json"
 FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # 1 had no quotas, SCRAM credentials, features or reassignments
+READABLE_VERSIONS = (1, 2)  # 1 had no quotas, SCRAM credentials, features or reassignments; group and client-metrics configs are optional in 2
 
 
 class MetadataStoreError(Exception):
@@ -47,6 +47,8 @@ def image_state(image: MetadataImage, acls: list[AclBinding]) -> dict[str, Any]:
             for name, topic in sorted(image.topics.items())
         },
         "brokerConfigs": {name: dict(sorted(configs.items())) for name, configs in sorted(image.broker_configs.items())},
+        "groupConfigs": {name: dict(sorted(configs.items())) for name, configs in sorted(image.group_configs.items())},
+        "clientMetricsConfigs": {name: dict(sorted(configs.items())) for name, configs in sorted(image.client_metrics_configs.items())},
         "quotas": [
             {"entity": [{"type": kind, "name": name} for kind, name in entity], "values": dict(sorted(values.items()))}
             for entity, values in sorted(image.quotas.items(), key=lambda item: str(item[0]))
@@ -98,6 +100,8 @@ class MetadataStore:
                     {int(p): [int(r) for r in replicas] for p, replicas in item.get("assignments", {}).items()},
                 )
             image.broker_configs.update({name: dict(configs) for name, configs in state["brokerConfigs"].items()})
+            image.group_configs.update({name: dict(configs) for name, configs in state.get("groupConfigs", {}).items()})
+            image.client_metrics_configs.update({name: dict(configs) for name, configs in state.get("clientMetricsConfigs", {}).items()})
             for quota in state.get("quotas", []):
                 entity = tuple(sorted((str(e["type"]), None if e["name"] is None else str(e["name"])) for e in quota["entity"]))
                 image.quotas[entity] = {str(k): float(v) for k, v in quota["values"].items()}

@@ -6,26 +6,47 @@ KafkaRaftClient does. Finalized feature levels are part of the persisted image.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from apiversions import Features, VersionRange
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
+from controller.config_defs import ConfigValueError, kafka_configs, parse_type
 from controller.image import MetadataImage
+from controller.java_order import string_map_order
 from controller.leadership import Leadership
+from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
 
-# feature -> (lowest, highest) level the embedded controller supports
+# feature -> (lowest, highest) level the embedded controller supports: Kafka 4.3.1's ranges
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
-    "metadata.version": (7, 27),
+    "metadata.version": (7, 30),
     "kraft.version": (0, 1),
     "transaction.version": (0, 2),
     "group.version": (0, 1),
+    "share.version": (0, 1),
+    "streams.version": (0, 1),
+    "eligible.leader.replicas.version": (0, 1),
 }
-INITIAL_FEATURES = {"metadata.version": 27}
+# What `kafka-storage format` of Kafka 4.3.1 finalizes (metadata.version 30 is 4.3-IV0, the latest production level).
+# kraft.version is 1 for a quorum that can change (--standalone, controller.quorum.bootstrap.servers) and 0 for
+# static controller.quorum.voters.
+INITIAL_FEATURES = {
+    "metadata.version": 30,
+    "kraft.version": 1,
+    "transaction.version": 2,
+    "group.version": 1,
+    "share.version": 1,
+    "streams.version": 1,
+    "eligible.leader.replicas.version": 1,
+}
+ELR_FEATURE = "eligible.leader.replicas.version"
+METADATA_VERSION = "metadata.version"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
@@ -97,6 +118,36 @@ class QuorumHandlers:
                 f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.",
             )
         return ErrorCode.none, None
+
+
+def features_of(image: MetadataImage) -> Features:
+    """ApiVersions' feature fields as a Kafka controller fills them (each list in its HashMap's order: the
+    finalized levels with metadata.version put last); the number of changes stands in for the metadata offset."""
+    finalized = {n: v for n, v in image.finalized_features.items() if n != METADATA_VERSION and v > 0}
+    if METADATA_VERSION in image.finalized_features:
+        finalized[METADATA_VERSION] = image.finalized_features[METADATA_VERSION]
+    return Features(
+        supported={n: VersionRange(*SUPPORTED_FEATURES[n]) for n in string_map_order(SUPPORTED_FEATURES)},
+        finalized={n: finalized[n] for n in string_map_order(finalized)},
+        epoch=image.change_count,
+    )
+
+
+def format_image(image: MetadataImage, static_config: Mapping[str, str], *, static_voters: bool) -> None:
+    """A new cluster's metadata, as Kafka 4.3.1 writes it: the format-time feature levels, and with ELR on
+    (KIP-966) the cluster-level min.insync.replicas, from the static config or its default of 1, that the
+    first active controller records (ActivationRecordsGenerator)."""
+    image.finalized_features.update(INITIAL_FEATURES)
+    if static_voters:
+        image.finalized_features["kraft.version"] = 0
+    if image.finalized_features.get(ELR_FEATURE, 0) >= 1:
+        key = kafka_configs().broker.keys[MIN_INSYNC_REPLICAS]
+        value = static_config.get(MIN_INSYNC_REPLICAS, key.default)
+        try:
+            level = int(parse_type(MIN_INSYNC_REPLICAS, value, "INT"))
+        except ConfigValueError as exc:
+            raise ConfigError(MIN_INSYNC_REPLICAS, value, str(exc)) from exc
+        image.broker_configs.setdefault("", {})[MIN_INSYNC_REPLICAS] = str(level)
 
 
 def _voter(node_id: int, end: int, now_ms: int) -> dict[str, Any]:

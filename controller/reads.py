@@ -1,4 +1,4 @@
-"""Reads the embedded controller serves directly (never inside an Envelope): Metadata, DescribeConfigs, DescribeAcls.
+"""Reads the embedded controller serves directly (never inside an Envelope): Metadata (DescribeConfigs: describe_configs.py).
 
 A real cluster answers these on its brokers; the embedded controller answers
 them too so that the proxy's edge-authorized read path works on one laptop.
@@ -24,10 +24,6 @@ from controller.image import MetadataImage
 from envelope.responses import metadata_topic_error
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-CONFIG_RESOURCE_TOPIC = 2
-CONFIG_RESOURCE_BROKER = 4
-SOURCE_DYNAMIC_TOPIC_CONFIG = 1
-SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 4
 
 
 class ReadHandlers:
@@ -89,55 +85,6 @@ class ReadHandlers:
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             "error_code": ErrorCode.none,
         }
-
-    def describe_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
-        """Only explicitly set values (what `kafka-configs --describe` lists as dynamic configs)."""
-        results: list[dict[str, Any]] = []
-        for resource in body.resources:
-            kind, name = int(resource.resource_type), str(resource.resource_name)
-            wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
-            code, message, source = ErrorCode.none, None, SOURCE_DYNAMIC_TOPIC_CONFIG
-            configs: dict[str, str] = {}
-            if kind == CONFIG_RESOURCE_TOPIC:
-                topic = self.image.topics.get(name)
-                if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
-                    code, message = ErrorCode.topic_authorization_failed, AUTHORIZATION_FAILED
-                elif topic is None:
-                    code, message = ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist."
-                else:
-                    configs = topic.configs
-            elif kind == CONFIG_RESOURCE_BROKER:
-                source = SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
-                if not self._allowed(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-                    code, message = ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED
-                else:
-                    configs = self.image.broker_configs.get(name, {})
-            else:
-                code, message = ErrorCode.invalid_request, f"Unsupported resource type {kind}"
-            results.append(
-                {
-                    "error_code": code,
-                    "error_message": message,
-                    "resource_type": kind,
-                    "resource_name": name,
-                    "configs": [
-                        {
-                            "name": key,
-                            "value": value,
-                            "read_only": False,
-                            "is_default": False,
-                            "config_source": source,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": 0,
-                            "documentation": None,
-                        }
-                        for key, value in sorted(configs.items())
-                        if wanted is None or key in wanted
-                    ],
-                }
-            )
-        return {"throttle_time": 0, "results": results}
 
     def describe_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         empty = {"throttle_time": 0, "resources": []}

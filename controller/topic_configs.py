@@ -1,80 +1,52 @@
-"""Topic config names and value types the controller validates (Kafka's LogConfig subset)."""
+"""Topic configs checked as Kafka's LogConfig.validate checks them, from the generated definitions.
 
-from collections.abc import Callable
+The names, types and validators are Kafka 4.3's (controller/kafka_configs.json);
+the defaults a topic inherits come from the controller's broker configs.
+Tiered storage is off on the embedded controller (remote.log.storage.system.enable
+is false), so a topic asking for it is refused as Kafka refuses it then.
+"""
+
+from collections.abc import Mapping
+
+from controller.config_defs import ConfigValueError, kafka_configs
+from controller.config_state import ConfigState
+from controller.image import MetadataImage
+from controller.java_order import string_map_order
+
+MIN_COMPACTION_LAG = "min.compaction.lag.ms"
+MAX_COMPACTION_LAG = "max.compaction.lag.ms"
+REMOTE_STORAGE = "remote.storage.enable"
 
 
-def _long(value: str) -> bool:
+def topic_configs_problem(configs: Mapping[str, str], state: ConfigState | None = None) -> str | None:
+    """Why Kafka would refuse a topic with these configs (all of them, after any change), in its words, or None.
+
+    LogConfig.validate: unknown names first (in the map's order), then every value parsed over
+    the broker's defaults (ConfigDef.parse, in definition order), then the checks across values."""
+    defs = kafka_configs().topic
+    for name in string_map_order(configs):
+        if name not in defs:
+            return f"Unknown topic config name: {name}"
+    state = state or ConfigState(MetadataImage(), {}, 0)
+    inherited = state.topic_defaults()
+    combined: dict[str, str | None] = {
+        name: value for name, value in inherited.items() if (key := defs.get(name)) is not None and key.from_broker and value is not None
+    }
+    combined.update(configs)
     try:
-        return -(2**63) <= int(value) < 2**63
-    except ValueError:
-        return False
-
-
-def _non_negative(value: str) -> bool:
-    return _long(value) and int(value) >= 0
-
-
-def _positive(value: str) -> bool:
-    return _long(value) and int(value) > 0
-
-
-def _boolean(value: str) -> bool:
-    return value.lower() in ("true", "false")
-
-
-def _ratio(value: str) -> bool:
-    try:
-        return 0.0 <= float(value) <= 1.0
-    except ValueError:
-        return False
-
-
-def _one_of(*choices: str) -> Callable[[str], bool]:
-    return lambda value: value in choices
-
-
-def _list_of(*choices: str) -> Callable[[str], bool]:
-    return lambda value: all(item.strip() in choices for item in value.split(",")) and bool(value.strip())
-
-
-TOPIC_CONFIGS: dict[str, Callable[[str], bool]] = {
-    "cleanup.policy": _list_of("delete", "compact"),
-    "compression.type": _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-    "delete.retention.ms": _non_negative,
-    "file.delete.delay.ms": _non_negative,
-    "flush.messages": _positive,
-    "flush.ms": _non_negative,
-    "index.interval.bytes": _non_negative,
-    "max.compaction.lag.ms": _positive,
-    "max.message.bytes": _non_negative,
-    "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
-    "min.cleanable.dirty.ratio": _ratio,
-    "min.compaction.lag.ms": _non_negative,
-    "min.insync.replicas": _positive,
-    "preallocate": _boolean,
-    "retention.bytes": _long,
-    "retention.ms": lambda v: _long(v) and int(v) >= -1,
-    "segment.bytes": lambda v: _long(v) and int(v) >= 1048576,
-    "segment.index.bytes": _non_negative,
-    "segment.jitter.ms": _non_negative,
-    "segment.ms": _positive,
-    "unclean.leader.election.enable": _boolean,
-    "message.downconversion.enable": _boolean,
-    "local.retention.ms": lambda v: _long(v) and int(v) >= -2,
-    "local.retention.bytes": lambda v: _long(v) and int(v) >= -2,
-    "remote.storage.enable": _boolean,
-}
-
-LIST_CONFIGS = frozenset({"cleanup.policy"})
+        values = defs.parse_all(combined)
+    except ConfigValueError as exc:
+        return str(exc)
+    low, high = values[MIN_COMPACTION_LAG], values[MAX_COMPACTION_LAG]
+    if low > high:
+        return f"conflict topic config setting {MIN_COMPACTION_LAG} ({low}) > {MAX_COMPACTION_LAG} ({high})"
+    if values[REMOTE_STORAGE]:
+        return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+    return None
 
 
 def config_problem(name: str, value: str | None) -> str | None:
-    """Why Kafka would reject this topic config, or None."""
-    check = TOPIC_CONFIGS.get(name)
-    if check is None:
-        return f"Unknown topic config name: {name}"
+    """Why Kafka would refuse this one topic config (over the default broker configs), or None."""
     if value is None:
         return f"Null value not supported for topic configs: {name}"
-    if not check(value):
-        return f"Invalid value {value} for configuration {name}"
-    return None
+    return topic_configs_problem({name: value})

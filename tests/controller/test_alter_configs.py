@@ -1,0 +1,243 @@
+"""AlterConfigs and IncrementalAlterConfigs decided as Kafka 4.3.1's controller decides them.
+
+Every message below is the one a real 4.3.1 controller answered for the same request
+(tests/interop/test_describe_configs_kafka.py asks both sides the same questions).
+"""
+
+import logging
+
+import pytest
+
+from authz import Operation, ResourceType
+from authz.model import CLUSTER_NAME
+from tests.controller.config_helpers import (
+    APPEND,
+    BROKER,
+    BROKER_LOGGER,
+    CLIENT_METRICS,
+    DELETE,
+    GROUP,
+    SET,
+    SUBTRACT,
+    TOPIC,
+    Denying,
+    controller,
+)
+
+INVALID_REQUEST, INVALID_CONFIG, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 40, 3, 17
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("retention.ms", "abc", "Invalid value abc for configuration retention.ms: Not a number of type LONG"),
+        ("retention.ms", "-5", "Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+        ("foo", "1", "Unknown topic config name: foo"),
+        ("cleanup.policy", "foo", "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete"),
+        ("compression.gzip.level", "10", "Invalid value 10 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"),
+        ("min.cleanable.dirty.ratio", "2", "Invalid value 2.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1"),
+        ("min.cleanable.dirty.ratio", "x", "Invalid value x for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE"),
+        (
+            "leader.replication.throttled.replicas",
+            "abc",
+            "Invalid value [abc] for configuration leader.replication.throttled.replicas: leader.replication.throttled.replicas must be the "
+            "literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+        ),
+        ("message.timestamp.type", "foo", "Invalid value foo for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime"),
+        ("segment.bytes", "1", "Invalid value 1 for configuration segment.bytes: Value must be at least 1048576"),
+        ("preallocate", "yes", "Invalid value yes for configuration preallocate: Expected value to be either true or false"),
+        ("remote.storage.enable", "true", "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."),
+    ],
+)
+def test_topic_values_are_checked_as_log_config_checks_them(name: str, value: str, message: str) -> None:
+    c = controller()
+    c.add_topic("t1")
+    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", INVALID_CONFIG, message)]
+    assert c.image.topics["t1"].configs == {}
+
+
+def test_checks_across_topic_values_and_accepted_values() -> None:
+    c = controller()
+    c.add_topic("t1")
+    both = [("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")]
+    assert c.incremental((TOPIC, "t1", both)) == [
+        (TOPIC, "t1", INVALID_CONFIG, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)")
+    ]
+    assert c.incremental((TOPIC, "t1", [("cleanup.policy", SET, "delete,delete"), ("retention.ms", SET, " 100 ")])) == [(TOPIC, "t1", 0, None)]
+    assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,delete", "retention.ms": " 100 "}  # stored as given, shown parsed
+    assert c.configs(TOPIC, "t1")["cleanup.policy"]["value"] == "delete"
+
+
+def test_topic_resources_the_validator_refuses_before_existence() -> None:
+    c = controller()
+    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "abc")])) == [
+        (TOPIC, "nope", INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+    ]
+    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "1")])) == [(TOPIC, "nope", UNKNOWN_TOPIC, "The topic 'nope' does not exist.")]
+    assert c.incremental((TOPIC, "", [("retention.ms", SET, "1")])) == [(TOPIC, "", INVALID_REQUEST, "Default topic resources are not allowed.")]
+    assert c.incremental((TOPIC, "bad!", [("retention.ms", SET, "1")])) == [
+        (TOPIC, "bad!", INVALID_TOPIC, "Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    ]
+
+
+def test_append_and_subtract_work_on_lists_from_their_default() -> None:
+    c = controller()
+    c.add_topic("t1")
+    assert c.incremental((TOPIC, "t1", [("retention.ms", APPEND, "1")])) == [
+        (TOPIC, "t1", INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.")
+    ]
+    assert c.incremental((TOPIC, "t1", [("cleanup.policy", APPEND, "compact")])) == [(TOPIC, "t1", 0, None)]
+    assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,compact"}
+    assert c.incremental((TOPIC, "t1", [("cleanup.policy", SUBTRACT, "delete")])) == [(TOPIC, "t1", 0, None)]
+    assert c.image.topics["t1"].configs == {"cleanup.policy": "compact"}
+    assert c.incremental((CLIENT_METRICS, "cm", [("metrics", APPEND, "x")])) == [
+        (CLIENT_METRICS, "cm", INVALID_CONFIG, "Can't APPEND to key metrics because its type is not LIST.")
+    ]
+    assert c.incremental((TOPIC, "t1", [("cleanup.policy", DELETE, None)])) == [(TOPIC, "t1", 0, None)]
+    assert c.image.topics["t1"].configs == {}
+
+
+def test_legacy_alter_replaces_every_config_and_a_null_removes() -> None:
+    c = controller()
+    c.add_topic("t1", {"retention.ms": "1000", "segment.ms": "2000"})
+    assert c.legacy((TOPIC, "t1", {"retention.ms": "5", "segment.ms": None})) == [(TOPIC, "t1", 0, None)]
+    assert c.image.topics["t1"].configs == {"retention.ms": "5"}
+    assert c.legacy((TOPIC, "t1", {"retention.ms": "abc"})) == [
+        (TOPIC, "t1", INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+    ]
+
+
+def test_min_insync_replicas_follows_kip_966_while_elr_is_on() -> None:
+    c = controller()
+    assert c.incremental((BROKER, "", [("min.insync.replicas", DELETE, None)])) == [
+        (BROKER, "", INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    ]
+    assert c.incremental((BROKER, "1", [("min.insync.replicas", SET, "2")])) == [
+        (BROKER, "1", INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    ]
+    # the legacy API replaces the whole resource: leaving min.insync.replicas out removes it
+    assert c.legacy((BROKER, "", {"log.retention.ms": "1"})) == [
+        (BROKER, "", INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    ]
+    assert c.incremental((BROKER, "", [("min.insync.replicas", SET, "2")])) == [(BROKER, "", 0, None)]
+    assert c.image.broker_configs[""] == {"min.insync.replicas": "2"}
+
+
+def test_broker_names_and_nodes() -> None:
+    c = controller()
+    change = [("log.retention.ms", SET, "1")]
+    assert c.incremental((BROKER, "2", change), (BROKER, "x", change), (BROKER, "-1", change)) == [
+        (BROKER, "2", 102, "No node with id 2 found."),
+        (BROKER, "x", INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
+        (BROKER, "-1", INVALID_REQUEST, "Invalid negative broker ID."),
+    ]
+    # the forwarding broker checks broker values; the controller takes them as they are
+    assert c.incremental((BROKER, "", [("log.retention.ms", SET, "abc"), ("foo.bar", SET, "1")]), validate_only=True) == [(BROKER, "", 0, None)]
+    assert c.image.broker_configs[""] == {"min.insync.replicas": "1"}
+
+
+def test_groups_and_client_metrics_are_validated() -> None:
+    c = controller()
+    assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "1")])) == [
+        (GROUP, "g", INVALID_CONFIG, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+    ]
+    assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "60000")])) == [
+        (GROUP, "g", INVALID_CONFIG, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms")
+    ]
+    assert c.incremental((GROUP, "g", [("foo", SET, "1")])) == [(GROUP, "g", INVALID_CONFIG, "Unknown group config name: foo")]
+    assert c.incremental((GROUP, "", [("consumer.session.timeout.ms", SET, "50000")])) == [
+        (GROUP, "", INVALID_REQUEST, "Default group resources are not allowed.")
+    ]
+    assert c.incremental((GROUP, "g", [("share.auto.offset.reset", SET, "by_duration:PT1H")])) == [(GROUP, "g", 0, None)]
+    assert c.incremental((CLIENT_METRICS, "cm", [("interval.ms", SET, "5")])) == [
+        (CLIENT_METRICS, "cm", INVALID_REQUEST, "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)")
+    ]
+    assert c.incremental((CLIENT_METRICS, "cm", [("foo", SET, "5")])) == [
+        (CLIENT_METRICS, "cm", INVALID_REQUEST, "Unknown client metrics configuration: foo")
+    ]
+    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "bad")])) == [(CLIENT_METRICS, "cm", INVALID_CONFIG, "Illegal client matching pattern: bad")]
+    assert c.incremental((CLIENT_METRICS, "", [("metrics", SET, "x")])) == [(CLIENT_METRICS, "", INVALID_REQUEST, "Subscription name can't be empty")]
+    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "client_id=a.*"), ("metrics", SET, "org.apache")])) == [(CLIENT_METRICS, "cm", 0, None)]
+    assert c.image.client_metrics_configs == {"cm": {"match": "client_id=a.*", "metrics": "org.apache"}}
+    assert c.image.group_configs == {"g": {"share.auto.offset.reset": "by_duration:PT1H"}}
+
+
+def test_the_request_is_sorted_first_duplicates_answered_once_and_unknown_types_refused() -> None:
+    c = controller()
+    c.add_topic("t1")
+    c.add_topic("t2")
+    outcome = c.incremental(
+        (TOPIC, "t2", [("retention.ms", SET, "1")]),
+        (TOPIC, "t1", [("retention.ms", SET, "1")]),
+        (99, "x", [("a", SET, "b")]),
+        (TOPIC, "t1", [("retention.ms", SET, "2")]),
+        (TOPIC, "t1", [("retention.ms", SET, "3")]),
+    )
+    assert outcome == [
+        (99, "x", 35, "Unknown resource type 99."),
+        (TOPIC, "t1", INVALID_REQUEST, "Duplicate resource."),
+        (TOPIC, "t2", 0, None),
+    ]
+    assert c.image.topics["t1"].configs == {} and c.image.topics["t2"].configs == {"retention.ms": "1"}
+
+
+def test_denials_follow_the_sorting_errors_and_precede_the_results() -> None:
+    c = controller(authorizer=Denying({(Operation.ALTER_CONFIGS, ResourceType.TOPIC, "t1"), (Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)}))
+    c.add_topic("t1")
+    c.add_topic("t2")
+    change = [("retention.ms", SET, "1")]
+    outcome = c.incremental((TOPIC, "t2", change), (TOPIC, "t1", change), (BROKER, "", change), (GROUP, "g", [("foo", SET, "1")]), (99, "x", change))
+    assert outcome == [
+        (99, "x", 35, "Unknown resource type 99."),
+        (TOPIC, "t1", 29, "Topic authorization failed."),
+        (BROKER, "", 31, "Cluster authorization failed."),
+        (TOPIC, "t2", 0, None),
+        (GROUP, "g", INVALID_CONFIG, "Unknown group config name: foo"),
+    ]
+
+
+def test_an_unknown_operation_fails_the_whole_request() -> None:
+    c = controller()
+    c.add_topic("t1")
+    assert c.incremental((TOPIC, "t1", [("retention.ms", 7, "1")]), (BROKER, "", [("a", SET, "b")])) == [
+        (TOPIC, "t1", -1, None),
+        (BROKER, "", -1, None),
+    ]
+    assert c.image.broker_configs[""] == {"min.insync.replicas": "1"}
+
+
+def test_broker_loggers_need_cluster_action_and_change_this_processes_loggers() -> None:
+    logger = logging.getLogger("kafka.test.alter")
+    logger.setLevel(logging.INFO)
+    denied = controller(authorizer=Denying({(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)}))
+    assert denied.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")])) == [(BROKER_LOGGER, "1", 31, "Cluster authorization failed.")]
+    c = controller()
+    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")]), validate_only=True) == [(BROKER_LOGGER, "1", 0, None)]
+    assert logger.level == logging.INFO
+    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")])) == [(BROKER_LOGGER, "1", 0, None)]
+    assert logger.level == logging.DEBUG
+    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", DELETE, None)])) == [(BROKER_LOGGER, "1", 0, None)]
+    assert logger.level == logging.NOTSET
+    assert c.incremental(
+        (BROKER_LOGGER, "1", [("nope.logger", SET, "DEBUG")]),
+        (BROKER_LOGGER, "1", [("root", SET, "BAD")]),
+        (BROKER_LOGGER, "1", [("root", DELETE, None)]),
+        (BROKER_LOGGER, "1", [("root", APPEND, "x")]),
+        (BROKER_LOGGER, "2", [("root", SET, "DEBUG")]),
+        (BROKER_LOGGER, "x", [("root", SET, "DEBUG")]),
+        validate_only=True,
+    ) == [
+        (BROKER_LOGGER, "1", INVALID_CONFIG, "Logger nope.logger does not exist!"),
+        (
+            BROKER_LOGGER,
+            "1",
+            INVALID_CONFIG,
+            "Cannot set the log level of root to BAD as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN",
+        ),
+        (BROKER_LOGGER, "1", INVALID_REQUEST, "Removing the log level of the root logger is not allowed"),
+        (BROKER_LOGGER, "1", INVALID_REQUEST, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+        (BROKER_LOGGER, "2", INVALID_REQUEST, "Unexpected node id. Expected 1, but received 2"),
+        (BROKER_LOGGER, "x", INVALID_REQUEST, "Node id must be an integer, but it is: x"),
+    ]
+    # the legacy API has no BROKER_LOGGER: it reaches the authorization step and is refused there
+    assert c.legacy((BROKER_LOGGER, "1", {"root": "DEBUG"})) == [(BROKER_LOGGER, "1", INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER.")]
