@@ -20,7 +20,7 @@ from controller.identity import cluster_id_for
 from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.persistence import MetadataStore
-from controller.quorum import INITIAL_FEATURES
+from controller.quorum import INITIAL_FEATURES, features_of, format_image
 from envelope.apis import ApiKey, api_name, is_forwardable
 from envelope.build import build_entity
 from envelope.codec import decode_body, encode_response, response_schema
@@ -82,9 +82,12 @@ class EmbeddedController:
             default_partitions=config.default_partitions,
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
+            static_config=config.properties,
         )
-        if not self.image.finalized_features:
-            self.image.finalized_features.update(INITIAL_FEATURES)
+        if self.store is None or not self.store.path.exists():
+            format_image(self.image, config.properties, static_voters=len(config.voters) > 0)
+        elif not self.image.finalized_features:
+            self.image.finalized_features.update(INITIAL_FEATURES)  # an image stored before features were kept
         # Durable before the answer leaves: `execute` counts the forwardable requests it applied (each
         # may have changed the image); `_until_stored` writes the image, off the event loop, until the
         # stored image holds all of them. One write at a time, under `_store_lock`.
@@ -132,7 +135,7 @@ class EmbeddedController:
         async with aclosing(login.events()) as events:
             async for event in events:
                 if isinstance(event, ApiVersionsRequest):
-                    await conn.send(apiversions.build_response(event.header.api_version, event.header.correlation_id, self.ranges))
+                    await conn.send(apiversions.build_response(event.header.api_version, event.header.correlation_id, self.ranges, features=features_of(self.image)))
                     login.api_versions_answered(event.header.api_version in self.ranges[ApiKey.API_VERSIONS])
                 elif isinstance(event, Refused):
                     await self.refusals(refused_connection(conn, listener, event))
@@ -143,7 +146,7 @@ class EmbeddedController:
         while (frame := await conn.receive_frame()) is not None:
             header = peek_request_header(frame)
             if header.api_key == ApiKey.API_VERSIONS:
-                await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges))
+                await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges, features=features_of(self.image)))
             elif header.api_key == ApiKey.ENVELOPE:
                 response = self.handle_envelope(session, header, frame)
                 await self._until_stored()
