@@ -50,6 +50,7 @@ METADATA_WITH_CLUSTER_ID = 12
 """Metadata has carried the cluster id since v2; v12 is the newest that Kafka 3.x and 4.x brokers share."""
 # Reads gated by one operation on CLUSTER, then passed through as the client asked.
 CONFIG_GROUP = 32
+CONFIG_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})  # ConfigResource.Type: TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
 METADATA_CLUSTER_OPERATIONS = range(8, 11)
 """The Metadata versions that carry cluster_authorized_operations (v11 moved them to DescribeCluster)."""
 METADATA_TOPIC_OPERATIONS = 8
@@ -237,25 +238,27 @@ class ReadPath:
     # -- DescribeConfigs -----------------------------------------------------------------
 
     async def _describe_configs(self, ctx: RequestContext, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        """As a broker's ConfigHelper answers: the resources the client may describe (as the upstream describes them),
+        then the denied ones; a resource type Kafka does not know fails the whole request before anything is asked."""
         requested = [_as_dict(r) for r in body.resources]
+        if any(int(r["resource_type"]) not in CONFIG_RESOURCE_TYPES for r in requested):
+            message = default_message(ErrorCode.invalid_request)
+            failed = [_config_failed(r, ErrorCode.invalid_request, message) for r in requested]
+            return ReadResult(self._encode(header, {"throttle_time": 0, "results": failed}), [], [], ErrorCode.invalid_request, message)
         accesses = [_config_access(int(r["resource_type"]), str(r["resource_name"])) for r in requested]
         allowed = await self._allowed(ctx, accesses)
-        results: list[dict[str, Any] | None] = [
-            None if ok else _config_denied(r, access) for r, access, ok in zip(requested, accesses, allowed, strict=True)
-        ]
         error: tuple[int, str | None] = (0, None)
         wanted = [r for r, ok in zip(requested, allowed, strict=True) if ok]
+        results: list[dict[str, Any]] = []
         if wanted:
             values = {**_as_dict(body), "resources": wanted}
             try:
-                answers = iter(
-                    _as_dict(r) for r in (await self._upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results
-                )
+                results = [_as_dict(r) for r in (await self._upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results]
             except ReadUnavailable as exc:
                 log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
                 error = (ErrorCode.unknown_server_error, str(exc))
-                answers = iter(_config_failed(r, ErrorCode.unknown_server_error, str(exc)) for r in wanted)
-            results = [item if item is not None else next(answers) for item in results]
+                results = [_config_failed(r, ErrorCode.unknown_server_error, str(exc)) for r in wanted]
+        results += [_config_denied(r, access) for r, access, ok in zip(requested, accesses, allowed, strict=True) if not ok]
         denied = [a for a, ok in zip(accesses, allowed, strict=True) if not ok]
         frame = self._encode(header, {"throttle_time": 0, "results": results})
         return ReadResult(frame, accesses, denied, *error)
