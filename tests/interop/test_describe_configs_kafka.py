@@ -1,0 +1,306 @@
+"""DescribeConfigs and config changes: the embedded controller against a real Kafka 4.3.1 controller, entry by entry.
+
+One embedded controller is started with the Kafka node's own server.properties (its CONTROLLER
+listener on another port), so both sides have the same static configs; the node's dynamic
+broker configs at the time are copied into the embedded image. Both are then asked the same
+DescribeConfigs directly on their CONTROLLER listener (admin, a super user on both) and every
+entry is compared: name, order, value, source, synonyms, type, read-only, sensitive and
+documentation. The same config changes (validate_only) must get the same codes and messages,
+and ApiVersions the same feature levels.
+"""
+
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+
+from controller.config import parse_controller_config
+from controller.config_defs import kafka_configs
+from controller.image import Topic
+from controller.server import EmbeddedController
+from envelope.apis import ApiKey
+from tests.integration import wire
+from tests.interop.kafka_node import NODE_USER, KafkaNode
+
+pytestmark = pytest.mark.interop
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3
+DIFFERENT_STATIC = frozenset({"listeners", "metadata.log.dir"})  # the embedded controller's own port and metadata
+TOPIC_CONFIGS = {"retention.ms": "3600000", "cleanup.policy": "compact, delete", "min.cleanable.dirty.ratio": "0.25", "max.message.bytes": "2000000"}
+
+
+@dataclass
+class Side:
+    name: str
+    address: str
+    password: str
+
+    def call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
+        with wire.connect(self.address, timeout=30) as sock:
+            assert wire.sasl_plain_login(sock, NODE_USER, self.password) == 0
+            return _plain(wire.call(sock, api_key, version, values, 5))
+
+    def describe(self, resources: list[tuple[int, str]], *, version: int = 4, synonyms: bool = True, documentation: bool = True) -> list[dict[str, Any]]:
+        values = {
+            "resources": [{"resource_type": t, "resource_name": n, "configuration_keys": None} for t, n in resources],
+            "include_synonyms": synonyms,
+            "include_documentation": documentation,
+        }
+        results: list[dict[str, Any]] = self.call(ApiKey.DESCRIBE_CONFIGS, version, values)["results"]
+        return results
+
+
+@dataclass
+class Pair:
+    kafka: Side
+    embedded: Side
+    controller: EmbeddedController
+    token: trio.lowlevel.TrioToken
+    topic: str
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if hasattr(value, "value") and not isinstance(value, (int, str)):
+        return value.value
+    return value
+
+
+def _create_topic(node: KafkaNode, name: str, configs: dict[str, str]) -> None:
+    topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}
+    answer = Side("kafka-broker", node.broker_address, node.users[NODE_USER]).call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": 30000, "validate_only": False})
+    assert [t["error_code"] for t in answer["topics"]] == [0], answer
+
+
+@pytest.fixture(scope="module")
+def pair(kafka_node: KafkaNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """The node, and an embedded controller with the node's static configs, one topic alike on both."""
+    props = {
+        **kafka_node.server_properties(),
+        "listeners": f"BROKER://{kafka_node.broker_address},CONTROLLER://127.0.0.1:0",
+        "metadata.log.dir": str(tmp_path_factory.mktemp("embedded-metadata")),
+    }
+    controller = EmbeddedController(parse_controller_config(props))
+    started = threading.Event()
+    stop = trio.Event()
+    found: list[Any] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(controller.run)
+            found.extend([bound[0].port, trio.lowlevel.current_trio_token()])
+            started.set()
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+
+    thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
+    thread.start()
+    assert started.wait(30), "embedded controller did not start"
+    port, token = found
+    topic = f"dc-{uuid.uuid4().hex[:8]}"
+    _create_topic(kafka_node, topic, TOPIC_CONFIGS)
+    trio.from_thread.run_sync(lambda: controller.image.topics.__setitem__(topic, Topic(topic, uuid.uuid4(), 1, 1, dict(TOPIC_CONFIGS))), trio_token=token)
+    password = kafka_node.users[NODE_USER]
+    yield Pair(Side("kafka", kafka_node.controller_address, password), Side("embedded", f"127.0.0.1:{port}", password), controller, token, topic)
+    trio.from_thread.run_sync(stop.set, trio_token=token)
+    thread.join(30)
+
+
+def _mirror_dynamic_configs(pair: Pair) -> set[str]:
+    """Copy the node's dynamic broker configs (as its DescribeConfigs shows them) into the embedded image; returns the
+    sensitive ones, whose values Kafka does not show and which are therefore left out of the comparison."""
+    hidden: set[str] = set()
+    (node,) = pair.kafka.describe([(BROKER, "1")])
+    per_broker: dict[str, str] = {}
+    cluster: dict[str, str] = {}
+    for entry in node["configs"]:
+        for synonym in entry["synonyms"]:
+            target = per_broker if synonym["source"] == DYNAMIC_BROKER else cluster if synonym["source"] == DYNAMIC_DEFAULT else None
+            if target is None:
+                continue
+            if synonym["value"] is None:
+                hidden.add(synonym["name"])
+            else:
+                target[synonym["name"]] = synonym["value"]
+
+    def mirror() -> None:
+        pair.controller.image.broker_configs[""] = cluster
+        if per_broker:
+            pair.controller.image.broker_configs["1"] = per_broker
+
+    trio.from_thread.run_sync(mirror, trio_token=pair.token)
+    return hidden
+
+
+def _synonyms(entry: dict[str, Any]) -> list[tuple[str, str | None, int]]:
+    return [(s["name"], s["value"], s["source"]) for s in entry["synonyms"]]
+
+
+def _differences(kafka: dict[str, Any], embedded: dict[str, Any], skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Every way the embedded answer for one resource differs from Kafka's, for configs the embedded one lists."""
+    problems = []
+    for field in ("resource_type", "resource_name", "error_code", "error_message"):
+        if kafka[field] != embedded[field]:
+            problems.append(f"{field}: kafka {kafka[field]!r}, embedded {embedded[field]!r}")
+    theirs = {e["name"]: e for e in kafka["configs"]}
+    ours = [e["name"] for e in embedded["configs"]]
+    if [n for n in ours if n in theirs] != [n for n in theirs if n in set(ours)]:
+        problems.append("the configs come in another order")
+    for entry in embedded["configs"]:
+        name = entry["name"]
+        if name in skip:
+            continue
+        other = theirs.get(name)
+        if other is None:
+            problems.append(f"{name}: Kafka does not list it")
+            continue
+        for field in ("value", "config_source", "read_only", "is_sensitive", "config_type", "documentation"):
+            if entry.get(field) != other.get(field):  # config_type and documentation exist from v3 on
+                problems.append(f"{name}.{field}: kafka {other.get(field)!r}, embedded {entry.get(field)!r}")
+        if _synonyms(entry) != _synonyms(other):
+            problems.append(f"{name}.synonyms: kafka {_synonyms(other)}, embedded {_synonyms(entry)}")
+    return problems
+
+
+def test_every_topic_config_is_listed_as_kafka_lists_it(pair: Pair) -> None:
+    hidden = _mirror_dynamic_configs(pair)
+    for version, synonyms, documentation in ((4, True, True), (4, False, False), (1, True, False)):
+        (kafka,) = pair.kafka.describe([(TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
+        (embedded,) = pair.embedded.describe([(TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
+        assert _differences(kafka, embedded, hidden) == [], f"v{version} synonyms={synonyms} documentation={documentation}"
+        assert [e["name"] for e in embedded["configs"]] == [e["name"] for e in kafka["configs"]]
+    assert {e["name"] for e in embedded["configs"]} == set(kafka_configs().topic.describe_order)
+
+
+def test_the_cluster_default_and_the_node_are_listed_as_kafka_lists_them(pair: Pair) -> None:
+    hidden = _mirror_dynamic_configs(pair)
+    kafka = pair.kafka.describe([(BROKER, ""), (BROKER, "1")])
+    embedded = pair.embedded.describe([(BROKER, ""), (BROKER, "1")])
+    assert _differences(kafka[0], embedded[0], hidden) == []
+    assert [e["name"] for e in embedded[0]["configs"]] == [e["name"] for e in kafka[0]["configs"]]
+    assert "min.insync.replicas" in {e["name"] for e in embedded[0]["configs"]}  # KIP-966, written when the cluster was made
+    assert _differences(kafka[1], embedded[1], hidden | DIFFERENT_STATIC) == []
+    assert [e["name"] for e in embedded[1]["configs"]] == [e["name"] for e in kafka[1]["configs"]]
+
+
+def test_other_resources_and_errors_are_answered_as_kafka_answers_them(pair: Pair) -> None:
+    unique = uuid.uuid4().hex[:8]
+    resources = [
+        (GROUP, f"g-{unique}"),
+        (CLIENT_METRICS, f"cm-{unique}"),
+        (BROKER, "2"),
+        (BROKER, "x"),
+        (BROKER_LOGGER, ""),
+        (BROKER_LOGGER, "2"),
+        (CLIENT_METRICS, ""),
+        (GROUP, ""),
+        (TOPIC, f"nope-{unique}"),
+        (TOPIC, "bad name!"),
+        (TOPIC, ""),
+    ]
+    kafka = pair.kafka.describe(resources)
+    embedded = pair.embedded.describe(resources)
+    for theirs, ours in zip(kafka, embedded, strict=True):
+        assert _differences(theirs, ours) == [], (theirs["resource_type"], theirs["resource_name"])
+        assert [e["name"] for e in ours["configs"]] == [e["name"] for e in theirs["configs"]]
+    # loggers are each process's own: the shape is Kafka's
+    for side in (pair.kafka, pair.embedded):
+        (loggers,) = side.describe([(BROKER_LOGGER, "1")])
+        assert loggers["error_code"] == 0 and "root" in {e["name"] for e in loggers["configs"]}
+        assert {(e["config_source"], e["config_type"], e["documentation"], e["read_only"], e["is_sensitive"]) for e in loggers["configs"]} == {(6, 0, "", False, False)}
+    # an unknown resource type fails the whole request
+    assert pair.embedded.describe([(TOPIC, pair.topic), (99, "x")]) == pair.kafka.describe([(TOPIC, pair.topic), (99, "x")])
+
+
+def _incremental(kind: int, name: str, *configs: tuple[str, int, str | None]) -> tuple[str, list[dict[str, Any]]]:
+    return ("incremental", [{"resource_type": kind, "resource_name": name, "configs": [{"name": k, "config_operation": o, "value": v} for k, o, v in configs]}])
+
+
+def _legacy(kind: int, name: str, *configs: tuple[str, str | None]) -> tuple[str, list[dict[str, Any]]]:
+    return ("legacy", [{"resource_type": kind, "resource_name": name, "configs": [{"name": k, "value": v} for k, v in configs]}])
+
+
+def _changes(topic: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Config changes whose answers must agree (validate_only, so neither side changes). Kafka's controller resigns on an
+    unknown operation or an APPEND without a value (a NullPointerException), so those are left out here."""
+    return [
+        _incremental(TOPIC, topic, ("retention.ms", SET, "abc")),
+        _incremental(TOPIC, topic, ("retention.ms", SET, "-5")),
+        _incremental(TOPIC, topic, ("foo", SET, "1")),
+        _incremental(TOPIC, topic, ("retention.ms", APPEND, "1")),
+        _incremental(TOPIC, topic, ("cleanup.policy", APPEND, "delete")),
+        _incremental(TOPIC, topic, ("cleanup.policy", SUBTRACT, "compact")),
+        _incremental(TOPIC, topic, ("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")),
+        _incremental(TOPIC, topic, ("remote.storage.enable", SET, "true")),
+        _incremental(TOPIC, topic, ("compression.gzip.level", SET, "10")),
+        _incremental(TOPIC, topic, ("min.cleanable.dirty.ratio", SET, "2")),
+        _incremental(TOPIC, topic, ("leader.replication.throttled.replicas", SET, "abc")),
+        _incremental(TOPIC, topic, ("segment.bytes", SET, "1")),
+        _incremental(TOPIC, topic, ("retention.ms", DELETE, None)),
+        _incremental(TOPIC, "nope-missing", ("retention.ms", SET, "1")),
+        _incremental(TOPIC, "nope-missing", ("retention.ms", SET, "abc")),
+        _incremental(TOPIC, "", ("retention.ms", SET, "1")),
+        _incremental(BROKER, "", ("min.insync.replicas", DELETE, None)),
+        _incremental(BROKER, "1", ("min.insync.replicas", SET, "2")),
+        _incremental(BROKER, "2", ("log.retention.ms", SET, "1")),
+        _incremental(BROKER, "x", ("log.retention.ms", SET, "1")),
+        _incremental(BROKER, "-1", ("log.retention.ms", SET, "1")),
+        _incremental(BROKER, "", ("foo.bar", SET, "1")),
+        _incremental(BROKER, "1", ("listeners", APPEND, "X://:1")),
+        _incremental(BROKER, "", ("num.partitions", APPEND, "1")),
+        _incremental(GROUP, "g", ("consumer.session.timeout.ms", SET, "1")),
+        _incremental(GROUP, "g", ("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "60000")),
+        _incremental(GROUP, "g", ("foo", SET, "1")),
+        _incremental(GROUP, "g", ("share.auto.offset.reset", SET, "bad")),
+        _incremental(GROUP, "", ("consumer.session.timeout.ms", SET, "50000")),
+        _incremental(CLIENT_METRICS, "cm", ("interval.ms", SET, "5")),
+        _incremental(CLIENT_METRICS, "cm", ("foo", SET, "5")),
+        _incremental(CLIENT_METRICS, "cm", ("match", SET, "bad")),
+        _incremental(CLIENT_METRICS, "cm", ("metrics", APPEND, "x")),
+        _incremental(CLIENT_METRICS, "", ("metrics", SET, "x")),
+        _incremental(99, "x", ("a", SET, "b")),
+        _incremental(BROKER_LOGGER, "1", ("root", SET, "DEBUG")),
+        _incremental(BROKER_LOGGER, "1", ("nope.logger", SET, "DEBUG")),
+        _incremental(BROKER_LOGGER, "1", ("root", SET, "BAD")),
+        _incremental(BROKER_LOGGER, "1", ("root", DELETE, None)),
+        _incremental(BROKER_LOGGER, "1", ("root", APPEND, "x")),
+        _incremental(BROKER_LOGGER, "2", ("root", SET, "DEBUG")),
+        _incremental(BROKER_LOGGER, "x", ("root", SET, "DEBUG")),
+        ("incremental", _incremental(TOPIC, topic, ("retention.ms", SET, "1"))[1] * 3),
+        _legacy(BROKER, "", ("log.retention.ms", "1")),
+        _legacy(BROKER_LOGGER, "1", ("root", "DEBUG")),
+        _legacy(99, "1", ("root", "DEBUG")),
+        _legacy(TOPIC, topic, ("retention.ms", "abc")),
+        _legacy(TOPIC, topic, ("foo", "1")),
+        _legacy(TOPIC, topic, ("retention.ms", None)),
+    ]
+
+
+def test_config_changes_get_kafkas_codes_and_messages(pair: Pair) -> None:
+    differences = []
+    for kind, resources in _changes(pair.topic):
+        api_key, version = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1) if kind == "incremental" else (ApiKey.ALTER_CONFIGS, 2)
+        values = {"resources": resources, "validate_only": True}
+        answers = [
+            [(r["resource_type"], r["resource_name"], r["error_code"], r["error_message"]) for r in side.call(api_key, version, values)["responses"]]
+            for side in (pair.kafka, pair.embedded)
+        ]
+        if answers[0] != answers[1]:
+            differences.append(f"{kind} {resources}: kafka {answers[0]}, embedded {answers[1]}")
+    assert differences == []
+
+
+def test_api_versions_carries_kafkas_feature_levels(pair: Pair) -> None:
+    values = {"client_software_name": "interop", "client_software_version": "1"}
+    kafka, embedded = (side.call(ApiKey.API_VERSIONS, 4, values) for side in (pair.kafka, pair.embedded))
+    assert embedded["supported_features"] == kafka["supported_features"]
+    assert embedded["finalized_features"] == kafka["finalized_features"]
