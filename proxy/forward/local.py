@@ -23,7 +23,7 @@ __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "describe_cluster_response", "endpoi
 
 
 def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
-    requested = [t.name for t in (body.topics or ()) if t.name is not None]
+    requested = list(dict.fromkeys(t.name for t in body.topics or () if t.name is not None))  # each once, as Kafka answers
     values = {
         "throttle_time": 0,
         "brokers": [{"node_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
