@@ -90,7 +90,7 @@ class QuorumHandlers:
         if failed is not None:
             # One failure fails the whole request, named at the top level only (Kafka 4.x, every version).
             return _features_answer(failed[0], f"The update failed for all features since the following feature had an error: {failed[1]}", {})
-        if failed is None and not body.validate_only:
+        if failed is None and not getattr(body, "validate_only", False):  # v0 has no validate_only
             for update in body.feature_updates:
                 level = int(update.max_version_level)
                 if level == 0:

@@ -9,7 +9,6 @@ HashMap order is reported (controller/java_order.py). Both APIs are
 cluster-level: ALTER_CONFIGS to change, DESCRIBE_CONFIGS to read.
 """
 
-import ipaddress
 import math
 import socket
 from dataclasses import dataclass, field
@@ -33,21 +32,24 @@ IP_KEYS = {"connection_creation_rate": "INT"}
 _TOO_LARGE = {"LONG": "a LONG", "INT": "an INT"}
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+LOCAL_NAMES = frozenset({"", "localhost"})  # what InetAddress.getByName answers without asking DNS
 
 EntityMap = dict[str, str | None]
 
 
 def _valid_ip_entity(name: str | None) -> bool:
-    """Kafka's isValidIpEntity: null (the default) or whatever InetAddress.getByName resolves."""
-    if name is None:
+    """Kafka's isValidIpEntity: null (the default ip) or whatever InetAddress.getByName resolves.
+
+    Here: every numeric form getByName takes (127.1, ::1, ...), the empty name and localhost, which
+    it resolves locally; other host names are not looked up (a DNS query on the controller's event
+    loop could stall every client), so a name only DNS knows is refused where Kafka would take it."""
+    if name is None or name in LOCAL_NAMES:
         return True
+    family = socket.AF_UNSPEC
+    if len(name) > 2 and name[0] == "[" and name[-1] == "]":
+        name, family = name[1:-1], socket.AF_INET6  # getByName takes an IPv6 literal in brackets
     try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        pass
-    try:
-        socket.getaddrinfo(name, None)
+        socket.getaddrinfo(name, None, family, flags=socket.AI_NUMERICHOST)
     except (OSError, UnicodeError, ValueError):
         return False
     return True

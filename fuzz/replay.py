@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 from envelope.errors import ProtocolError
-from fuzz.targets import targets
+from fuzz.targets import FAMILIES
 
 _ADDRESS_SPACE = 2048 * 2**20
 
 
 def target_name(path: Path) -> str:
-    """`request-19-v7-seed1-index5.bin` -> `request 19 v7`."""
-    match = re.match(r"(request|response)-(\d+)-v(\d+)-", path.name)
+    """`request-19-v7-seed1-index5.bin` -> `request 19 v7` (`controller-...` for the controller family)."""
+    match = re.match(r"(request|response|controller)-(\d+)-v(\d+)-", path.name)
     if match is None:
         raise ValueError(f"{path.name}: not a saved fuzz input")
     kind, key, version = match.groups()
@@ -29,7 +29,7 @@ def target_name(path: Path) -> str:
 
 def main(paths: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (_ADDRESS_SPACE, _ADDRESS_SPACE))
-    by_name = {target.name: target for target in targets()}
+    by_name = {target.name: target for family in FAMILIES.values() for target in family()}
     failed = 0
     for raw in paths:
         path = Path(raw)

@@ -1,6 +1,6 @@
 """Run N structure-aware inputs through the real decoders in worker processes and print JSON.
 
-    python -m fuzz.run --inputs 1000000 [--seed 1] [--workers 2] [--address-space-mb 2048]
+    python -m fuzz.run --inputs 1000000 [--seed 1] [--workers 2] [--address-space-mb 2048] [--family decoders|controller]
 
 Each worker is a separate process under an address-space limit (RLIMIT_AS), so
 an abort or an out-of-memory in a native decoder kills only the worker: the
@@ -28,7 +28,7 @@ from typing import Any
 from envelope.apis import FORWARDABLE
 from envelope.errors import ProtocolError
 from fuzz.mutate import mutate
-from fuzz.targets import Target, decode_client_request, envelope_of, targets
+from fuzz.targets import FAMILIES, Target, decode_client_request, envelope_of
 
 _PROGRESS_EVERY = 256
 
@@ -66,9 +66,9 @@ class WorkerReport:
     max_rss_kb: int = 0
 
 
-def _worker(seed: int, start: int, stop: int, hang_seconds: float, address_space: int, progress: Any, out: Any) -> None:
+def _worker(family: str, seed: int, start: int, stop: int, hang_seconds: float, address_space: int, progress: Any, out: Any) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    all_targets = targets()
+    all_targets = FAMILIES[family]()
     warm_up(all_targets)
     report = WorkerReport()
     for index in range(start, stop):
@@ -120,10 +120,10 @@ class Totals:
         self.peak_rss_kb = max(self.peak_rss_kb, report.max_rss_kb)
 
 
-def _save(crash_dir: Path | None, seed: int, index: int, kind: str) -> str | None:
+def _save(crash_dir: Path | None, family: str, seed: int, index: int, kind: str) -> str | None:
     if crash_dir is None:
         return None
-    target, data = make_input(targets(), seed, index)
+    target, data = make_input(FAMILIES[family](), seed, index)
     crash_dir.mkdir(parents=True, exist_ok=True)
     label = target.name.replace(" ", "-")
     path = crash_dir / f"{label}-{kind}-seed{seed}-index{index}.bin"
@@ -138,7 +138,7 @@ def _run_shard(seed: int, start: int, stop: int, args: argparse.Namespace, total
         progress = context.RawValue("q", start)
         receiver, sender = context.Pipe(duplex=False)
         process = context.Process(
-            target=_worker, args=(seed, start, stop, args.hang_seconds, args.address_space_mb * 2**20, progress, sender), daemon=True
+            target=_worker, args=(args.family, seed, start, stop, args.hang_seconds, args.address_space_mb * 2**20, progress, sender), daemon=True
         )
         process.start()
         sender.close()
@@ -167,7 +167,7 @@ def _run_shard(seed: int, start: int, stop: int, args: argparse.Namespace, total
         # The worker died or stuck somewhere in [progress, progress + _PROGRESS_EVERY): find the input alone.
         culprit = _isolate(seed, int(progress.value), min(stop, int(progress.value) + _PROGRESS_EVERY), args)
         kind = "hang" if stuck else "crash"
-        entry = {"index": culprit, "exitcode": process.exitcode, "saved": _save(args.crash_dir, seed, culprit, kind), "batch_start": int(progress.value)}
+        entry = {"index": culprit, "exitcode": process.exitcode, "saved": _save(args.crash_dir, args.family, seed, culprit, kind), "batch_start": int(progress.value)}
         with totals.lock:
             totals.inputs += culprit + 1 - start
             (totals.hangs if stuck else totals.crashes).append(entry)
@@ -182,7 +182,7 @@ def _isolate(seed: int, start: int, stop: int, args: argparse.Namespace) -> int:
         receiver, sender = context.Pipe(duplex=False)
         progress = context.RawValue("q", index)
         process = context.Process(
-            target=_worker, args=(seed, index, index + 1, args.hang_seconds, args.address_space_mb * 2**20, progress, sender), daemon=True
+            target=_worker, args=(args.family, seed, index, index + 1, args.hang_seconds, args.address_space_mb * 2**20, progress, sender), daemon=True
         )
         process.start()
         sender.close()
@@ -224,7 +224,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "hang_bound_seconds": args.hang_seconds,
         "seed": args.seed,
         "workers": workers,
-        "targets": len(targets()),
+        "family": args.family,
+        "targets": len(FAMILIES[args.family]()),
         "seconds": round(time.monotonic() - began, 1),
         "crash_details": totals.crashes[:20],
         "hang_details": totals.hangs[:20],
@@ -240,6 +241,9 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--address-space-mb", type=int, default=2048, help="RLIMIT_AS of each worker")
     parse.add_argument("--hang-seconds", type=float, default=1.0, help="a decode slower than this is a hang")
     parse.add_argument("--crash-dir", type=Path, default=None, help="where crashing inputs are written")
+    parse.add_argument(
+        "--family", choices=sorted(FAMILIES), default="decoders", help="decoders: what the proxy reads; controller: the embedded controller's handlers"
+    )
     return parse
 
 

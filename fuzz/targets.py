@@ -1,27 +1,43 @@
-"""The decode paths under test, called exactly as the proxy and the embedded controller call them.
+"""The decode paths under test, called exactly as the proxy and the embedded controller call them,
+and the embedded controller's request handlers behind them.
 
 A target returns normally or raises ProtocolError (a refusal); any other
 exception is a bug, and an abort or out-of-memory kills the worker process.
+
+Two families: `decoders` (every request and response the proxy reads) and
+`controller` (each request the embedded controller serves, decoded and then
+handled, as a super user, as a user with some ACLs and as one with none,
+against a small image, its answer built and encoded as the controller would).
+No assert, KeyError or enum error may stand between a client and its answer.
 """
 
+import ipaddress
 import random
 import struct
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apiversions import parse_response
+from apiversions import kio_range, parse_response
+from authz import AclAuthorizer, AclBinding, Operation, PatternType, PermissionType, RequestContext, ResourceType
 from authz.admin_apis import resources_of
+from authz.model import CLUSTER_NAME
+from controller.handlers import Handlers
+from controller.image import MetadataImage, Topic
+from controller.leadership import Leadership
 from envelope.apis import FORWARDABLE, ApiKey
 from envelope.bounded import plan_of
+from envelope.build import build_entity
 from envelope.codec import (
     decode_body,
     decode_response_body,
+    encode_response,
     request_header_version,
     request_schema,
     response_header_version,
     response_schema,
 )
-from envelope.errors import ProtocolError
+from envelope.errors import ProtocolError, UnsupportedApiError
 from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import unwrap, unwrap_request, wrap
@@ -104,4 +120,68 @@ def decode_principal(data: bytes) -> None:
     deserialize_principal(data)
 
 
-__all__ = ["ProtocolError", "Target", "decode_client_request", "decode_controller_response", "decode_principal", "envelope_of", "principal_bytes", "targets"]
+SUPER_USER = Principal("User", "admin")
+_CONTEXTS = tuple(
+    RequestContext(principal=principal, client_address=ipaddress.ip_address(host), listener="CONTROLLER", security_protocol="SASL_PLAINTEXT")
+    for principal, host in ((SUPER_USER, "127.0.0.1"), (Principal("User", "alice"), "127.0.0.2"), (Principal("User", "bob"), "::1"))
+)
+_ACLS = (
+    AclBinding(ResourceType.TOPIC, "orders", PatternType.PREFIXED, "User:alice", "*", Operation.ALL, PermissionType.ALLOW),
+    AclBinding(ResourceType.TOPIC, "a", PatternType.LITERAL, "User:alice", "*", Operation.DESCRIBE, PermissionType.DENY),
+    AclBinding(ResourceType.TOPIC, "*", PatternType.LITERAL, "User:*", "127.0.0.2", Operation.CREATE, PermissionType.ALLOW),
+    AclBinding(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, "User:alice", "*", Operation.ALTER, PermissionType.ALLOW),
+    AclBinding(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, "User:alice", "*", Operation.DELETE, PermissionType.DENY),
+)
+_TOPICS = ("orders", "a", "payments")
+
+
+def _controller() -> Handlers:
+    """A fresh embedded controller's handlers over a small image: each input starts from the same state."""
+    image = MetadataImage()
+    for number, name in enumerate(_TOPICS, start=1):
+        image.topics[name] = Topic(name, uuid.UUID(int=number), number, 1)
+    authorizer = AclAuthorizer([str(SUPER_USER)], acls=_ACLS)
+    return Handlers(image, authorizer, leadership=Leadership(1, active_id=1), default_partitions=1, default_replication_factor=1, broker_count=3)
+
+
+def handle_controller_request(frame: bytes) -> None:
+    """What the embedded controller does with one request frame: decode it, handle it as three callers, encode the answers."""
+    header = peek_request_header(frame)
+    handlers = _controller()
+    handler = handlers.by_key.get(header.api_key)
+    if handler is None:
+        raise UnsupportedApiError(header.api_key, header.api_version)
+    body_value = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+    schema = response_schema(header.api_key, header.api_version)
+    for context in _CONTEXTS:
+        encode_response(build_entity(schema, handler(body_value, context)), correlation_id=header.correlation_id)
+
+
+def controller_targets() -> list[Target]:
+    """Every request version the embedded controller serves, through its handlers."""
+    handled = _controller().by_key
+    found: list[Target] = []
+    for api_key in sorted(handled):
+        served = kio_range(api_key)
+        for version in range(served.min, served.max + 1):
+            schema = request_schema(api_key, version)
+            found.append(Target(f"controller {api_key} v{version}", schema, _request_prefix(api_key, version), handle_controller_request))
+    return found
+
+
+FAMILIES: dict[str, Callable[[], list[Target]]] = {"decoders": targets, "controller": controller_targets}
+
+
+__all__ = [
+    "FAMILIES",
+    "ProtocolError",
+    "Target",
+    "controller_targets",
+    "decode_client_request",
+    "decode_controller_response",
+    "decode_principal",
+    "envelope_of",
+    "handle_controller_request",
+    "principal_bytes",
+    "targets",
+]

@@ -26,6 +26,23 @@ def test_fuzz_slice_has_no_crash_hang_or_traceback() -> None:
     assert result["refused"] > 5000 and result["accepted"] > 2000
 
 
+def test_controller_slice_has_no_crash_hang_or_traceback() -> None:
+    # 20,000 requests through the embedded controller's handlers (every API and version it serves), each
+    # handled as a super user, as a user with some ACLs and as one with none, the answers encoded:
+    # no assert, KeyError or enum error may stand between a client and its answer.
+    run = subprocess.run(
+        [sys.executable, "-m", "fuzz.run", "--family", "controller", "--inputs", "20000", "--seed", "20261125", "--hang-seconds", "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    result = json.loads(run.stdout)
+    assert result["inputs"] == 20000 and result["family"] == "controller"
+    assert (result["crashes"], result["hangs"], result["errors"]) == (0, 0, 0), result
+    assert result["refused"] > 5000 and result["accepted"] > 5000
+
+
 def test_saved_crashes_are_refusals_now() -> None:
     assert len(REGRESSIONS) >= 40
     run = subprocess.run([sys.executable, "-m", "fuzz.replay", *map(str, REGRESSIONS)], cwd=ROOT, capture_output=True, text=True, timeout=300)
