@@ -743,6 +743,55 @@ def _groups() -> list[Group]:
         )
     )
 
+    # Older request versions, odd principals and names, super users.
+    def old_create(version: int, values: Any, user: str = "admin") -> Call:
+        return Call(f"CreateTopics v{version}: " + values[0], ApiKey.CREATE_TOPICS, version, values[1], user)
+
+    groups.append(
+        Group(
+            "older versions, odd names, super users",
+            acls=(
+                Acl("User:admin", "ALL", name="{p}", permission="DENY"),
+                Acl("User:alice", "CREATE", name="*", pattern="PREFIXED"),
+                Acl("User:Alice", "ALL", name="{p}case", pattern="PREFIXED"),
+                Acl("User:bob", "CREATE", name="{p}", pattern="PREFIXED", host="127.0.0.2"),
+                Acl("User:bob", "CREATE", name="{p}", pattern="PREFIXED", host="127.0.0.3", permission="DENY"),
+                Acl("User:*", "CREATE", name="{p}wild", pattern="PREFIXED", permission="DENY"),
+                Acl("User:bob", "CREATE", name="{p}wild-bob", pattern="LITERAL"),
+            ),
+            topics=("v1", "v2", "v3", "v4"),
+            calls=(
+                old_create(2, ("a duplicate and a bad name", lambda n: create(topic(n("o1")), topic(n("o1")), topic("bad name"), validate_only=True))),
+                old_create(4, ("too many replicas", lambda n: create(topic(n("o2"), 1, 5), validate_only=True))),
+                old_create(5, ("details for a super user", lambda n: create(topic(n("o3")), validate_only=True))),
+                Call("DeleteTopics v1: duplicates and unknown", ApiKey.DELETE_TOPICS, 1, lambda n: delete_names(n("v1"), n("v1"), n("none")), "admin"),
+                Call("DeleteTopics v4: one exists, one does not", ApiKey.DELETE_TOPICS, 4, lambda n: delete_names(n("v2"), n("none")), "admin"),
+                Call("DeleteTopics v4: bob may not", ApiKey.DELETE_TOPICS, 4, lambda n: delete_names(n("v3")), "bob"),
+                Call("CreatePartitions v0: grow and duplicates", ApiKey.CREATE_PARTITIONS, 0, lambda n: grow((n("v4"), 2), (n("x"), 2), (n("x"), 3), validate_only=True), "admin"),
+                Call("CreateAcls v1: a prefixed binding", ApiKey.CREATE_ACLS, 1, lambda n: creations(binding(n("v"), n.resource("User:{p}ivy"), pattern=PatternType.PREFIXED)), "admin"),
+                Call("DeleteAcls v1: by principal", ApiKey.DELETE_ACLS, 1, lambda n: deletions(acl_filter(principal=n.resource("User:{p}ivy"))), "admin"),
+                Call("ElectLeaders v0", ApiKey.ELECT_LEADERS, 0, lambda n: {"topic_partitions": [{"topic": n("v4"), "partitions": [0, 9]}], "timeout": TIMEOUT_MS}, "admin"),
+                Call("ElectLeaders v1", ApiKey.ELECT_LEADERS, 1, lambda n: {"election_type": UNCLEAN, "topic_partitions": [{"topic": n("v4"), "partitions": [0]}], "timeout": TIMEOUT_MS}, "admin"),
+                Call("AlterPartitionReassignments v0", ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, lambda n: {"timeout": TIMEOUT_MS, "topics": [{"name": n("v4"), "partitions": [{"partition_index": 0, "replicas": [BROKER]}]}]}, "admin"),
+                Call("AlterClientQuotas v0", ApiKey.ALTER_CLIENT_QUOTAS, 0, lambda n: quotas(([("user", n("q0"))], [("producer_byte_rate", 10.0, False)])), "admin"),
+                ct("a super user ignores a DENY ALL", lambda n: create(topic(n("superdeny")), validate_only=True), user="admin"),
+                ct("PREFIXED * is no wildcard: '*x' is authorized, then invalid", lambda _n: create(topic("*x"), validate_only=True)),
+                ct("PREFIXED * does not match other names", lambda n: create(topic(n("star")), validate_only=True)),
+                ct("User:Alice is not User:alice", lambda n: create(topic(n("case1")), validate_only=True)),
+                ct("bob from the host his ALLOW names", lambda n: create(topic(n("h")), validate_only=True), user="bob", host="127.0.0.2"),
+                ct("bob from the host his DENY names", lambda n: create(topic(n("h")), validate_only=True), user="bob", host="127.0.0.3"),
+                ct("bob from elsewhere", lambda n: create(topic(n("h")), validate_only=True), user="bob"),
+                ct("User:* DENY prefixed beats bob's literal ALLOW", lambda n: create(topic(n("wild-bob")), validate_only=True), user="bob", host="127.0.0.2"),
+                ct("a config Kafka does not know", lambda n: create(topic(n("cfg1"), configs={"no.such.config": "1"}), validate_only=True), user="admin"),
+                ct("a config value Kafka refuses", lambda n: create(topic(n("cfg2"), configs={"retention.ms": "soon"}), validate_only=True), user="admin"),
+                ct("a broker config on a topic", lambda n: create(topic(n("cfg3"), configs={"log.retention.ms": "1000"}), validate_only=True), user="admin"),
+                ds("alice describes ACLs without DESCRIBE on the cluster", lambda n: acl_filter(principal=n.resource("User:{p}ivy")), user="alice"),
+                ds("an unknown code in the describe filter", lambda n: acl_filter(principal=n.resource("User:{p}ivy"), operation=UNKNOWN_CODE)),
+                ds("operation UNKNOWN (0) in the describe filter", lambda n: acl_filter(principal=n.resource("User:{p}ivy"), operation=Operation.UNKNOWN)),
+            ),
+        )
+    )
+
     # Configs (controller/configs.py: another engineer's part; these say whether it agrees).
     groups.append(
         Group(
