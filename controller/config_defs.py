@@ -223,6 +223,8 @@ class ConfigKey:
     synonyms: tuple[str, ...] = ()
     broker_synonym: str | None = None
     from_broker: bool = False
+    broker_synonyms: tuple[tuple[str, int], ...] = ()
+    """A topic config's broker synonyms, each with the factor that turns its value into this config's unit."""
 
     @property
     def type_id(self) -> int:
@@ -310,6 +312,7 @@ def _key(data: Mapping[str, Any]) -> ConfigKey:
         synonyms=synonyms if synonyms != (data["name"],) else (),
         broker_synonym=data.get("broker_synonym"),
         from_broker=bool(data.get("from_broker", False)),
+        broker_synonyms=tuple((str(name), int(factor)) for name, factor in data.get("broker_synonyms", ())),
     )
 
 

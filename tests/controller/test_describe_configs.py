@@ -14,6 +14,7 @@ import pytest
 from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.config_defs import generated_defaults, kafka_configs
+from controller.describe_configs import created_topic_configs
 from tests.controller.config_helpers import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, NODE_ID, TOPIC, Denying, controller
 
 TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT, BROKER_LOGGER_SOURCE, CLIENT_METRICS_SOURCE, GROUP_SOURCE = 1, 2, 3, 4, 5, 6, 7, 8
@@ -211,3 +212,17 @@ def test_denied_resources_come_after_the_others(kind: int, name: str, denied: tu
     results = c.describe((kind, name), (TOPIC, "t2"))
     assert [(r["resource_type"], r["resource_name"], r["error_code"]) for r in results] == [(TOPIC, "t2", 0), (kind, name, code)]
     assert (results[1]["error_message"], results[1]["configs"]) == (message, [])
+
+
+def test_create_topics_gets_every_config_by_name_resolved_as_the_controller_resolves_it() -> None:
+    c = controller({"log.retention.hours": "2", "log.roll.hours": "x"})
+    configs = created_topic_configs(c.image, {"log.retention.hours": "2", "log.roll.hours": "x"}, NODE_ID, {"cleanup.policy": "compact, delete"})
+    names = [entry["name"] for entry in configs]
+    assert names == sorted(kafka_configs().topic.describe_order)
+    by_name = {entry["name"]: (entry["value"], entry["config_source"]) for entry in configs}
+    assert by_name["cleanup.policy"] == ("compact, delete", TOPIC_CONFIG)  # as sent, not parsed
+    assert by_name["retention.ms"] == ("7200000", STATIC)  # hours turned into milliseconds
+    assert by_name["segment.ms"] == ("0", STATIC)  # a value that is no number converts to 0, as Kafka's converter does
+    assert by_name["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT)
+    assert by_name["segment.bytes"] == ("1073741824", DEFAULT)
+    assert all(entry["read_only"] is False and entry["is_sensitive"] is False for entry in configs)

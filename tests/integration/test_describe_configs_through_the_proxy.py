@@ -6,6 +6,7 @@ on the way. What the client may not describe is answered by the proxy, after the
 broker's ConfigHelper orders it; an unknown resource type fails the whole request there.
 """
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -36,8 +37,8 @@ def _describe(address: str, user: str, password: str, version: int, resources: l
 
 
 def _plain(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
     return value

@@ -9,6 +9,7 @@ documentation. The same config changes (validate_only) must get the same codes a
 and ApiVersions the same feature levels.
 """
 
+import dataclasses
 import threading
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.config_defs import kafka_configs
+from controller.describe_configs import created_topic_configs
 from controller.image import Topic
 from controller.server import EmbeddedController
 from envelope.apis import ApiKey
@@ -63,11 +65,13 @@ class Pair:
     controller: EmbeddedController
     token: trio.lowlevel.TrioToken
     topic: str
+    created: list[dict[str, Any]]
+    static: dict[str, str]
 
 
 def _plain(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
     if hasattr(value, "value") and not isinstance(value, (int, str)):
@@ -75,10 +79,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _create_topic(node: KafkaNode, name: str, configs: dict[str, str]) -> None:
+def _create_topic(node: KafkaNode, name: str, configs: dict[str, str]) -> list[dict[str, Any]]:
+    """Create the topic on the node; its KIP-525 configs as the controller computed them."""
     topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}
     answer = Side("kafka-broker", node.broker_address, node.users[NODE_USER]).call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": 30000, "validate_only": False})
     assert [t["error_code"] for t in answer["topics"]] == [0], answer
+    created: list[dict[str, Any]] = answer["topics"][0]["configs"]
+    return created
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +114,11 @@ def pair(kafka_node: KafkaNode, tmp_path_factory: pytest.TempPathFactory) -> Ite
     assert started.wait(30), "embedded controller did not start"
     port, token = found
     topic = f"dc-{uuid.uuid4().hex[:8]}"
-    _create_topic(kafka_node, topic, TOPIC_CONFIGS)
+    created = _create_topic(kafka_node, topic, TOPIC_CONFIGS)
     trio.from_thread.run_sync(lambda: controller.image.topics.__setitem__(topic, Topic(topic, uuid.uuid4(), 1, 1, dict(TOPIC_CONFIGS))), trio_token=token)
     password = kafka_node.users[NODE_USER]
-    yield Pair(Side("kafka", kafka_node.controller_address, password), Side("embedded", f"127.0.0.1:{port}", password), controller, token, topic)
+    kafka_side, embedded_side = Side("kafka", kafka_node.controller_address, password), Side("embedded", f"127.0.0.1:{port}", password)
+    yield Pair(kafka_side, embedded_side, controller, token, topic, created, props)
     trio.from_thread.run_sync(stop.set, trio_token=token)
     thread.join(30)
 
@@ -179,6 +187,12 @@ def test_every_topic_config_is_listed_as_kafka_lists_it(pair: Pair) -> None:
         assert _differences(kafka, embedded, hidden) == [], f"v{version} synonyms={synonyms} documentation={documentation}"
         assert [e["name"] for e in embedded["configs"]] == [e["name"] for e in kafka["configs"]]
     assert {e["name"] for e in embedded["configs"]} == set(kafka_configs().topic.describe_order)
+
+
+def test_create_topics_kip_525_configs_are_computed_as_kafkas_controller_computes_them(pair: Pair) -> None:
+    _mirror_dynamic_configs(pair)
+    ours = created_topic_configs(pair.controller.image, pair.static, 1, TOPIC_CONFIGS)
+    assert ours == pair.created
 
 
 def test_the_cluster_default_and_the_node_are_listed_as_kafka_lists_them(pair: Pair) -> None:

@@ -24,6 +24,7 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.LogLevelConfig;
 import org.apache.kafka.coordinator.group.GroupConfig;
 import org.apache.kafka.server.config.AbstractKafkaConfig;
+import org.apache.kafka.server.config.ConfigSynonym;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
 import org.apache.kafka.server.config.DynamicConfig;
 import org.apache.kafka.server.config.ServerTopicConfigSynonyms;
@@ -231,6 +232,13 @@ public final class KafkaConfigsDump {
             field("defaults", values(topic.nonInternalValues(), LogConfig.configKeys())),
             field("configs", definitions(LogConfig.configDefCopy(), (name, fields) -> {
                 fields.add(field("broker_synonym", str(ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS.get(name))));
+                // Every broker synonym the controller resolves a new topic's config through, with the factor its
+                // converter applies (read by converting "1": milliseconds, minutes or hours).
+                List<String> all = new ArrayList<>();
+                for (ConfigSynonym synonym : ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS.getOrDefault(name, List.of())) {
+                    all.add("[" + str(synonym.name()) + ", " + synonym.converter().apply("1") + "]");
+                }
+                fields.add(field("broker_synonyms", "[" + String.join(", ", all) + "]"));
                 fields.add(field("from_broker", String.valueOf(logDefaults.containsKey(name))));
             }))) + "\n }")).append(",\n");
         out.append(" ").append(field("group", "{\n  " + String.join(",\n  ",
