@@ -17,6 +17,7 @@ from typing import Any
 
 from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
+from controller.config_state import ConfigState
 from controller.configs import ConfigHandlers
 from controller.describe_configs import ConfigDescriber
 from controller.image import MetadataImage
@@ -26,6 +27,7 @@ from controller.quorum import QuorumHandlers
 from controller.quotas import QuotaHandlers
 from controller.reads import ReadHandlers
 from controller.scram_credentials import ScramCredentialHandlers
+from controller.topic_configs import topic_configs_problem
 from controller.topics import TopicHandlers, broker_ids_of
 from envelope.apis import ApiKey
 
@@ -53,6 +55,8 @@ class Handlers:
             default_partitions=default_partitions,
             default_replication_factor=default_replication_factor,
             broker_ids=broker_ids_of(broker_count),
+            # A new topic's configs are checked over the broker configs as they are when it is created.
+            configs_problem=lambda configs: topic_configs_problem(configs, ConfigState(image, static_config or {}, leadership.node_id)),
         )
         configs = ConfigHandlers(
             image,

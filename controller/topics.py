@@ -9,6 +9,7 @@ they come in the order of the request, which no client may rely on either way.
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,7 +20,7 @@ from authz import Authorizer, Operation, RequestContext, ResourceType
 from controller.authorize import AUTHORIZATION_FAILED, allowed_names, cluster_allowed
 from controller.changes import change_of
 from controller.image import MetadataImage, Topic
-from controller.topic_configs import config_problem
+from controller.topic_configs import topic_configs_problem
 from envelope.error_messages import default_message
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -124,15 +125,38 @@ class _Created:
     describable: bool
 
 
+ConfigsProblem = Callable[[dict[str, str]], str | None]
+"""Why Kafka refuses a new topic's configs (ConfigurationControlManager, newly created resource), or None."""
+CreatedConfigs = Callable[[dict[str, str]], list[dict[str, Any]]]
+"""A new topic's KIP-525 configs from the ones its creation sets (computeEffectiveTopicConfigs)."""
+
+
+def _requested_configs_only(configs: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"name": key, "value": value, "read_only": False, "config_source": SOURCE_DYNAMIC_TOPIC_CONFIG, "is_sensitive": False}
+        for key, value in sorted(configs.items())
+    ]
+
+
 class TopicHandlers:
     def __init__(
-        self, image: MetadataImage, authorizer: Authorizer, *, default_partitions: int, default_replication_factor: int, broker_ids: list[int]
+        self,
+        image: MetadataImage,
+        authorizer: Authorizer,
+        *,
+        default_partitions: int,
+        default_replication_factor: int,
+        broker_ids: list[int],
+        configs_problem: ConfigsProblem = topic_configs_problem,
+        created_configs: CreatedConfigs = _requested_configs_only,
     ) -> None:
         self.image = image
         self.authorizer = authorizer
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.broker_ids = broker_ids
+        self.configs_problem = configs_problem
+        self.created_configs = created_configs
 
     def _names_allowed(self, ctx: RequestContext, operation: Operation, names: list[str]) -> set[str]:
         return allowed_names(self.authorizer, ctx, operation, ResourceType.TOPIC, names)
@@ -217,7 +241,7 @@ class TopicHandlers:
             if name in errors:
                 continue
             configs = {str(c.name): str(c.value) for c in topic.configs}
-            problem = next((p for key, value in configs.items() if (p := config_problem(key, value))), None)
+            problem = self.configs_problem(configs) if configs else None
             if problem:
                 errors[name] = (ErrorCode.invalid_config, problem)
                 continue
@@ -233,7 +257,7 @@ class TopicHandlers:
                 results.append(_create_result(name, *errors[name]))
                 continue
             done = created[name]
-            results.append(_created_result(done.topic, done.describable))
+            results.append(_created_result(done.topic, self.created_configs(done.topic.configs) if done.describable else None))
             if not validate_only:
                 self.image.topics[name] = done.topic
         return results
@@ -460,19 +484,13 @@ def _create_result(name: str, code: int, message: str | None) -> dict[str, Any]:
     }
 
 
-def _created_result(topic: Topic, describable: bool) -> dict[str, Any]:
-    """KIP-525: the new topic's details only for a caller who may DESCRIBE_CONFIGS it; otherwise the config error."""
+def _created_result(topic: Topic, configs: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """KIP-525: the new topic's details only for a caller who may DESCRIBE_CONFIGS it (`configs` given);
+    otherwise the config error."""
     result = _create_result(topic.name, ErrorCode.none, None)
     result["topic_id"] = topic.topic_id
-    if not describable:
+    if configs is None:
         result["topic_config_error_code"] = ErrorCode.topic_authorization_failed
         return result
-    result.update(
-        num_partitions=topic.partitions,
-        replication_factor=topic.replication_factor,
-        configs=[
-            {"name": key, "value": value, "read_only": False, "config_source": SOURCE_DYNAMIC_TOPIC_CONFIG, "is_sensitive": False}
-            for key, value in sorted(topic.configs.items())
-        ],
-    )
+    result.update(num_partitions=topic.partitions, replication_factor=topic.replication_factor, configs=configs)
     return result
