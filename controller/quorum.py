@@ -13,8 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from apiversions import Features, VersionRange
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
-from controller.config_defs import ConfigValueError, kafka_configs, parse_type
+from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed, cluster_denied
+from controller.config_defs import ConfigValueError, kafka_configs, kafka_features, parse_type
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.leadership import Leadership
@@ -22,30 +22,15 @@ from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
 
-# feature -> (lowest, highest) level the embedded controller supports: Kafka 4.3.1's ranges
-SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
-    "metadata.version": (7, 30),
-    "kraft.version": (0, 1),
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
-    "share.version": (0, 1),
-    "streams.version": (0, 1),
-    "eligible.leader.replicas.version": (0, 1),
-}
-# What `kafka-storage format` of Kafka 4.3.1 finalizes (metadata.version 30 is 4.3-IV0, the latest production level).
-# kraft.version is 1 for a quorum that can change (--standalone, controller.quorum.bootstrap.servers) and 0 for
-# static controller.quorum.voters.
-INITIAL_FEATURES = {
-    "metadata.version": 30,
-    "kraft.version": 1,
-    "transaction.version": 2,
-    "group.version": 1,
-    "share.version": 1,
-    "streams.version": 1,
-    "eligible.leader.replicas.version": 1,
-}
+# Kafka 4.3.1's feature levels (controller/kafka_configs.json, generated from its Feature, MetadataVersion and
+# QuorumFeatures): what a controller supports, what `kafka-storage format` finalizes (metadata.version at its
+# latest production level, 30 = 4.3-IV0; kraft.version 1 for a quorum that can change, 0 for static
+# controller.quorum.voters), which metadata versions changed the metadata, and what each level depends on.
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {name: (low, high) for name, (low, high) in kafka_features().supported.items()}
+INITIAL_FEATURES: dict[str, int] = {"metadata.version": kafka_features().latest_metadata_version, **kafka_features().format_defaults}
 ELR_FEATURE = "eligible.leader.replicas.version"
 METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
@@ -80,44 +65,60 @@ class QuorumHandlers:
         return {"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": nodes}
 
     def update_features(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
-        names = [str(u.feature) for u in body.feature_updates]
+        """QuorumController.updateFeatures: the updates by name (a name twice keeps its last), each checked in the
+        map's order by FeatureControlManager; the first problem fails them all."""
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
-            return _features_answer(ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED, {n: (ErrorCode.cluster_authorization_failed, AUTHORIZATION_FAILED) for n in names})
-        if len(set(names)) != len(names):
-            return _features_answer(ErrorCode.invalid_request, "The request contains multiple updates for the same feature.", {})
-        outcomes = {str(u.feature): self._problem(str(u.feature), int(u.max_version_level), int(getattr(u, "upgrade_type", UPGRADE))) for u in body.feature_updates}
-        failed = next(((code, message) for code, message in outcomes.values() if code != ErrorCode.none), None)
-        if failed is not None:
-            # One failure fails the whole request, named at the top level only (Kafka 4.x, every version).
-            return _features_answer(failed[0], f"The update failed for all features since the following feature had an error: {failed[1]}", {})
-        if failed is None and not getattr(body, "validate_only", False):  # v0 has no validate_only
-            for update in body.feature_updates:
-                level = int(update.max_version_level)
+            return _features_answer(ErrorCode.cluster_authorization_failed, cluster_denied(ctx, Operation.ALTER), [])
+        updates: dict[str, int] = {}
+        upgrade_types: dict[str, int] = {}
+        for update in body.feature_updates:
+            updates[str(update.feature)] = int(update.max_version_level)
+            # v0 has allow_downgrade instead: Kafka reads it as SAFE_DOWNGRADE when set
+            upgrade_types[str(update.feature)] = int(getattr(update, "upgrade_type", SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else UPGRADE))
+        proposed = {**self.image.finalized_features, **updates}
+        for name in string_map_order(updates):
+            problem = self._problem(name, updates[name], upgrade_types[name], proposed)
+            if problem is not None:
+                message = f"The update failed for all features since the following feature had an error: {problem}"
+                return _features_answer(ErrorCode.invalid_update_version, message, [])
+        if not getattr(body, "validate_only", False):  # v0 has no validate_only
+            for name, level in updates.items():
                 if level == 0:
-                    self.image.finalized_features.pop(str(update.feature), None)
+                    self.image.finalized_features.pop(name, None)
                 else:
-                    self.image.finalized_features[str(update.feature)] = level
-        return _features_answer(ErrorCode.none, None, outcomes)
+                    self.image.finalized_features[name] = level
+        # Per-feature results only up to v1; the message is that of Errors.NONE.
+        results = [str(u.feature) for u in body.feature_updates] if getattr(body, "__version__", 0) <= 1 else []
+        return _features_answer(ErrorCode.none, None, results, per_feature_message="NONE")
 
-    def _problem(self, feature: str, level: int, upgrade_type: int) -> tuple[int, str | None]:
-        prefix = f"Invalid update version {level} for feature {feature}."
-        supported = SUPPORTED_FEATURES.get(feature)
-        if supported is None:
-            return ErrorCode.invalid_update_version, f"{prefix} Local controller {self.node_id} does not support this feature."
+    def _problem(self, name: str, level: int, upgrade_type: int, proposed: dict[str, int]) -> str | None:
+        """FeatureControlManager.updateFeature, in its order and words."""
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
-            return ErrorCode.invalid_request, f"Unknown upgrade type {upgrade_type}"
-        lowest, highest = supported
-        if level != 0 and not lowest <= level <= highest:
-            return ErrorCode.invalid_update_version, f"{prefix} The controller only supports versions {lowest}-{highest}."
-        if feature == "metadata.version" and level == 0:
-            return ErrorCode.invalid_update_version, f"{prefix} A metadata.version can't be deleted."
-        current = self.image.finalized_features.get(feature, 0)
+            return _invalid(name, level, "The controller does not support the given upgrade type.")
+        current = self.image.finalized_features.get(name, 0)
+        if level < 0:
+            return _invalid(name, level, "A feature version cannot be less than 0.")
+        low, high = SUPPORTED_FEATURES.get(name, (0, 0))
+        if not low <= level <= high:
+            where = f"Local controller {self.node_id}"
+            reason = f"{where} does not support this feature." if high == 0 else f"{where} only supports versions {_range_text(low, high)}"
+            return _invalid(name, level, reason)
         if level < current and upgrade_type == UPGRADE:
-            return (
-                ErrorCode.invalid_update_version,
-                f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.",
-            )
-        return ErrorCode.none, None
+            return _invalid(name, level, "Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.")
+        if level > current and upgrade_type != UPGRADE:
+            return _invalid(name, level, "Can't downgrade to a newer version.")
+        if name == METADATA_VERSION:
+            if level < current and kafka_features().metadata_changed_between(current, level):
+                reason = (
+                    "Unsafe metadata downgrade is not supported in this version."
+                    if upgrade_type == UNSAFE_DOWNGRADE
+                    else "Refusing to perform the requested downgrade because it might delete metadata information."
+                )
+                return f"Unsupported metadata.version downgrade from {current} to {level}. {reason}"
+            return None
+        if name == KRAFT_VERSION:
+            return None if upgrade_type == UPGRADE or level == current else _invalid(name, level, "Can't downgrade the version of this feature.")
+        return kafka_features().dependency_problem(name, level, proposed)
 
 
 def features_of(image: MetadataImage) -> Features:
@@ -168,10 +169,19 @@ def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[s
     }
 
 
-def _features_answer(code: int, message: str | None, outcomes: dict[str, tuple[int, str | None]]) -> dict[str, Any]:
+def _features_answer(code: int, message: str | None, features: list[str], *, per_feature_message: str | None = None) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "error_code": code,
         "error_message": message,
-        "results": [{"feature": f, "error_code": c, "error_message": m} for f, (c, m) in outcomes.items()],
+        "results": [{"feature": f, "error_code": ErrorCode.none, "error_message": per_feature_message} for f in features],
     }
+
+
+def _invalid(name: str, level: int, message: str) -> str:
+    return f"Invalid update version {level} for feature {name}. {message}"
+
+
+def _range_text(low: int, high: int) -> str:
+    """VersionRange.toString."""
+    return str(low) if low == high else f"{low}+" if high == 32767 else f"{low}-{high}"

@@ -18,6 +18,7 @@ from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from proxy.properties import ConfigError
 from proxy.tools.embedded import controller_properties
+from tests.controller.config_helpers import controller as config_controller
 
 KAFKA_4_3_1_FEATURES = {
     "metadata.version": 30,
@@ -91,3 +92,39 @@ def test_api_versions_carries_the_features_in_kafkas_order() -> None:
     assert int(answer.finalized_features_epoch) == controller.image.change_count
     _, v2 = decode_response_body(ApiKey.API_VERSIONS, 2, apiversions.build_response(2, 7, controller.ranges, features=features_of(controller.image)))
     assert int(v2.error_code) == 0  # no feature fields before v3
+
+
+FAILED_ALL = "The update failed for all features since the following feature had an error: "
+
+
+@pytest.mark.parametrize(
+    ("updates", "code", "message"),
+    [
+        ([("metadata.version", 30, 1)], 0, None),
+        ([("metadata.version", 29, 1)], 95, "Invalid update version 29 for feature metadata.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."),
+        ([("metadata.version", 29, 2)], 95, "Unsupported metadata.version downgrade from 30 to 29. Refusing to perform the requested downgrade because it might delete metadata information."),
+        ([("metadata.version", 22, 3)], 95, "Unsupported metadata.version downgrade from 30 to 22. Unsafe metadata downgrade is not supported in this version."),
+        ([("metadata.version", 31, 1)], 95, "Invalid update version 31 for feature metadata.version. Local controller 1 only supports versions 7-30"),
+        ([("streams.version", 2, 1)], 95, "Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"),
+        ([("no.such.version", 1, 1)], 95, "Invalid update version 1 for feature no.such.version. Local controller 1 does not support this feature."),
+        ([("kraft.version", 0, 2)], 95, "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."),
+        ([("share.version", 0, 2)], 0, None),
+        ([("group.version", 1, 2)], 0, None),
+        ([("metadata.version", 30, 1), ("metadata.version", 30, 1)], 0, None),  # a feature twice: answered twice
+    ],
+)
+def test_update_features_is_decided_as_kafka_4_3_1_decides_it(updates: list[tuple[str, int, int]], code: int, message: str | None) -> None:
+    c = config_controller()
+    values = {"timeout_ms": 30000, "feature_updates": [{"feature": f, "max_version_level": v, "upgrade_type": u} for f, v, u in updates], "validate_only": True}
+    answer = c.call(ApiKey.UPDATE_FEATURES, 1, values)
+    assert (answer["error_code"], answer["error_message"]) == (code, None if message is None else FAILED_ALL + message)
+    assert [(r["feature"], r["error_message"]) for r in answer["results"]] == ([] if code else [(f, "NONE") for f, _, _ in updates])
+    assert c.image.finalized_features == KAFKA_4_3_1_FEATURES
+
+
+def test_update_features_changes_the_levels_and_a_zero_removes_one() -> None:
+    c = config_controller()
+    values = {"timeout_ms": 30000, "feature_updates": [{"feature": "share.version", "max_version_level": 0, "upgrade_type": 2}], "validate_only": False}
+    assert c.call(ApiKey.UPDATE_FEATURES, 1, values)["error_code"] == 0
+    assert "share.version" not in c.image.finalized_features
+    assert "share.version" not in features_of(c.image).finalized

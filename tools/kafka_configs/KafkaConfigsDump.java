@@ -22,7 +22,10 @@ import kafka.server.KafkaConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.LogLevelConfig;
+import org.apache.kafka.controller.QuorumFeatures;
 import org.apache.kafka.coordinator.group.GroupConfig;
+import org.apache.kafka.server.common.Feature;
+import org.apache.kafka.server.common.MetadataVersion;
 import org.apache.kafka.server.config.AbstractKafkaConfig;
 import org.apache.kafka.server.config.ConfigSynonym;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
@@ -160,6 +163,45 @@ public final class KafkaConfigsDump {
         return strings(config.nonInternalValues().keySet());
     }
 
+    /** The feature levels a controller supports, formats and checks (QuorumFeatures, Feature, MetadataVersion). */
+    static String features() {
+        List<String> versions = new ArrayList<>();
+        for (MetadataVersion version : MetadataVersion.VERSIONS) {
+            versions.add(object(List.of(
+                field("level", String.valueOf(version.featureLevel())),
+                field("name", str(version.version())),
+                field("changed", String.valueOf(version.didMetadataChange())))));
+        }
+        MetadataVersion latest = MetadataVersion.latestProduction();
+        List<String> supported = new ArrayList<>();
+        for (Map.Entry<String, org.apache.kafka.metadata.VersionRange> e : QuorumFeatures.defaultSupportedFeatureMap(false).entrySet()) {
+            supported.add(field(e.getKey(), "[" + e.getValue().min() + ", " + e.getValue().max() + "]"));
+        }
+        List<String> defaults = new ArrayList<>();
+        List<String> dependencies = new ArrayList<>();
+        for (Feature feature : Feature.PRODUCTION_FEATURES) {
+            defaults.add(field(feature.featureName(), String.valueOf(feature.defaultLevel(latest))));
+            List<String> levels = new ArrayList<>();
+            for (short level = 0; level <= feature.latestTesting(); level++) {
+                List<String> needs = new ArrayList<>();
+                for (Map.Entry<String, Short> d : feature.fromFeatureLevel(level, true).dependencies().entrySet()) {
+                    needs.add(field(d.getKey(), String.valueOf(d.getValue())));
+                }
+                levels.add(field(String.valueOf(level), "{" + String.join(", ", needs) + "}"));
+            }
+            dependencies.add(field(feature.featureName(), "{" + String.join(", ", levels) + "}"));
+        }
+        return "{\n  " + String.join(",\n  ",
+            field("minimum_metadata_version", object(List.of(
+                field("level", String.valueOf(MetadataVersion.MINIMUM_VERSION.featureLevel())),
+                field("name", str(MetadataVersion.MINIMUM_VERSION.toString()))))),
+            field("latest_production_metadata_version", String.valueOf(latest.featureLevel())),
+            field("metadata_versions", "[" + String.join(", ", versions) + "]"),
+            field("supported", "{" + String.join(", ", supported) + "}"),
+            field("format_defaults", "{" + String.join(", ", defaults) + "}"),
+            field("dependencies", "{" + String.join(", ", dependencies) + "}")) + "\n }";
+    }
+
     public static void main(String[] args) {
         Properties props = new Properties();
         props.put("process.roles", "controller");
@@ -252,7 +294,8 @@ public final class KafkaConfigsDump {
             field("describe_order", order(metrics)),
             field("defaults", values(metrics.nonInternalValues(), ClientMetricsConfigs.configDef().configKeys())),
             field("configs", definitions(ClientMetricsConfigs.configDef(), (name, fields) -> { }))) + "\n }")).append(",\n");
-        out.append(" ").append(field("log_levels", strings(levels))).append("\n");
+        out.append(" ").append(field("log_levels", strings(levels))).append(",\n");
+        out.append(" ").append(field("features", features())).append("\n");
         out.append("}\n");
         System.out.print(out);
     }
