@@ -318,3 +318,28 @@ def test_api_versions_carries_kafkas_feature_levels(pair: Pair) -> None:
     kafka, embedded = (side.call(ApiKey.API_VERSIONS, 4, values) for side in (pair.kafka, pair.embedded))
     assert embedded["supported_features"] == kafka["supported_features"]
     assert embedded["finalized_features"] == kafka["finalized_features"]
+
+
+def test_update_features_gets_kafkas_answers(pair: Pair) -> None:
+    cases = [
+        [("metadata.version", 30, 1)],
+        [("metadata.version", 29, 1)],
+        [("metadata.version", 29, 2)],
+        [("metadata.version", 22, 3)],
+        [("metadata.version", 31, 1)],
+        [("share.version", 0, 2)],
+        [("streams.version", 2, 1)],
+        [("kraft.version", 0, 2)],
+        [("no.such.version", 1, 1)],
+        [("metadata.version", 30, 1), ("metadata.version", 30, 1)],
+        [("metadata.version", 28, 2), ("eligible.leader.replicas.version", 1, 1)],
+    ]
+    differences = []
+    for updates in cases:
+        for version in (1, 2):
+            values = {"timeout_ms": 30000, "feature_updates": [{"feature": f, "max_version_level": v, "upgrade_type": u} for f, v, u in updates], "validate_only": True}
+            answers = [side.call(ApiKey.UPDATE_FEATURES, version, values) for side in (pair.kafka, pair.embedded)]
+            shown = [(a["error_code"], a["error_message"], a.get("results")) for a in answers]
+            if shown[0] != shown[1]:
+                differences.append(f"v{version} {updates}: kafka {shown[0]}, embedded {shown[1]}")
+    assert differences == []
