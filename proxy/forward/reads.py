@@ -17,6 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from apiversions import VersionRange
 from authz import Operation, PatternType, RequestContext, ResourceType
 from authz.actions import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -55,6 +56,8 @@ METADATA_CLUSTER_OPERATIONS = range(8, 11)
 """The Metadata versions that carry cluster_authorized_operations (v11 moved them to DescribeCluster)."""
 METADATA_TOPIC_OPERATIONS = 8
 """The first Metadata version with topic_authorized_operations."""
+METADATA_TOPIC_IDS = 12
+"""The first Metadata version that may name topics by id alone (KIP-516); Kafka refuses ids below it."""
 
 
 @dataclass
@@ -166,6 +169,8 @@ class ReadPath:
     # -- Metadata ------------------------------------------------------------------------
 
     async def _metadata(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        if header.api_version >= METADATA_TOPIC_IDS and body.topics and any(t.topic_id is not None for t in body.topics):
+            return await self._metadata_by_id(ctx, listener, header, body)
         # v0 has no null: an empty list asks for every topic there
         explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
         accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
@@ -214,6 +219,48 @@ class ReadPath:
         answered = [t for name, t in topics.items() if name in asked] if explicit else list(topics.values())
         ordered = answered + list(refused.values())
         frame = await self.offload.entries(len(ordered), self._metadata_frame, header, listener, cluster_id, ordered, cluster_operations)
+        return ReadResult(frame, accesses, denied, *error)
+
+    async def _metadata_by_id(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+        """Metadata naming topics by id, as Kafka answers it: the names in the request are then ignored; an unknown id is
+        UNKNOWN_TOPIC_ID, first; a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with its id and no
+        name, last. Only the upstream can name an id, so it is asked for every id, and its answer is filtered."""
+        ids = list(dict.fromkeys(t.topic_id for t in body.topics if t.topic_id is not None))
+        cluster_id = await self.cluster_id()
+        request = {
+            "topics": [{"name": None, "topic_id": i} for i in ids],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        error: tuple[int, str | None] = (0, None)
+        accesses: list[ResourceAccess] = []
+        denied: list[ResourceAccess] = []
+        try:
+            if (self.upstream.controller_ranges or {}).get(ApiKey.METADATA, VersionRange(0, 0)).max < METADATA_TOPIC_IDS:
+                raise ReadUnavailable(f"the read upstream {self.upstream.settings.address} cannot look topics up by id")
+            response = await self._upstream_call(ApiKey.METADATA, header.api_version, request)
+        except ReadUnavailable as exc:
+            log.warning("Metadata by topic id for %s: %s", ctx.principal, exc)
+            error = (ErrorCode.unknown_server_error, str(exc))
+            topics = [_topic_id_error(i, ErrorCode.unknown_server_error) for i in ids]
+        else:
+            answered = {t["topic_id"]: t for t in (_as_dict(t) for t in response.topics) if t["topic_id"] is not None}
+            named = [answered[i] for i in ids if i in answered and answered[i]["name"] is not None]
+            accesses = [_topic(str(t["name"]), Operation.DESCRIBE) for t in named]
+            visible = await self._allowed(ctx, accesses)
+            denied = [a for a, ok in zip(accesses, visible, strict=True) if not ok]
+            described = [t for t, ok in zip(named, visible, strict=True) if ok]
+            operations = [AUTHORIZED_OPERATIONS_OMITTED] * len(described)
+            if body.include_topic_authorized_operations:
+                operations = await self._authorized_operations(ctx, ResourceType.TOPIC, [str(t["name"]) for t in described])
+            for topic, topic_operations in zip(described, operations, strict=True):
+                topic["topic_authorized_operations"] = topic_operations
+            unknown = [_topic_id_error(i, ErrorCode.unknown_topic_id) for i in ids if i not in answered or answered[i]["name"] is None]
+            refused = [
+                _topic_id_error(t["topic_id"], ErrorCode.topic_authorization_failed) for t, ok in zip(named, visible, strict=True) if not ok
+            ]
+            topics = unknown + described + refused
+        frame = self._metadata_frame(header, listener, cluster_id, topics)
         return ReadResult(frame, accesses, denied, *error)
 
     def _metadata_frame(
@@ -294,6 +341,11 @@ def _split_decisions(
     allowed = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
     denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
     return allowed, denied, {a.name: metadata_topic_error(a.name, ErrorCode.topic_authorization_failed) for a in denied}
+
+
+def _topic_id_error(topic_id: Any, code: int) -> dict[str, Any]:
+    """A Metadata topic entry for a topic asked for by id that only carries an error: no name, as Kafka answers it."""
+    return {**metadata_topic_error("", code), "name": None, "topic_id": topic_id}
 
 
 def _requested_topics(body: Any) -> list[ResourceAccess]:

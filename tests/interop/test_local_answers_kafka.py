@@ -120,7 +120,7 @@ class Case:
     differences: tuple[str, ...] = ()
 
 
-def _cases(topic: str) -> list[Case]:
+def _cases(topic: str, topic_id: uuid.UUID) -> list[Case]:
     cases: list[Case] = []
     software = {"client_software_name": "interop-bytes", "client_software_version": "1.0"}
     for version in range(5):
@@ -168,6 +168,13 @@ def _cases(topic: str) -> list[Case]:
                 )
             )
         cases.append(Case(f"Metadata v{version}, denied", ApiKey.METADATA, version, {**asked, "topics": named}, "bob", identity))
+
+    # KIP-516: by id (names beside ids are ignored); an unknown id first, a denied one by id alone last
+    by_id = [{"name": None, "topic_id": uuid.UUID(int=7)}, {"name": None, "topic_id": topic_id}, {"name": topic, "topic_id": None}]
+    for version in (12, 13):
+        values = {"topics": by_id, "allow_auto_topic_creation": False, "include_topic_authorized_operations": True}
+        cases.append(Case(f"Metadata v{version}, by topic id", ApiKey.METADATA, version, values, differences=("broker identity",)))
+        cases.append(Case(f"Metadata v{version}, by topic id, denied", ApiKey.METADATA, version, values, "bob", ("broker identity",)))
 
     for version in range(3):
         for include in (False, True):
@@ -261,7 +268,19 @@ async def test_local_answers_are_kafkas_bytes(target: Target, kafka_node: KafkaN
     await trio.to_thread.run_sync(create)
     await trio.to_thread.run_sync(lambda: target.wait_for_partitions(topic, 2))
     sides = Sides(kafka_node.broker_address, target.address, kafka_node.node_id, target.proxy.service.settings.node_id)
-    cases = _cases(topic)
+
+    def topic_id() -> uuid.UUID:
+        with wire.connect(sides.broker, timeout=30.0) as sock:
+            assert wire.sasl_plain_login(sock, "admin", kafka_node.users["admin"]) == 0
+            values = {
+                "topics": [{"name": topic, "topic_id": None}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            }
+            (described,) = wire.call(sock, ApiKey.METADATA, 12, values, correlation_id=3).topics
+            return uuid.UUID(str(described.topic_id))
+
+    cases = _cases(topic, await trio.to_thread.run_sync(topic_id))
 
     def run() -> list[str]:
         problems: list[str] = []

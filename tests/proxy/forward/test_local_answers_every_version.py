@@ -364,6 +364,10 @@ def topic_worlds(draw: st.DrawFn) -> tuple[dict[str, int], FakeEdge]:
     return existing, FakeEdge(frozenset(grants))
 
 
+def topic_id_of(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
+
+
 def kafka_metadata(existing: dict[str, int], cluster_id: str) -> Callable[[int, int, Any], dict[str, Any]]:
     """A broker's Metadata answer over `existing`: named topics in the order asked, unknown ones as UNKNOWN_TOPIC_OR_PARTITION."""
 
@@ -388,12 +392,22 @@ def kafka_metadata(existing: dict[str, int], cluster_id: str) -> Callable[[int, 
             }
             for i in range(existing[name])
         ]
-        topic_id = uuid.uuid5(uuid.NAMESPACE_DNS, name)
-        return {"error_code": 0, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": partitions}
+        return {"error_code": 0, "name": name, "topic_id": topic_id_of(name), "is_internal": False, "partitions": partitions}
+
+    by_id = {topic_id_of(name): name for name in existing}
+
+    def by_topic_id(topic_id: uuid.UUID) -> dict[str, Any]:
+        if topic_id not in by_id:
+            return {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "is_internal": False, "partitions": []}
+        return topic(by_id[topic_id])
 
     def answer(api_key: int, version: int, body: Any) -> dict[str, Any]:
         assert api_key == ApiKey.METADATA
         everything = body.topics is None or (version == 0 and not body.topics)
+        ids = [t.topic_id for t in body.topics or () if version >= 10 and t.topic_id is not None]
+        if ids:  # KafkaApis: the unknown ids first, then the topics found by id; names in the request are ignored
+            topics = [by_topic_id(i) for i in ids if i not in by_id] + [by_topic_id(i) for i in ids if i in by_id]
+            return {"throttle_time": 0, "brokers": [], "cluster_id": cluster_id, "controller_id": BROKER_ID, "topics": topics, "error_code": 0}
         names = list(existing) if everything else [str(t.name) for t in body.topics]
         broker = {"node_id": BROKER_ID, "host": "broker.example.com", "port": 9092, "rack": "r1"}
         return {
@@ -467,6 +481,49 @@ def test_metadata_read_at_every_version(
             may_describe = (ResourceType.CLUSTER, "kafka-cluster", Operation.DESCRIBE) in edge.grants
             expected_cluster = edge.operations(ResourceType.CLUSTER, "kafka-cluster") if may_describe else 0
         assert body.cluster_authorized_operations == expected_cluster
+
+
+@PROPERTY
+@given(
+    version=st.sampled_from([v for v in versions(ApiKey.METADATA) if v >= 12]),
+    world=topic_worlds(),
+    asked=st.lists(st.one_of(topic_names, st.uuids()), min_size=1, max_size=6),
+    named_too=st.lists(topic_names, max_size=2),
+    want_ops=st.booleans(),
+)
+def test_metadata_by_topic_id(
+    version: int, world: tuple[dict[str, int], FakeEdge], asked: list[str | uuid.UUID], named_too: list[str], want_ops: bool
+) -> None:
+    """KIP-516 lookups (Java's describeTopics(TopicCollection.ofTopicIds), kafka-topics --topic-id): answered as Kafka does,
+    the unknown ids first (UNKNOWN_TOPIC_ID), then the topics the caller may describe, then those it may not, by id alone."""
+    existing, edge = world
+    ids = list(dict.fromkeys(topic_id_of(a) if isinstance(a, str) else a for a in asked))
+    topics = [{"name": None, "topic_id": i} for i in ids] + [{"name": n, "topic_id": None} for n in named_too]
+    values = {"topics": topics, "allow_auto_topic_creation": False, "include_topic_authorized_operations": want_ops}
+    header, decoded = request_of(ApiKey.METADATA, version, build_entity(request_schema(ApiKey.METADATA, version), values))
+    upstream = FakeReadUpstream(kafka_metadata(existing, "Zm9yd2FyZGluZy11bml0LQ"))
+    body = read_answer(
+        ApiKey.METADATA, version, read(read_path(upstream, edge, 100, "Zm9yd2FyZGluZy11bml0LQ"), LISTENER, header, decoded), 7
+    )
+
+    names = {topic_id_of(n): n for n in existing}
+    describable = {name for (kind, name, op) in edge.grants if kind == ResourceType.TOPIC and op == Operation.DESCRIBE}
+    unknown = [i for i in ids if i not in names]
+    described = [i for i in ids if i in names and names[i] in describable]
+    refused = [i for i in ids if i in names and names[i] not in describable]
+    assert [t.topic_id for t in body.topics] == unknown + described + refused
+    for topic in body.topics:
+        if topic.topic_id in described:
+            assert (topic.error_code, topic.name, len(topic.partitions)) == (
+                ErrorCode.none,
+                names[topic.topic_id],
+                existing[names[topic.topic_id]],
+            )
+            expected = edge.operations(ResourceType.TOPIC, names[topic.topic_id]) if want_ops else MIN_INT32
+            assert topic.topic_authorized_operations == expected
+        else:
+            code = ErrorCode.unknown_topic_id if topic.topic_id in unknown else ErrorCode.topic_authorization_failed
+            assert (topic.error_code, topic.name, topic.partitions, topic.topic_authorized_operations) == (code, None, (), MIN_INT32)
 
 
 @PROPERTY
