@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
+from controller.authorize import cluster_allowed
 from controller.image import MetadataImage, QuotaEntity
 from controller.java_order import hashmap_order, java_map_text, map_hash, string_map_order
 from envelope.error_messages import default_message
@@ -32,6 +32,7 @@ IP_KEYS = {"connection_creation_rate": "INT"}
 _TOO_LARGE = {"LONG": "a LONG", "INT": "an INT"}
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+UNSET_MESSAGE = ""  # what Kafka's generated message classes hold in a nullable string nobody set
 LOCAL_NAMES = frozenset({"", "localhost"})  # what InetAddress.getByName answers without asking DNS
 
 EntityMap = dict[str, str | None]
@@ -205,37 +206,62 @@ class QuotaHandlers:
             del self.image.quotas[key]
 
     def describe_client_quotas(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """A Kafka broker's answer (KafkaApis, then ClientQuotasImage.describe): the filter checked component by
+        component, then every entity it matches; a refused filter fails the request with no entries."""
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS):
-            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "entries": None}
-        components = [(str(c.entity_type), int(c.match_type), c.match) for c in body.components]
-        kinds = [kind for kind, _, _ in components]
-        problem = None
-        if len(set(kinds)) != len(kinds):
-            problem = "Duplicate entity type in filter"
-        elif any(kind not in (USER, CLIENT_ID, IP) for kind in kinds):
-            problem = f"Custom entity type {next(k for k in kinds if k not in (USER, CLIENT_ID, IP))} not supported"
-        elif IP in kinds and len(kinds) > 1:
-            problem = "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
-        elif any(match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY) for _, match_type, _ in components):
-            problem = "Unknown match type in filter"
-        if problem:
-            return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": problem, "entries": None}
+            # Errors.CLUSTER_AUTHORIZATION_FAILED.exception carries the default text, which ApiError drops.
+            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "entries": None}
+        exact: dict[str, str | None] = {}
+        typed: set[str] = set()
+        try:
+            for component in body.components:
+                kind, match_type, match = str(component.entity_type), int(component.match_type), component.match
+                if not kind:
+                    raise _FilterRefused(ErrorCode.invalid_request, "Invalid empty entity type.")
+                if kind in exact or kind in typed:
+                    raise _FilterRefused(ErrorCode.invalid_request, f"Entity type {kind} cannot appear more than once in the filter.")
+                if kind not in ENTITY_TYPES:
+                    raise _FilterRefused(ErrorCode.unsupported_version, f"Unsupported entity type {kind}")
+                if match_type == MATCH_EXACT:
+                    if match is None:
+                        raise _FilterRefused(ErrorCode.invalid_request, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+                    exact[kind] = str(match)
+                elif match_type == MATCH_DEFAULT:
+                    if match is not None:
+                        raise _FilterRefused(ErrorCode.invalid_request, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+                    exact[kind] = None
+                elif match_type == MATCH_ANY:
+                    if match is not None:
+                        raise _FilterRefused(ErrorCode.invalid_request, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+                    typed.add(kind)
+                else:
+                    raise _FilterRefused(ErrorCode.invalid_request, f"Unknown match type {match_type}")
+            if (IP in exact or IP in typed) and ({USER, CLIENT_ID} & (set(exact) | typed)):
+                raise _FilterRefused(
+                    ErrorCode.invalid_request,
+                    "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.",
+                )
+        except _FilterRefused as refused:
+            return {"throttle_time": 0, "error_code": refused.code, "error_message": refused.message, "entries": None}
         entries = []
-        for entity, values in sorted(self.image.quotas.items(), key=lambda item: str(item[0])):
+        for entity, values in self.image.quotas.items():
             names = dict(entity)
-            if body.strict and set(names) != set(kinds):
+            if body.strict and len(names) != len(exact) + len(typed):
                 continue
-            if not all(_component_matches(names, kind, match_type, match) for kind, match_type, match in components):
+            if any(kind not in names or names[kind] != match for kind, match in exact.items()) or any(kind not in names for kind in typed):
                 continue
-            entries.append({"entity": entity_answer(entity), "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": entries}
+            entries.append(
+                {
+                    "entity": [{"entity_type": kind, "entity_name": names[kind]} for kind in string_map_order(names)],
+                    "values": [{"key": key, "value": values[key]} for key in string_map_order(values)],
+                }
+            )
+        # `new DescribeClientQuotasResponseData()` leaves the message at the generated default, "".
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": UNSET_MESSAGE, "entries": entries}
 
 
-def _component_matches(names: dict[str, str | None], kind: str, match_type: int, match: str | None) -> bool:
-    if kind not in names:
-        return False
-    if match_type == MATCH_EXACT:
-        return names[kind] == match
-    if match_type == MATCH_DEFAULT:
-        return names[kind] is None
-    return True
+class _FilterRefused(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

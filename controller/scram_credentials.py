@@ -15,7 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed, cluster_denied
+from controller.authorize import cluster_allowed, cluster_denied
 from controller.image import MetadataImage, StoredScramCredential
 from controller.java_order import string_map_order
 
@@ -23,6 +23,7 @@ MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 MECHANISM_CODES = {name: code for code, name in MECHANISMS.items()}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 TWICE = "A user credential cannot be altered twice in the same request"
+UNSET_MESSAGE = ""  # what Kafka's generated message classes hold in a string nobody set
 
 Problem = tuple[int, str | None]
 
@@ -103,19 +104,22 @@ class ScramCredentialHandlers:
         return {"throttle_time": 0, "results": results}
 
     def describe_user_scram_credentials(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """A Kafka broker's answer (KafkaApis, then ScramImage.describe): each user named once, in HashMap order."""
+        asked = None if not body.users else [str(u.name) for u in body.users]
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
-            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "results": []}
-        asked = [str(u.name) for u in body.users] if body.users else sorted(self.image.scram_credentials)
-        counts = Counter(asked)
+            # DescribeUserScramCredentialsRequest.getErrorResponse: one nameless result per user asked for.
+            failed: dict[str, Any] = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "credential_infos": []}
+            return {**failed, "throttle_time": 0, "results": [{**failed, "user": UNSET_MESSAGE} for _ in asked or ()]}
+        twice = {user for user, count in Counter(asked).items() if count > 1} if asked else set()
         results = []
-        for user in dict.fromkeys(asked):
+        for user in string_map_order(asked if asked is not None else self.image.scram_credentials):
             stored = self.image.scram_credentials.get(user)
-            if counts[user] > 1:
-                code, message = ErrorCode.duplicate_resource, "Cannot describe SCRAM credentials for the same user twice in a single request"
+            result: dict[str, Any] = {"user": user, "error_code": ErrorCode.none, "error_message": UNSET_MESSAGE, "credential_infos": []}
+            if user in twice:
+                result.update(error_code=ErrorCode.duplicate_resource, error_message=f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}")
             elif not stored:
-                code, message = ErrorCode.resource_not_found, "Attempt to describe a user credential that does not exist"
+                result.update(error_code=ErrorCode.resource_not_found, error_message=f"Attempt to describe a user credential that does not exist: {user}")
             else:
-                code, message = ErrorCode.none, None
-            infos = [{"mechanism": MECHANISM_CODES[m], "iterations": c.iterations} for m, c in sorted((stored or {}).items())]
-            results.append({"user": user, "error_code": code, "error_message": message, "credential_infos": infos if code == ErrorCode.none else []})
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results}
+                result["credential_infos"] = [{"mechanism": MECHANISM_CODES[m], "iterations": c.iterations} for m, c in sorted(stored.items())]
+            results.append(result)
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": UNSET_MESSAGE, "results": results}

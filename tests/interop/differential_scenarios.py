@@ -792,6 +792,55 @@ def _groups() -> list[Group]:
         )
     )
 
+    # Edges: defaults, name lengths, collisions within a request, odd quota values, the reads of quotas and credentials.
+    def dq(name: str, values: Any, user: str = "admin") -> Call:
+        return Call(name, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, values, user)
+
+    def du(name: str, values: Any, user: str = "admin") -> Call:
+        return Call(name, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, values, user)
+
+    groups.append(
+        Group(
+            "edges: defaults, lengths, collisions, odd values, reads",
+            acls=(
+                Acl("User:alice", "ALL", name="*", pattern="LITERAL"),
+                Acl("User:bob", "DESCRIBE", resource_type="CLUSTER", name=CLUSTER, pattern="LITERAL"),
+                Acl("User:{p}carol", "READ", name="*", pattern="LITERAL"),
+            ),
+            topics=("e1",),
+            scram_users=("{p}s1", "{p}s2"),
+            quota_entities=((("user", "{p}q1"),), (("user", "{p}q1"), ("client-id", "{p}c1"))),
+            calls=(
+                ct("default partitions and replication factor", lambda n: create(topic(n("d1"), -1, -1)), user="admin"),
+                ct("a name of 249 characters", lambda n: create(topic(n("x") + "x" * (249 - len(n("x")))), validate_only=True), user="admin"),
+                ct("two new names that collide with each other", lambda n: create(topic(n("c.x")), topic(n("c_x")), validate_only=True), user="admin"),
+                dt("alice deletes an invalid name she may describe", lambda _n: delete(("bad name!", ZERO))),
+                dt("alice deletes a name too long for a topic", lambda _n: delete(("y" * 300, ZERO))),
+                qa("NaN", lambda n: quotas(([("user", n("q"))], [("request_percentage", float("nan"), False)]))),
+                qa("infinity", lambda n: quotas(([("user", n("q"))], [("producer_byte_rate", float("inf"), False)]))),
+                qa("infinity as a double", lambda n: quotas(([("user", n("q"))], [("controller_mutation_rate", float("inf"), False)]))),
+                qa("a bracketed IPv6 ip", lambda _n: quotas(([("ip", "[::1]")], [("connection_creation_rate", 1.0, False)]))),
+                qa("a short IPv4 form", lambda _n: quotas(([("ip", "127.1")], [("connection_creation_rate", 1.0, False)]))),
+                qa("localhost", lambda _n: quotas(([("ip", "localhost")], [("connection_creation_rate", 1.0, False)]))),
+                qa("set two quotas", lambda n: quotas(([("user", n.resource("{p}q1"))], [("producer_byte_rate", 100.0, False), ("request_percentage", 12.5, False)]), ([("user", n.resource("{p}q1")), ("client-id", n.resource("{p}c1"))], [("consumer_byte_rate", 300.0, False)]), validate_only=False)),
+                dq("describe one user's quotas", lambda n: {"components": [{"entity_type": "user", "match_type": 0, "match": n.resource("{p}q1")}], "strict": True}),
+                dq("describe a user's quotas, not strict", lambda n: {"components": [{"entity_type": "user", "match_type": 0, "match": n.resource("{p}q1")}], "strict": False}),
+                dq("describe with an unknown entity type", lambda _n: {"components": [{"entity_type": "group", "match_type": 0, "match": "g"}], "strict": False}),
+                dq("describe with a type twice", lambda n: {"components": [{"entity_type": "user", "match_type": 2, "match": None}, {"entity_type": "user", "match_type": 0, "match": n("x")}], "strict": False}),
+                dq("describe ip with user", lambda _n: {"components": [{"entity_type": "ip", "match_type": 2, "match": None}, {"entity_type": "user", "match_type": 2, "match": None}], "strict": False}),
+                dq("describe quotas without DESCRIBE_CONFIGS", lambda n: {"components": [{"entity_type": "user", "match_type": 0, "match": n.resource("{p}q1")}], "strict": True}, user="bob"),
+                sc("store two credentials", lambda n: scram(upsertions=[upsert(n("s1")), upsert(n("s2"), SHA_512, 10000)])),
+                du("describe both", lambda n: {"users": [{"name": n("s1")}, {"name": n("s2")}]}),
+                du("describe one twice and one unknown", lambda n: {"users": [{"name": n("s1")}, {"name": n("s1")}, {"name": n("nobody")}]}),
+                du("bob describes with DESCRIBE on the cluster", lambda n: {"users": [{"name": n("s2")}]}, user="bob"),
+                du("alice may not describe credentials", lambda n: {"users": [{"name": n("s2")}]}, user="alice"),
+                ds("a LITERAL '*' filter finds the wildcard ACL only", lambda n: acl_filter(name="*", pattern=PatternType.LITERAL, principal=n.resource("User:{p}carol"))),
+                ds("a MATCH filter finds the wildcard ACL too", lambda n: acl_filter(name=n("anything"), pattern=PatternType.MATCH, principal=n.resource("User:{p}carol"))),
+                da("a LITERAL '*' filter deletes the wildcard ACL", lambda n: deletions(acl_filter(name="*", pattern=PatternType.LITERAL, principal=n.resource("User:{p}carol")))),
+            ),
+        )
+    )
+
     # Configs (controller/configs.py: another engineer's part; these say whether it agrees).
     groups.append(
         Group(
