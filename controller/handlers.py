@@ -19,7 +19,7 @@ from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
 from controller.config_state import ConfigState
 from controller.configs import ConfigHandlers
-from controller.describe_configs import ConfigDescriber
+from controller.describe_configs import ConfigDescriber, created_topic_configs
 from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.partition_admin import PartitionAdminHandlers
@@ -57,6 +57,7 @@ class Handlers:
             broker_ids=broker_ids_of(broker_count),
             # A new topic's configs are checked over the broker configs as they are when it is created.
             configs_problem=lambda configs: topic_configs_problem(configs, ConfigState(image, static_config or {}, leadership.node_id)),
+            created_configs=lambda configs: created_topic_configs(image, static_config or {}, leadership.node_id, configs),
         )
         configs = ConfigHandlers(
             image,

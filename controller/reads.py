@@ -26,6 +26,11 @@ from envelope.responses import metadata_topic_error
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
+def _by_id(topic_id: Any, code: int) -> dict[str, Any]:
+    """A topic asked for by id that only carries an error: no name, as Kafka answers it."""
+    return {**metadata_topic_error("", code), "name": None, "topic_id": topic_id}
+
+
 class ReadHandlers:
     def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, cluster_id: str, broker_count: int) -> None:
         self.image = image
@@ -41,41 +46,53 @@ class ReadHandlers:
 
     def metadata(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """Kafka's rule: all-topics requests silently drop what the caller may not DESCRIBE; named ones say so."""
-        if body.topics is None:
+        ids = list(dict.fromkeys(t.topic_id for t in body.topics or () if getattr(t, "topic_id", None) is not None))
+        if ids:
+            return self._answer(self._topics_by_id(ids, ctx))
+        if body.topics is None or (not body.topics and int(type(body).__version__) == 0):  # v0 has no null: [] is every topic
             names = [n for n in sorted(self.image.topics) if self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, n)]
-            explicit = False
-        else:
-            names = [str(t.name) for t in body.topics if t.name is not None]
-            explicit = True
-        topics = []
-        for name in names:
-            topic = self.image.topics.get(name)
-            if explicit and not self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(metadata_topic_error(name, ErrorCode.topic_authorization_failed))
-            elif topic is None:
-                topics.append(metadata_topic_error(name, ErrorCode.unknown_topic_or_partition))
-            else:
-                topics.append(
-                    {
-                        "error_code": ErrorCode.none,
-                        "name": name,
-                        "topic_id": topic.topic_id,
-                        "is_internal": False,
-                        "partitions": [
-                            {
-                                "error_code": ErrorCode.none,
-                                "partition_index": p,
-                                "leader_id": topic.replicas(p, self.broker_ids)[0],
-                                "leader_epoch": 0,
-                                "replica_nodes": topic.replicas(p, self.broker_ids),
-                                "isr_nodes": topic.replicas(p, self.broker_ids),
-                                "offline_replicas": [],
-                            }
-                            for p in range(topic.partitions)
-                        ],
-                        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                    }
-                )
+            return self._answer([self._described(name) for name in names])
+        # KafkaApis' order: the topics that exist, then the unknown ones, then those the caller may not describe
+        names = list(dict.fromkeys(str(t.name) for t in body.topics if t.name is not None))
+        visible = [(name, self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name)) for name in names]
+        described = [self._described(name) for name, ok in visible if ok and name in self.image.topics]
+        unknown = [metadata_topic_error(name, ErrorCode.unknown_topic_or_partition) for name, ok in visible if ok and name not in self.image.topics]
+        denied = [metadata_topic_error(name, ErrorCode.topic_authorization_failed) for name, ok in visible if not ok]
+        return self._answer(described + unknown + denied)
+
+    def _topics_by_id(self, ids: list[Any], ctx: RequestContext) -> list[dict[str, Any]]:
+        """KIP-516 lookups as a broker answers them: names beside ids ignored; unknown ids (UNKNOWN_TOPIC_ID) first,
+        then the topics the caller may describe, then those it may not, by id alone."""
+        names = {topic.topic_id: name for name, topic in self.image.topics.items()}
+        unknown = [_by_id(i, ErrorCode.unknown_topic_id) for i in ids if i not in names]
+        known = [(i, names[i]) for i in ids if i in names]
+        visible = [(i, n, self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, n)) for i, n in known]
+        described = [self._described(n) for _, n, ok in visible if ok]
+        return unknown + described + [_by_id(i, ErrorCode.topic_authorization_failed) for i, _, ok in visible if not ok]
+
+    def _described(self, name: str) -> dict[str, Any]:
+        topic = self.image.topics[name]
+        return {
+            "error_code": ErrorCode.none,
+            "name": name,
+            "topic_id": topic.topic_id,
+            "is_internal": False,
+            "partitions": [
+                {
+                    "error_code": ErrorCode.none,
+                    "partition_index": p,
+                    "leader_id": topic.replicas(p, self.broker_ids)[0],
+                    "leader_epoch": 0,
+                    "replica_nodes": topic.replicas(p, self.broker_ids),
+                    "isr_nodes": topic.replicas(p, self.broker_ids),
+                    "offline_replicas": [],
+                }
+                for p in range(topic.partitions)
+            ],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+
+    def _answer(self, topics: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "throttle_time": 0,
             "brokers": [],
