@@ -169,7 +169,14 @@ def controller_targets() -> list[Target]:
     return found
 
 
-FAMILIES: dict[str, Callable[[], list[Target]]] = {"decoders": targets, "controller": controller_targets}
+def jaas_targets() -> list[Target]:
+    """The JAAS file, sasl.jaas.config and KAFKA_OPTS parsers (fuzz/jaas.py, which builds on Target)."""
+    from fuzz.jaas import targets as jaas
+
+    return jaas()
+
+
+FAMILIES: dict[str, Callable[[], list[Target]]] = {"decoders": targets, "controller": controller_targets, "jaas": jaas_targets}
 
 
 __all__ = [
