@@ -41,6 +41,7 @@ BOTH_NAME_AND_ID = "You may not specify both topic name and topic id."
 NAME_MAPS_TO_SUPPLIED_ID = "The provided topic name maps to an ID that was already supplied."
 CLUSTER_METADATA_PROHIBITED = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_LARGE_BATCH = "Unable to perform excessively large batch operation."  # a request's records overflow their bounded list
 
 Outcome = tuple[int, str | None]
 
@@ -236,6 +237,7 @@ class TopicHandlers:
             if name not in errors and nulls:
                 errors[name] = (ErrorCode.invalid_config, f"Null value not supported for topic configs: {','.join(nulls)}")
         created: dict[str, _Created] = {}
+        records = 0
         for topic in topics:
             name = str(topic.name)
             if name in errors:
@@ -248,6 +250,10 @@ class TopicHandlers:
             outcome = self._new_topic(topic, configs)
             if isinstance(outcome, Topic):
                 created[name] = _Created(outcome, name in describable)
+                # One TopicRecord, a ConfigRecord per config, a PartitionRecord per partition, validate-only or not.
+                records += 1 + len(configs) + outcome.partitions
+                if records > MAX_RECORDS_PER_USER_OP:
+                    raise RequestFailed(ErrorCode.policy_violation, TOO_LARGE_BATCH)
             else:
                 errors[name] = outcome
         results = []
