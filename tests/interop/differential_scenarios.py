@@ -844,6 +844,39 @@ def _groups() -> list[Group]:
         )
     )
 
+    # Fine points of the rules: one-operation DENYs, implied DESCRIBE_CONFIGS, case, prefixes, User:* per host.
+    groups.append(
+        Group(
+            "fine points: implied operations, case, prefixes, wildcard principals by host",
+            acls=(
+                Acl("User:alice", "CREATE", name="{p}"),
+                Acl("User:alice", "DESCRIBE_CONFIGS", name="{p}dc", pattern="PREFIXED"),
+                Acl("User:alice", "ALTER_CONFIGS", name="{p}dc-deny", pattern="LITERAL", permission="DENY"),
+                Acl("User:alice", "ALL", name="{p}all", pattern="PREFIXED"),
+                Acl("User:alice", "DESCRIBE_CONFIGS", name="{p}all-deny", pattern="LITERAL", permission="DENY"),
+                Acl("User:bob", "CREATE", name="{p}Case", pattern="LITERAL"),
+                Acl("User:bob", "CREATE", name="{p}abc", pattern="PREFIXED"),
+                Acl("User:*", "CREATE", name="{p}anyone", pattern="PREFIXED"),
+                Acl("User:*", "CREATE", name="{p}anyone", pattern="PREFIXED", host="127.0.0.3", permission="DENY"),
+                Acl("User:bob", "CREATE", resource_type="CLUSTER", name=CLUSTER, pattern="PREFIXED", host="127.0.0.4"),
+                Acl("User:alice", "DESCRIBE", resource_type="CLUSTER", name=CLUSTER, pattern="LITERAL"),
+            ),
+            calls=(
+                ct("DESCRIBE_CONFIGS shows the details", lambda n: create(topic(n("dc1")), validate_only=True)),
+                ct("a DENY ALTER_CONFIGS does not deny DESCRIBE_CONFIGS", lambda n: create(topic(n("dc-deny")), validate_only=True)),
+                ct("ALL implies DESCRIBE_CONFIGS", lambda n: create(topic(n("all1")), validate_only=True)),
+                ct("a DENY DESCRIBE_CONFIGS beside ALL hides the details", lambda n: create(topic(n("all-deny")), validate_only=True)),
+                ct("names are case sensitive", lambda n: create(topic(n("case")), topic(n("Case")), validate_only=True), user="bob"),
+                ct("a prefix longer than the name", lambda n: create(topic(n("ab")), topic(n("abc")), topic(n("abcd")), validate_only=True), user="bob"),
+                ct("User:* from any host", lambda n: create(topic(n("anyone1")), validate_only=True), user="mallory", host="127.0.0.2"),
+                ct("User:* DENY from its host", lambda n: create(topic(n("anyone2")), validate_only=True), user="bob", host="127.0.0.3"),
+                ct("a PREFIXED cluster grant from its host", lambda _n: create(topic("dc-anywhere-topic"), validate_only=True), user="bob", host="127.0.0.4"),
+                ct("the PREFIXED cluster grant from another host", lambda _n: create(topic("dc-anywhere-topic"), validate_only=True), user="bob"),
+                ds("alice describes ACLs with DESCRIBE on the cluster", lambda n: acl_filter(name=n("anyone"), pattern=PatternType.PREFIXED), user="alice"),
+            ),
+        )
+    )
+
     # Configs (controller/configs.py: another engineer's part; these say whether it agrees).
     groups.append(
         Group(
