@@ -285,6 +285,7 @@ class _Lexer:
         self._line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
         self.lone_slashes: list[int] = []  # a '/' that began a comment to the end of its line, inside an unquoted value
         self.open_comment: int | None = None  # position of a '/*' never closed
+        self.gap_start = 0  # where the whitespace and comments before the last token began
 
     def where(self, pos: int) -> tuple[int, int]:
         index = bisect.bisect_right(self._line_starts, pos) - 1
@@ -294,7 +295,7 @@ class _Lexer:
         """An error at `pos`; `since` (where the module began) decides which comment hints apply."""
         line, column = self.where(min(pos, len(self.text)))
         hints = []
-        start = 0 if since is None else since
+        start = 0 if since is None else min(since, self.gap_start)
         for slash in self.lone_slashes:
             if start <= slash <= pos:
                 hints.append(
@@ -337,6 +338,7 @@ class _Lexer:
         return len(self.text) if found is None else found.start()
 
     def next(self) -> _Token:
+        self.gap_start = self.pos
         self._skip()
         text, pos = self.text, self.pos
         if pos >= len(text):

@@ -218,6 +218,18 @@ def test_an_unquoted_path_is_a_comment_and_the_error_says_so() -> None:
     )
 
 
+def test_a_lone_slash_hides_the_rest_of_its_line_and_a_line_break_right_after_it_as_in_java() -> None:
+    # StreamTokenizer reads the character after a lone '/' before it skips to the end of the line.
+    assert parse("K { X required; / Y required;\n};")["K"].modules == (LoginModule("X"),)
+    error = error_of("K { X required; /\n Y required; };")
+    assert (error.line, error.column, error.reason) == (
+        2,
+        16,
+        "expected a login module class name or '}' ending the entry, found the end of the file "
+        "(the '/' on line 1 starts a comment in JAAS syntax, so the rest of that line is ignored: quote values that contain '/')",
+    )
+
+
 def test_an_unclosed_block_comment_is_named_at_the_end() -> None:
     error = error_of("KafkaServer {\n  X required /* who closes this?\n  a=b;\n};\n")
     assert (error.line, error.column) == (5, 1)
