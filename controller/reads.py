@@ -6,6 +6,7 @@ The caller is whoever logged in (the proxy, under its own identity), and
 the controller authorizes that caller, as a broker would.
 """
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +25,9 @@ from controller.image import MetadataImage
 from envelope.responses import metadata_topic_error
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+NO_CONTROLLER = -1
+METADATA_TOPIC_IDS = 12
+"""Metadata asks for topics by id (KIP-516) from v12; before, a topic's name is required."""
 
 
 def _by_id(topic_id: Any, code: int) -> dict[str, Any]:
@@ -46,10 +50,20 @@ class ReadHandlers:
 
     def metadata(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """Kafka's rule: all-topics requests silently drop what the caller may not DESCRIBE; named ones say so."""
+        version = int(type(body).__version__)
+        zero = uuid.UUID(int=0)
+        if version < METADATA_TOPIC_IDS and any(t.name is None or (getattr(t, "topic_id", None) or zero) != zero for t in body.topics or ()):
+            # KafkaApis refuses a null name or a topic id below v12 (InvalidRequestException), and
+            # MetadataRequest.getErrorResponse answers every topic asked, a null name as "", with nothing else.
+            topics = [
+                {**metadata_topic_error(str(t.name or ""), ErrorCode.invalid_request), "topic_id": getattr(t, "topic_id", None) or zero}
+                for t in body.topics
+            ]
+            return {**self._answer(topics), "brokers": [], "cluster_id": None, "controller_id": NO_CONTROLLER}
         ids = list(dict.fromkeys(t.topic_id for t in body.topics or () if getattr(t, "topic_id", None) is not None))
         if ids:
             return self._answer(self._topics_by_id(ids, ctx))
-        if body.topics is None or (not body.topics and int(type(body).__version__) == 0):  # v0 has no null: [] is every topic
+        if body.topics is None or (not body.topics and version == 0):  # v0 has no null: [] is every topic
             names = [n for n in sorted(self.image.topics) if self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, n)]
             return self._answer([self._described(name) for name in names])
         # KafkaApis' order: the topics that exist, then the unknown ones, then those the caller may not describe

@@ -53,3 +53,15 @@ def test_topics_by_id() -> None:
         ("orders", ORDERS_ID, ErrorCode.none),
         (None, SECRET_ID, ErrorCode.topic_authorization_failed),
     ]
+
+
+def test_a_null_name_or_a_topic_id_before_v12_is_an_invalid_request_for_every_topic() -> None:
+    """KafkaApis refuses topic ids below v12; MetadataRequest.getErrorResponse repeats each topic asked, a null name as ""."""
+    zero = uuid.UUID(int=0)
+    for version in (10, 11):
+        asked = [{"name": None, "topic_id": ORDERS_ID}, {"name": "secret", "topic_id": None}]
+        values = {**FLAGS, "include_cluster_authorized_operations": False, "topics": asked}
+        answer = call(controller(), ApiKey.METADATA, version, values, ctx("admin"))
+        assert _topics(answer) == [("", ORDERS_ID, ErrorCode.invalid_request), ("secret", zero, ErrorCode.invalid_request)]
+        assert (answer["brokers"], answer["cluster_id"], answer["controller_id"]) == ([], None, -1)
+        assert all(t["partitions"] == [] for t in answer["topics"])
