@@ -273,7 +273,10 @@ class ReadPath:
     ) -> bytes:
         values: dict[str, Any] = {
             "throttle_time": 0,
-            "brokers": [{"node_id": self.node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
+            "brokers": [
+                {"node_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}
+                for node_id in [self.node_id, *sorted(_replica_ids(topics) - {self.node_id})]
+            ],
             "cluster_id": cluster_id,
             "controller_id": self.node_id,
             "topics": topics,
@@ -352,6 +355,21 @@ def _requested_topics(body: Any) -> list[ResourceAccess]:
     """The DESCRIBE each topic a Metadata request names needs: each name once, as Kafka answers each once."""
     names = dict.fromkeys(str(t.name) for t in body.topics or () if t.name is not None)
     return [_topic(name, Operation.DESCRIBE) for name in names]
+
+
+def _replica_ids(topics: list[dict[str, Any]]) -> set[int]:
+    """The brokers the topics' partitions name (leaders, replicas, ISR, offline replicas).
+
+    Each is listed at the proxy's own endpoint: a client resolves a partition's leader through the brokers
+    of the answer (`kafka-topics --describe` prints "Leader: none" for an id it cannot find), and whatever
+    it sends to that node still reaches the proxy."""
+    found: set[int] = set()
+    for topic in topics:
+        for partition in topic.get("partitions") or ():
+            found.add(int(partition.get("leader_id", -1)))
+            for key in ("replica_nodes", "isr_nodes", "offline_replicas"):
+                found.update(int(node) for node in partition.get(key) or ())
+    return {node for node in found if node >= 0}
 
 
 def _as_dict(entity: Any) -> dict[str, Any]:

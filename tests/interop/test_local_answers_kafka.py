@@ -35,9 +35,10 @@ pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::Deprecati
 CLIENT_ID = "interop-bytes"
 ALLOWED_DIFFERENCES: dict[str, str] = {
     "broker identity": (
-        "The proxy is the only broker its clients see: brokers lists the proxy's node.id at the advertised host and port of "
-        "the listener the request came in on (KIP-103), and controller_id is the proxy's node.id, where Kafka names its own "
-        "node (and, in KRaft, a random live broker as the controller)."
+        "The proxy is the broker its clients see: brokers lists the proxy's node.id at the advertised host and port of "
+        "the listener the request came in on (KIP-103), then each broker the partitions name, at that same address, so "
+        "that clients resolve leaders and replicas and still reach only the proxy; controller_id is the proxy's node.id, "
+        "where Kafka names its own node (and, in KRaft, a random live broker as the controller)."
     ),
     "api keys": (
         "ApiVersions lists only the APIs the proxy serves (no Produce, Fetch, group or transaction APIs); every API both "
@@ -78,7 +79,11 @@ def _broker_identity(theirs: Any, ours: Any, sides: Sides) -> Any:
         id_field = "node_id" if hasattr(broker, "node_id") else "broker_id"
         assert getattr(broker, id_field) == sides.broker_id
         host, port = sides.proxy_host_port
-        changes["brokers"] = (dataclasses.replace(broker, **{id_field: sides.proxy_id, "host": host, "port": port}),)
+        brokers = [dataclasses.replace(broker, **{id_field: sides.proxy_id, "host": host, "port": port})]
+        named = {int(n) for t in getattr(theirs, "topics", ()) for p in t.partitions for n in (p.leader_id, *p.replica_nodes)}
+        if sides.broker_id in named:
+            brokers.append(dataclasses.replace(broker, host=host, port=port))
+        changes["brokers"] = tuple(brokers)
     if getattr(theirs, "controller_id", None) == sides.broker_id:
         changes["controller_id"] = sides.proxy_id
     return dataclasses.replace(theirs, **changes)

@@ -138,14 +138,25 @@ def request_of(api_key: int, version: int, body: Any, correlation_id: int = 7) -
 
 
 def check_proxy_broker(body: Any, version: int, node_id: int, listener: ListenerConfig, broker_field: str = "node_id") -> None:
-    """The proxy is the only broker, at the listener's advertised address, with no rack (null, as Kafka without broker.rack)."""
-    (broker,) = body.brokers
-    assert getattr(broker, broker_field) == node_id
-    assert (broker.host, broker.port) == (listener.advertised_host, listener.advertised_port)
-    if hasattr(broker, "rack"):
-        assert broker.rack is None
-    if hasattr(broker, "is_fenced"):
-        assert broker.is_fenced is False
+    """The proxy is the first broker and the controller; every broker is at the listener's advertised address, with no
+    rack (null, as Kafka without broker.rack). Brokers beside the proxy are exactly those the partitions name, so a
+    client resolves every leader and replica, and reaches the proxy whichever node it picks."""
+    first, *others = body.brokers
+    assert getattr(first, broker_field) == node_id
+    named = {
+        int(node)
+        for topic in getattr(body, "topics", ())
+        for partition in topic.partitions
+        for node in (partition.leader_id, *partition.replica_nodes, *partition.isr_nodes, *getattr(partition, "offline_replicas", ()))
+        if int(node) >= 0
+    }
+    assert [getattr(b, broker_field) for b in others] == sorted(named - {node_id})
+    for broker in body.brokers:
+        assert (broker.host, broker.port) == (listener.advertised_host, listener.advertised_port)
+        if hasattr(broker, "rack"):
+            assert broker.rack is None
+        if hasattr(broker, "is_fenced"):
+            assert broker.is_fenced is False
     if hasattr(body, "controller_id"):
         assert body.controller_id == node_id
 
