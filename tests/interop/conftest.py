@@ -60,9 +60,10 @@ def kafka_node_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNo
     yield from _start(tmp_path_factory, proxy_super_user=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaQuorum]:
-    """Three combined nodes in one static quorum; the tests that kill a node start it again before they end."""
+    """Three combined nodes in one static quorum, shared by the whole run (it takes the longest to start); the tests
+    that kill a node start it again before they end."""
     lib = _kafka_lib("a real Kafka quorum")
     timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "180"))
     with KafkaQuorum(tmp_path_factory.mktemp("kafka-quorum"), lib_dir=lib, startup_timeout=timeout) as quorum:
