@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.audit_records import assert_valid, records_under
 from tests.interop.differential import Difference, Group, Side, run_group, running_sides
 from tests.interop.differential_scenarios import GROUPS
 from tests.interop.kafka_node import KafkaNode
@@ -32,8 +33,10 @@ _TALLY: dict[str, tuple[int, list[Difference]]] = {}
 @pytest.fixture(scope="module")
 def sides(kafka_node: KafkaNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
     began = time.monotonic()
-    with running_sides(kafka_node, tmp_path_factory.mktemp("differential")) as running:
+    workdir = tmp_path_factory.mktemp("differential")
+    with running_sides(kafka_node, workdir) as running:
         yield running
+    assert_valid(records_under(workdir))  # every audit record both proxies wrote, odd requests included
     scenarios = sum(count for count, _ in _TALLY.values())
     differing = sum(len(found) for _, found in _TALLY.values())
     summary = f"differential suite: {scenarios} scenarios in {len(_TALLY)} groups, {scenarios - differing} agree, {differing} differ ({time.monotonic() - began:.1f}s)"
