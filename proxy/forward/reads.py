@@ -47,6 +47,8 @@ from proxy.upstream.pool import ControllerPool
 
 log = logging.getLogger(__name__)
 
+FIRST_CLUSTER_ID_WAIT = 5.0
+"""Seconds an answer waits for the first controller to report the cluster id before its connection is closed."""
 METADATA_WITH_CLUSTER_ID = 12
 """Metadata has carried the cluster id since v2; v12 is the newest that Kafka 3.x and 4.x brokers share."""
 # Reads gated by one operation on CLUSTER, then passed through as the client asked.
@@ -100,9 +102,13 @@ class ReadPath:
             log.debug("cluster id from the read upstream: %s", exc)
         else:
             self.identity.accept(f"read upstream {self.upstream.settings.address}", getattr(response, "cluster_id", None))
-        known = await self.identity.wait(self.upstream.settings.request_timeout)
+        # Discovery has had its first round before the listeners opened: a short wait covers a round in progress.
+        known = await self.identity.wait(min(self.upstream.settings.request_timeout, FIRST_CLUSTER_ID_WAIT))
         if known is None:
-            raise ReadUnavailable("the cluster id is not known yet: no controller or read upstream has reported it")
+            raise ReadUnavailable(
+                "the cluster id is not known: no controller answered DescribeCluster to the proxy (it needs Alter on the "
+                "cluster for that) and the read upstream's Metadata did not carry one; grant it, or set cluster.id"
+            )
         return known
 
     async def answer(self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
