@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit fuzz
+	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit envelope_proxy fuzz
 
 # The import rules of docs/architecture.md (import-linter contracts in pyproject.toml).
 layers: $(STAMP)

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from proxy.tools.dev_pki import DevPki, generate_dev_pki, properties_snippet
-from proxy.tools.scram_cli import UsageError, read_password
+from envelope_proxy.dev_pki import DevPki, generate_dev_pki, properties_snippet
+from envelope_proxy.scram_cli import UsageError, read_password
 
 BAD_INPUT = 2
 _DNS_NAME = re.compile(r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import trio
 
+from envelope_proxy.authz_cli import add_authz_parser, run_authz
+from envelope_proxy.certs_cli import add_certs_parser, run_certs
+from envelope_proxy.scram_cli import add_scram_parser, run_scram
 from proxy.net.tls.context import ReloadingServerContext
 from proxy.net.tls.settings import listener_contexts
 from proxy.ops.logging import apply_log_format
 from proxy.properties import ConfigError, Properties, load_properties
-from proxy.tools.authz_cli import add_authz_parser, run_authz
-from proxy.tools.certs_cli import add_certs_parser, run_certs
-from proxy.tools.scram_cli import add_scram_parser, run_scram
 
 
 def _setup_logging(level: str) -> None:
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "controller":
             return _run_controller(args.config)
         if args.command == "demo":
-            from proxy.tools.demo import run_demo
+            from envelope_proxy.demo import run_demo
 
             return run_demo(Path(args.workdir) if args.workdir else None, spark=not args.skip_spark)
         if args.command == "audit":

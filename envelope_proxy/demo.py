@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from proxy.tools.embedded import EmbeddedStack, client_config, start_stack
+from envelope_proxy.embedded import EmbeddedStack, client_config, start_stack
 
 TIMEOUT = 30.0
 

@@ -2,11 +2,11 @@
 
     async def test_my_authorizer(envelope_proxy_stack):
         stack = await envelope_proxy_stack(authorizer="my_package:MyAuthorizer")
-        admin = AdminClient(client_config(stack.sasl_address, "admin"))   # proxy.tools.embedded.client_config
+        admin = AdminClient(client_config(stack.sasl_address, "admin"))   # envelope_proxy.embedded.client_config
         ...                                       # stack.controller.image.changes: who did what, as seen there
 
 The stack runs on loopback ephemeral ports inside the test's trio nursery
-(pytest-trio), with the users of proxy.tools.embedded.DEFAULT_USERS; the chosen
+(pytest-trio), with the users of envelope_proxy.embedded.DEFAULT_USERS; the chosen
 authorizer decides on the controller, where forwarded requests carry
 `RequestContext.forwarding_principal`.
 """
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from proxy.tools.embedded import EmbeddedStack, start_stack
+from envelope_proxy.embedded import EmbeddedStack, start_stack
 
 
 class StartStack(Protocol):

@@ -35,4 +35,4 @@ def wait_for_port(port: int, process: "subprocess.Popen[Any]", deadline: float =
 
 def start_server(args: list[str], log: Path) -> "subprocess.Popen[Any]":
     """`envelope-proxy <args>` (run, controller, ...) as a process of the current interpreter, its output in `log`."""
-    return subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "envelope_proxy.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)

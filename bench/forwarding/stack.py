@@ -71,7 +71,7 @@ def proxy_properties(
 
 def _proxy_command() -> list[str]:
     script = Path(sys.executable).parent / "envelope-proxy"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "proxy.tools.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "envelope_proxy.cli"]
 
 
 def probe(loadgen: Path, target: str, extra: list[str], timeout: float = READY_TIMEOUT) -> None:

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from envelope.frames import encode_frame  # noqa: E402
-from proxy.tools.embedded import controller_properties, proxy_properties  # noqa: E402
+from envelope_proxy.embedded import controller_properties, proxy_properties  # noqa: E402
 from tests.integration.wire import connect, exchange, read_frame, request  # noqa: E402
 from tests.processes import free_port, wait_for_port, write_properties  # noqa: E402
 
@@ -90,8 +90,8 @@ def main() -> int:
         proxy_file = write_properties(work / "proxy.properties", props)
         logs = [(work / "controller.log").open("w"), (work / "proxy.log").open("w")]
         servers = [
-            subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", "controller", "--config", str(controller_file)], cwd=ROOT, stdout=logs[0], stderr=subprocess.STDOUT),
-            subprocess.Popen([sys.executable, "-m", "proxy.tools.cli", "run", "--config", str(proxy_file)], cwd=ROOT, stdout=logs[1], stderr=subprocess.STDOUT),
+            subprocess.Popen([sys.executable, "-m", "envelope_proxy.cli", "controller", "--config", str(controller_file)], cwd=ROOT, stdout=logs[0], stderr=subprocess.STDOUT),
+            subprocess.Popen([sys.executable, "-m", "envelope_proxy.cli", "run", "--config", str(proxy_file)], cwd=ROOT, stdout=logs[1], stderr=subprocess.STDOUT),
         ]
         try:
             wait_for_port(controller_port, servers[0])

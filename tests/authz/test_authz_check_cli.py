@@ -8,7 +8,7 @@ import pytest
 from authz import AclAuthorizer
 from authz.acl_file import AclFileError, binding_to_json, load_acls, parse_acls
 from authz.cases import CaseFileError, load_cases, mismatches, parse_cases
-from proxy.tools.cli import main
+from envelope_proxy.cli import main
 from tests.authz.acl_semantics import ACLS, CASES, SUPER_USER
 
 

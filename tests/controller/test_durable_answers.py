@@ -10,7 +10,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
-from proxy.tools.embedded import controller_properties
+from envelope_proxy.embedded import controller_properties
 from tests.integration import wire
 
 PROXY = ("proxy", "proxy-secret")  # a super user of controller_properties()

@@ -11,7 +11,7 @@ from controller.server import EmbeddedController
 from envelope.codec import encode_request
 from envelope.principal import Principal, serialize_principal
 from envelope.wrap import unwrap, wrap
-from proxy.tools.embedded import controller_properties
+from envelope_proxy.embedded import controller_properties
 from tests.integration import wire
 
 CREATE = {

@@ -16,8 +16,8 @@ from controller.quorum import features_of
 from controller.server import EmbeddedController
 from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
+from envelope_proxy.embedded import controller_properties
 from proxy.properties import ConfigError
-from proxy.tools.embedded import controller_properties
 from tests.controller.config_helpers import controller as config_controller
 
 KAFKA_4_3_1_FEATURES = {

@@ -12,8 +12,8 @@ from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
+from envelope_proxy.embedded import controller_properties
 from proxy.properties import ConfigError
-from proxy.tools.embedded import controller_properties
 from tests.integration import wire
 from tests.processes import free_port
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from envelope_proxy.dev_pki import DevPki, generate_dev_pki
 from proxy.net.sasl.credentials import add_user
 from proxy.properties import load_properties
-from proxy.tools.dev_pki import DevPki, generate_dev_pki
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

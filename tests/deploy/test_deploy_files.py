@@ -656,7 +656,7 @@ def test_guide_mentions_every_deploy_file() -> None:
 
 def test_guide_commands_exist() -> None:
     """Every `envelope-proxy <command>` in the guide's code blocks is a command the CLI has."""
-    from proxy.tools.cli import build_parser
+    from envelope_proxy.cli import build_parser
 
     parser = build_parser()
     (commands,) = [action for action in parser._actions if action.choices and "run" in action.choices]

@@ -27,7 +27,7 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from proxy.tools.dev_pki import DevPki
+from envelope_proxy.dev_pki import DevPki
 from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file
 from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
@@ -229,7 +229,7 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
     proxy_log = sidecar.workdir / "proxy.log"
     with open(proxy_log, "wb") as log:
         proxy = subprocess.Popen(
-            [sys.executable, "-m", "proxy.tools.cli", "run", "--config", str(sidecar.proxy_properties)], stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "envelope_proxy.cli", "run", "--config", str(sidecar.proxy_properties)], stdout=log, stderr=subprocess.STDOUT
         )
     try:
         _wait_for_port(sidecar.client_port, proxy, proxy_log, timeout=60)

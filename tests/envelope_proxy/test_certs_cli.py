@@ -7,9 +7,9 @@ import javaproperties
 import pytest
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from envelope_proxy.cli import main
+from envelope_proxy.embedded import proxy_properties
 from proxy.config import parse_proxy_config
-from proxy.tools.cli import main
-from proxy.tools.embedded import proxy_properties
 
 
 def _snippet(stdout: str) -> dict[str, str]:

@@ -11,9 +11,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import verification
 
+from envelope_proxy.dev_pki import DevPki, generate_dev_pki, properties_snippet
 from proxy.net.tls.context import server_context
 from proxy.net.tls.options import parse_tls_settings
-from proxy.tools.dev_pki import DevPki, generate_dev_pki, properties_snippet
 
 PASSWORD = "pki-secret"
 HOSTS = ["localhost", "kafka.example", "10.1.2.3", "::2"]

@@ -12,7 +12,7 @@ from proxy.net.sasl.scram_client import ScramClient
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "proxy.tools.cli", "scram", *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "envelope_proxy.cli", "scram", *args], input=stdin, capture_output=True, text=True, timeout=60)
 
 
 def can_login(path: Path, mechanism: str, user: str, password: str) -> bool:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from proxy.tools.embedded import EmbeddedStack, start_stack
+from envelope_proxy.embedded import EmbeddedStack, start_stack
 from tests.audit_records import assert_valid, records_under
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
+from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 

@@ -10,10 +10,10 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from envelope.principal import Principal
 from envelope.wrap import wrap
+from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 from tests.integration import wire
 

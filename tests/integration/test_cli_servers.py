@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.tools.embedded import client_config, controller_properties, proxy_properties
+from envelope_proxy.embedded import client_config, controller_properties, proxy_properties
 from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 
@@ -53,7 +53,7 @@ def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: 
 def test_check_config_of_the_controller(tmp_path: Path) -> None:
     path = write_properties(tmp_path / "controller.properties", controller_properties(port=9093))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     effective = json.loads(result.stdout)
@@ -66,7 +66,7 @@ def test_check_config_of_the_controller(tmp_path: Path) -> None:
 def test_a_missing_config_file_is_a_clear_error(tmp_path: Path, command: str) -> None:
     missing = tmp_path / "nope.properties"
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", command, "--config", str(missing)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", command, "--config", str(missing)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
     assert str(missing) in result.stderr

@@ -19,10 +19,10 @@ from controller.identity import META_PROPERTIES, cluster_id_for
 from controller.server import EmbeddedController
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
+from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.properties import ConfigError
-from proxy.tools.embedded import DEFAULT_USERS, EmbeddedStack, controller_properties, proxy_properties
 from tests.integration import wire
 from tests.processes import free_port
 

@@ -19,9 +19,9 @@ from controller.server import ControllerConnection, EmbeddedController
 from envelope import kafka_uuid
 from envelope.header import RequestHeaderInfo
 from envelope.wrap import wrap_response
+from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.integration import wire
 
 NOT_CONTROLLER = 41

@@ -15,7 +15,7 @@ import trio
 from authz import AclBinding, AclStore, Operation, PatternType, PermissionType, ResourceType
 from controller.image import Topic
 from envelope.apis import ApiKey
-from proxy.tools.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, EmbeddedStack
+from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, EmbeddedStack
 from tests.integration import wire
 
 INVALID_REQUEST_MESSAGE = (

@@ -12,7 +12,7 @@ from apiversions import intersect
 from envelope.apis import FORWARDABLE
 from envelope.principal import Principal
 from envelope.wrap import wrap
-from proxy.tools.embedded import EmbeddedStack, client_config
+from envelope_proxy.embedded import EmbeddedStack, client_config
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 

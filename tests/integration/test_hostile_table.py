@@ -25,7 +25,7 @@ from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_request_header
-from proxy.tools.embedded import controller_properties, proxy_properties
+from envelope_proxy.embedded import controller_properties, proxy_properties
 from tests.audit_records import records_under
 from tests.integration import wire
 from tests.processes import free_port, wait_for_port, write_properties
@@ -64,7 +64,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     )
     proxy_file = write_properties(work / "proxy.properties", props)
     logs = [(work / "controller.log").open("wb"), (work / "proxy.log").open("wb")]
-    command = [sys.executable, "-m", "proxy.tools.cli"]
+    command = [sys.executable, "-m", "envelope_proxy.cli"]
     controller = subprocess.Popen([*command, "controller", "--config", str(controller_file)], stdout=logs[0], stderr=subprocess.STDOUT)
     proxy = subprocess.Popen([*command, "run", "--config", str(proxy_file)], stdout=logs[1], stderr=subprocess.STDOUT)
     try:

@@ -6,7 +6,7 @@ from typing import Any
 
 import trio
 
-from proxy.tools.embedded import start_stack
+from envelope_proxy.embedded import start_stack
 from tests.integration import wire
 
 ROUNDS = 20

@@ -14,9 +14,9 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.integration import wire
 from tests.processes import free_port, start_server, wait_for_port, write_properties
 

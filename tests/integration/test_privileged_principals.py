@@ -5,7 +5,7 @@ from typing import Any
 
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, start_stack
+from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import client_config
+from envelope_proxy.embedded import client_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 

@@ -10,12 +10,12 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
 from proxy.net.sasl.scram import generic_failure_message
 from proxy.net.sasl.scram_client import ScramClient
-from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire

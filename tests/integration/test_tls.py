@@ -16,10 +16,10 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from envelope_proxy.dev_pki import DevPki, generate_dev_pki
+from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, client_config, controller_properties, start_stack
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
-from proxy.tools.dev_pki import DevPki, generate_dev_pki
-from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, client_config, controller_properties, start_stack
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 
@@ -348,7 +348,7 @@ def test_sighup_reloads_the_certificates_of_a_running_controller(tmp_path: Path)
     config = tmp_path / "controller.properties"
     config.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
     process = subprocess.Popen(
-        [sys.executable, "-m", "proxy.tools.cli", "controller", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "envelope_proxy.cli", "controller", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     lines: list[str] = []
     reader = threading.Thread(target=_read_lines, args=(process.stderr, lines, threading.Event()), daemon=True)

@@ -11,9 +11,9 @@ from typing import Any
 
 import trio
 
+from envelope_proxy.embedded import DEFAULT_USERS, proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, proxy_properties
 from tests.integration import wire
 from tests.integration.dropping_controller import DroppingController
 

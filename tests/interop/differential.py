@@ -34,7 +34,7 @@ from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.frames import FrameReader, encode_frame
-from proxy.tools.embedded import DEFAULT_USERS
+from envelope_proxy.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
 from tests.interop.upstreams import Target, embedded_target, kafka_target

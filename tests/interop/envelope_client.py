@@ -22,7 +22,7 @@ from controller.server import EmbeddedController
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
-from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
+from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from tests.integration import wire
 
 ADMIN = Principal("User", "admin")

@@ -18,10 +18,10 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.audit.sinks.kafka import KafkaSink
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import trio
 
+from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import proxy_properties, start_stack
 from tests.interop.client_matrix.jvm_and_kcat import (
     ClientFailed,
     cli_tools_workflow,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import client_config
+from envelope_proxy.embedded import client_config
 from tests.integration import wire
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS, _jaas
+from envelope_proxy.embedded import DEFAULT_USERS, _jaas
 from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll

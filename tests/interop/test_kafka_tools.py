@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS, PLAIN_MODULE, client_config
+from envelope_proxy.embedded import DEFAULT_USERS, PLAIN_MODULE, client_config
 from tests.interop.kafka_node import KafkaNode, ensure_kafka_jars
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcomes, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, kafka_target, poll

@@ -8,9 +8,9 @@ import trio
 
 from apiversions import intersect
 from envelope.apis import FORWARDABLE
+from envelope_proxy.embedded import client_config, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from envelope_proxy.embedded import client_config, proxy_properties
 from tests.integration import wire
 from tests.interop.kafka_node import KafkaNode
 

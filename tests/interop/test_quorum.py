@@ -16,9 +16,9 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from envelope_proxy.embedded import proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import proxy_properties
 from tests.audit_records import records_under
 from tests.interop.kafka_quorum import FETCH_TIMEOUT_MS, KafkaQuorum
 from tests.interop.trickle import CLIENT_WAIT, Trickle, unexpected

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from proxy.tools.embedded import DEFAULT_USERS
+from envelope_proxy.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, outcomes, target, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, poll

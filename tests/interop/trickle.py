@@ -6,7 +6,7 @@ import time
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
-from proxy.tools.embedded import DEFAULT_USERS
+from envelope_proxy.embedded import DEFAULT_USERS
 from tests.integration import wire
 from tests.interop.test_conformance import unique
 

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import trio
 
 from controller.server import EmbeddedController
+from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import proxy_properties, start_stack
 from tests.interop.kafka_node import KafkaNode
 
 READ_TIMEOUT = 30.0

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from controller.config import parse_controller_config
+from envelope_proxy.embedded import controller_properties, proxy_properties
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.jaas import parse_jaas
 from proxy.properties import ConfigError
-from proxy.tools.embedded import controller_properties, proxy_properties
 
 if TYPE_CHECKING:
-    from proxy.tools.dev_pki import DevPki
+    from envelope_proxy.dev_pki import DevPki
 
 
 def test_the_embedded_defaults_parse() -> None:
@@ -201,7 +201,7 @@ def test_check_config_exits_2_with_the_message(tmp_path: Path) -> None:
     props["listeners"] = "CLIENT://127.0.0.1:1,CLIENT://127.0.0.1:2"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
     assert "Invalid value 'CLIENT://127.0.0.1:1,CLIENT://127.0.0.1:2' for configuration listeners" in result.stderr
@@ -211,7 +211,7 @@ def test_check_config_prints_effective_settings_with_secrets_masked(tmp_path: Pa
     path = tmp_path / "proxy.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in proxy_properties(9093, tmp_path).items()))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert '"alice": "[hidden]"' in result.stdout
@@ -420,7 +420,7 @@ def test_check_config_shows_security_settings_per_listener(tmp_path: Path) -> No
     path = tmp_path / "proxy.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     effective = json.loads(result.stdout)
@@ -445,7 +445,7 @@ _SSL_CLIENT = {"listener.security.protocol.map": "CLIENT:SSL,PLAIN:PLAINTEXT,CON
 
 @pytest.fixture(scope="module")
 def dev_pki(tmp_path_factory: pytest.TempPathFactory) -> "DevPki":
-    from proxy.tools.dev_pki import generate_dev_pki
+    from envelope_proxy.dev_pki import generate_dev_pki
 
     return generate_dev_pki(tmp_path_factory.mktemp("pki"), hosts=["localhost"], clients=["proxy"], password=_TLS_PASSWORD)
 
@@ -628,7 +628,7 @@ def test_check_config_shows_tls_settings_per_listener_with_passwords_hidden(tmp_
     path = tmp_path / "proxy.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.tools.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envelope_proxy.cli", "check-config", "--config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     effective = json.loads(result.stdout)

@@ -129,7 +129,7 @@ def test_cli_run_writes_every_output(spark: SparkSession, tmp_path: Path, capsys
 
 @pytest.mark.spark
 def test_run_keeps_the_callers_api(spark: SparkSession, tmp_path: Path) -> None:
-    """proxy/tools/demo.py calls run(input, output) and reads the summary it returns."""
+    """envelope_proxy/demo.py calls run(input, output) and reads the summary it returns."""
     summary = job.run(str(audit_dir(tmp_path)), str(tmp_path / "out"), spark=spark)
     assert (summary["records"], summary["malformed"], summary["duplicates_dropped"]) == (len(RECORDS), 1, 1)
     assert summary["outputs"]["html"] == str(tmp_path / "out" / "report.html")

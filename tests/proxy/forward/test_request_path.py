@@ -16,9 +16,9 @@ import pytest
 import trio
 
 from envelope.apis import ApiKey
+from envelope_proxy.embedded import controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import controller_properties, proxy_properties
 from tests.integration import wire
 from tests.processes import free_port, start_server, wait_for_port, write_properties
 

@@ -18,9 +18,9 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from envelope import kafka_uuid
 from envelope.apis import ApiKey
+from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from proxy.tools.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import records_under
 from tests.integration import wire
 from tests.processes import free_port

@@ -9,8 +9,8 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from proxy.net.addresses import ControllerAddress
-from proxy.tools.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings

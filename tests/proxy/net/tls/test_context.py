@@ -13,12 +13,12 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from envelope_proxy.dev_pki import DevPki, generate_dev_pki
 from proxy.net.tls.context import ReloadingServerContext, client_context, server_context
 from proxy.net.tls.options import TlsSettings, parse_tls_settings
 from proxy.net.tls.principal import parse_mapping_rules, principal_for_peer
 from proxy.net.tls.stores import load_keystore, load_truststore
 from proxy.properties import ConfigError
-from proxy.tools.dev_pki import DevPki, generate_dev_pki
 
 PASSWORD = "dev-secret"
 PREFIX = "listener.name.client."
