@@ -24,15 +24,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import trio
 
 from proxy.audit.bounds import RecordLimits, encode_bounded
 from proxy.audit.ids import new_id, utc_now
-
-if TYPE_CHECKING:
-    from proxy.ops.metrics import ProxyMetrics
+from proxy.ops.metrics import ProxyMetrics
+from proxy.properties import Properties
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,41 @@ class AuditSink(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SinkContext:
+    """What every sink is opened with, beside its own settings."""
+
+    log_dir: Path
+    """`audit.log.dir`"""
+    node_id: int
+    durability: str
+    """`audit.durability`: what a commit means (none, flush, fsync)."""
+    metrics: ProxyMetrics | None = None
+
+
+S = TypeVar("S")
+
+
+class SinkKind(Protocol[S]):
+    """One kind of sink, as `audit.sinks` names it: its `audit.<name>.*` keys, and how to open one.
+
+    The kinds are listed in proxy/audit/sinks/registry.py; each lives in its own module under proxy/audit/sinks/."""
+
+    name: str
+
+    def parse(self, props: Properties, log_dir: Path, *, enabled: bool) -> S | None:
+        """The sink's settings; None when it is not among `audit.sinks` (a ConfigError when its keys are set anyway)."""
+        ...
+
+    def effective(self, settings: S | None) -> dict[str, Any]:
+        """What `check-config` prints of it, secrets hidden: keys of the `audit` object."""
+        ...
+
+    def open(self, settings: S, context: SinkContext) -> AuditSink:
+        """The sink; files a crash left behind are recovered here."""
+        ...
+
+
 def _committer_on_the_spot(sink: AuditSink) -> "Callable[[Sequence[AuditEntry]], bool] | None":
     """A sink's optional `commit_now(batch) -> bool`: True when it committed the batch without waiting (no thread, no
     network), False when it needs the writer; raises OSError or AuditSinkError like `commit`."""
@@ -145,7 +180,7 @@ class AuditLog:
         on_failure: str = ON_FAILURE_BLOCK,
         connection_events: str = "all",
         excluded_principals: frozenset[str] = frozenset(),
-        metrics: "ProxyMetrics | None" = None,
+        metrics: ProxyMetrics | None = None,
         queue_size: int = _QUEUE_SIZE,
         limits: RecordLimits = DEFAULT_LIMITS,
     ) -> None:

@@ -9,6 +9,9 @@ import pytest
 
 from controller.config import parse_controller_config
 from envelope_proxy.embedded import controller_properties, proxy_properties
+from proxy.audit.sinks import file as audit_file
+from proxy.audit.sinks import kafka as audit_kafka
+from proxy.audit.sinks.file import FileSinkSettings
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.jaas import parse_jaas
 from proxy.properties import ConfigError
@@ -142,7 +145,7 @@ def test_bad_proxy_config_names_key_value_and_reason(changes: dict[str, str | No
 def test_audit_settings_defaults_and_a_kafka_sink(tmp_path: Path) -> None:
     default = parse_proxy_config(proxy_properties(9093, tmp_path / "audit")).audit
     assert (default.sinks, default.durability, default.on_failure, default.connection_events) == (("file",), "flush", "block", "all")
-    assert default.file_max_bytes == 64 * 1024 * 1024 and default.file_rotate == 300.0 and default.kafka is None
+    assert default.of(audit_file.KIND) == FileSinkSettings(64 * 1024 * 1024, 300.0) and default.of(audit_kafka.KIND) is None
     props = {
         **proxy_properties(9093, tmp_path / "audit"),
         "audit.sinks": "file, kafka",
@@ -157,11 +160,12 @@ def test_audit_settings_defaults_and_a_kafka_sink(tmp_path: Path) -> None:
     }
     config = parse_proxy_config(props)
     audit = config.audit
-    assert audit.sinks == ("file", "kafka") and audit.durability == "fsync" and audit.file_rotate is None
+    file_settings, kafka = audit.of(audit_file.KIND), audit.of(audit_kafka.KIND)
+    assert audit.sinks == ("file", "kafka") and audit.durability == "fsync" and file_settings is not None and file_settings.rotate is None
     assert audit.excluded_principals == frozenset({"User:monitor", "User:CN=a,OU=b"})
-    assert audit.kafka is not None and audit.kafka.topic == "envelope-proxy-audit"
-    assert audit.kafka.spool_dir == tmp_path / "audit" / ".kafka-spool"
-    assert audit.kafka.producer["sasl.username"] == "auditor"
+    assert kafka is not None and kafka.topic == "envelope-proxy-audit"
+    assert kafka.spool_dir == tmp_path / "audit" / ".kafka-spool"
+    assert kafka.producer["sasl.username"] == "auditor"
     shown = config.effective()["audit"]
     assert shown["kafka"]["producer"]["sasl.password"] == "[hidden]" and "s3cret" not in str(config.effective())
     comma = parse_proxy_config({**proxy_properties(9093, tmp_path), "audit.excluded.principals": "User:a, User:b"}).audit

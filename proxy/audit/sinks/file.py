@@ -14,17 +14,16 @@ import logging
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import Any, BinaryIO
 
 import trio
 
-from proxy.audit.pipeline import AuditEntry
-
-if TYPE_CHECKING:
-    from proxy.ops.metrics import ProxyMetrics
-
+from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
 from proxy.files import fsync_directory
+from proxy.ops.metrics import ProxyMetrics
+from proxy.properties import Properties
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ class FileSink:
         durability: str = DURABILITY_FLUSH,
         max_file_bytes: int = 64 * 1024 * 1024,
         rotate_seconds: float | None = None,
-        metrics: "ProxyMetrics | None" = None,
+        metrics: ProxyMetrics | None = None,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -218,3 +217,40 @@ class FileSink:
             fsync_directory(self.directory)
         if self.metrics is not None:
             self.metrics.audit_files_published.inc()
+
+
+# -- the kind: audit.file.* ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileSinkSettings:
+    max_file_bytes: int = 64 * 1024 * 1024
+    """`audit.file.max.bytes`"""
+    rotate: float | None = 300.0
+    """`audit.file.rotate.ms` in seconds: a file is published this long after its first record; None = only by size and at shutdown."""
+
+
+class FileSinkKind:
+    name = "file"
+
+    def parse(self, props: Properties, log_dir: Path, *, enabled: bool) -> FileSinkSettings:
+        # Read (and checked) whether or not the sink is enabled, as they always were.
+        rotate_ms = props.int("audit.file.rotate.ms", 300000, minimum=0)
+        return FileSinkSettings(props.int("audit.file.max.bytes", 64 * 1024 * 1024, minimum=1), rotate_ms / 1000 if rotate_ms else None)
+
+    def effective(self, settings: FileSinkSettings | None) -> dict[str, Any]:
+        settings = settings or FileSinkSettings()
+        return {"file.max.bytes": settings.max_file_bytes, "file.rotate.ms": int(settings.rotate * 1000) if settings.rotate else 0}
+
+    def open(self, settings: FileSinkSettings, context: SinkContext) -> AuditSink:
+        return FileSink(
+            context.log_dir,
+            context.node_id,
+            durability=context.durability,
+            max_file_bytes=settings.max_file_bytes,
+            rotate_seconds=settings.rotate,
+            metrics=context.metrics,
+        )
+
+
+KIND = FileSinkKind()

@@ -15,21 +15,56 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import trio
 
-from proxy.audit.pipeline import AuditEntry
+from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
 from proxy.audit.sinks.spool import Spool
-
-if TYPE_CHECKING:
-    from proxy.audit.settings import KafkaSinkSettings
-    from proxy.ops.metrics import ProxyMetrics
+from proxy.ops.metrics import ProxyMetrics
+from proxy.properties import ConfigError, Properties
 
 log = logging.getLogger(__name__)
 
 HEADERS = [("content-type", b"application/cloudevents+json; charset=UTF-8")]
+PRODUCER_PREFIX = "audit.kafka.producer."
+# librdkafka keys the sink sets itself, because its guarantees rest on them (or a dedicated key says it).
+_RESERVED_PRODUCER_KEYS = {
+    "bootstrap.servers": "set audit.kafka.bootstrap.servers instead",
+    "metadata.broker.list": "set audit.kafka.bootstrap.servers instead",
+    "enable.idempotence": "the audit sink always produces idempotently (enable.idempotence=true)",
+    "acks": "the audit sink always waits for all in-sync replicas (acks=all)",
+    "request.required.acks": "the audit sink always waits for all in-sync replicas (acks=all)",
+    "message.timeout.ms": "set audit.kafka.delivery.timeout.ms instead",
+    "delivery.timeout.ms": "set audit.kafka.delivery.timeout.ms instead",
+    "transactional.id": "the audit sink does not use transactions",
+}
+_SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token")
+
+
+@dataclass(frozen=True)
+class KafkaSinkSettings:
+    bootstrap_servers: str
+    topic: str
+    spool_dir: Path
+    delivery_timeout: float = 10.0
+    """Seconds Kafka may take to acknowledge a record before it is spooled (librdkafka's message.timeout.ms)."""
+    retry_backoff: float = 1.0
+    """Seconds between attempts to deliver the spool while Kafka does not take it."""
+    producer: dict[str, str] = field(default_factory=dict)
+    """`audit.kafka.producer.<key>` passthrough, keys without the prefix."""
+
+    def effective(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "topic": self.topic,
+            "spool.dir": str(self.spool_dir),
+            "delivery.timeout.ms": int(self.delivery_timeout * 1000),
+            "spool.retry.backoff.ms": int(self.retry_backoff * 1000),
+            "producer": {key: "[hidden]" if any(m in key for m in _SECRET_MARKERS) else value for key, value in sorted(self.producer.items())},
+        }
 
 
 class _LibrdkafkaLog:
@@ -62,7 +97,7 @@ class Message:
         return cls(key.encode(), line.rstrip(b"\n"), stage, line)
 
 
-def producer_config(settings: "KafkaSinkSettings") -> dict[str, Any]:
+def producer_config(settings: KafkaSinkSettings) -> dict[str, Any]:
     """librdkafka settings: the operator's passthrough keys, then what the sink's guarantees need."""
     return {
         **settings.producer,
@@ -76,7 +111,7 @@ def producer_config(settings: "KafkaSinkSettings") -> dict[str, Any]:
 class KafkaSink:
     name = "kafka"
 
-    def __init__(self, settings: "KafkaSinkSettings", *, durability: str, metrics: "ProxyMetrics | None" = None) -> None:
+    def __init__(self, settings: KafkaSinkSettings, *, durability: str, metrics: ProxyMetrics | None = None) -> None:
         self.settings = settings
         self.metrics = metrics
         self.spool = Spool(settings.spool_dir, durability=durability)
@@ -247,3 +282,74 @@ class KafkaSink:
         if self.metrics is not None:
             for message in messages:
                 self.metrics.audit_records_of(self.name, message.stage).inc()
+
+
+# -- the kind: audit.kafka.* ---------------------------------------------------------------
+
+
+class KafkaSinkKind:
+    name = "kafka"
+
+    def parse(self, props: Properties, log_dir: Path, *, enabled: bool) -> KafkaSinkSettings | None:
+        producer = {key.removeprefix(PRODUCER_PREFIX): value for key, value in props.raw.items() if key.startswith(PRODUCER_PREFIX)}
+        bootstrap = props.get("audit.kafka.bootstrap.servers")
+        if not enabled:
+            if bootstrap or producer:
+                raise ConfigError("audit.sinks", props.get("audit.sinks", "file"), "audit.kafka.* keys are set but kafka is not among the sinks")
+            return None
+        bootstrap = props.require("audit.kafka.bootstrap.servers")
+        for key in producer:
+            if not key:
+                raise ConfigError(PRODUCER_PREFIX, producer[key], "names no librdkafka property")
+            if key in _RESERVED_PRODUCER_KEYS:
+                raise ConfigError(PRODUCER_PREFIX + key, producer[key], _RESERVED_PRODUCER_KEYS[key])
+        topic = props.get("audit.kafka.topic") or "envelope-proxy-audit"
+        if len(topic) > 249 or not all(c.isalnum() or c in "._-" for c in topic):
+            raise ConfigError("audit.kafka.topic", topic, "a Kafka topic name: at most 249 of a-z, A-Z, 0-9, '.', '_', '-'")
+        settings = KafkaSinkSettings(
+            bootstrap_servers=bootstrap,
+            topic=topic,
+            spool_dir=Path(props.get("audit.kafka.spool.dir") or log_dir / ".kafka-spool"),
+            delivery_timeout=props.int("audit.kafka.delivery.timeout.ms", 10000, minimum=1) / 1000,
+            retry_backoff=props.int("audit.kafka.spool.retry.backoff.ms", 1000, minimum=1) / 1000,
+            producer=producer,
+        )
+        _check_producer(settings)
+        return settings
+
+    def effective(self, settings: KafkaSinkSettings | None) -> dict[str, Any]:
+        return {"kafka": settings.effective() if settings else None}
+
+    def open(self, settings: KafkaSinkSettings, context: SinkContext) -> AuditSink:
+        return KafkaSink(settings, durability=context.durability, metrics=context.metrics)
+
+
+def _check_producer(settings: KafkaSinkSettings) -> None:
+    """librdkafka judges its own keys: build a producer (it connects to nothing until asked) and name the key it refuses."""
+    # confluent-kafka (librdkafka) is loaded only when this sink is configured: a file-only proxy starts without it.
+    try:
+        from confluent_kafka import KafkaException, Producer
+    except ImportError:  # pragma: no cover - a runtime dependency, but a broken install should say what is missing
+        raise ConfigError("audit.sinks", "kafka", "the Kafka sink needs the confluent-kafka package") from None
+
+    quiet = logging.getLogger("proxy.audit.settings.librdkafka")
+    quiet.disabled = True
+
+    def refused(config: dict[str, Any]) -> str | None:
+        try:
+            Producer({**config, "logger": quiet})
+        except KafkaException as exc:
+            return str(exc.args[0].str()) if exc.args else str(exc)
+        return None
+
+    reason = refused(producer_config(settings))
+    if reason is None:
+        return
+    core = {key: value for key, value in producer_config(settings).items() if key not in settings.producer}
+    for key, value in settings.producer.items():
+        if refused({**core, key: value}) is not None:
+            raise ConfigError(PRODUCER_PREFIX + key, value, f"librdkafka: {reason}")
+    raise ConfigError(PRODUCER_PREFIX + "*", ", ".join(sorted(settings.producer)), f"librdkafka refuses the combination: {reason}")
+
+
+KIND = KafkaSinkKind()

@@ -21,10 +21,10 @@ from proxy.audit.pipeline import (
     AuditUnavailable,
     make_record,
 )
-from proxy.audit.settings import KafkaSinkSettings, audit_running
+from proxy.audit.settings import audit_running
 from proxy.audit.sinks import file as audit_file
 from proxy.audit.sinks.file import FileSink
-from proxy.audit.sinks.kafka import KafkaSink
+from proxy.audit.sinks.kafka import KafkaSink, KafkaSinkSettings
 from proxy.audit.sinks.spool import Spool
 from proxy.net.sasl.mechanisms import attempted_user
 from proxy.ops.metrics import ProxyMetrics
