@@ -1,0 +1,515 @@
+"""The proxy's own OAUTHBEARER login to the controllers: client-credentials tokens, as Kafka's
+OAuthBearerLoginCallbackHandler gets them, kept fresh as Kafka's refreshing login keeps them.
+
+Configured as a broker's controller client is configured (each key looked up as
+`listener.name.<controller listener>.oauthbearer.<key>`, then
+`listener.name.<controller listener>.<key>`, then `<key>`)::
+
+    sasl.mechanism.controller.protocol=OAUTHBEARER
+    sasl.oauthbearer.token.endpoint.url=https://idp.example.com/realms/kafka/protocol/openid-connect/token
+    sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
+    listener.name.controller.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\
+        clientId="proxy" clientSecret="proxy-secret" scope="kafka";
+
+The JAAS options come from the property or a JAAS file entry, as Kafka looks them
+up (proxy.net.sasl.jaas.select_login); Kafka 4.1's keys
+`sasl.oauthbearer.client.credentials.client.id`/`.client.secret` and
+`sasl.oauthbearer.scope` win over `clientId`/`clientSecret`/`scope` when set.
+`extension_<name>` options become SASL extensions. A `file:` token endpoint is a
+file holding the token itself (Kafka's FileJwtRetriever). The token endpoint URL
+must be on Kafka 4.x's allow-list (proxy.net.sasl.oauth_validation.allowed_urls).
+
+The request: a POST of `grant_type=client_credentials[&scope=...]` with
+`Authorization: Basic base64(clientId:clientSecret)` (each part URL-encoded
+first when `sasl.oauthbearer.header.urlencode=true`). Each attempt is bounded by
+`sasl.login.connect.timeout.ms` and `sasl.login.read.timeout.ms` (10 s each here;
+Kafka waits without limit when they are unset) and the answer by 256 KiB; a
+failure is retried with `sasl.login.retry.backoff.ms` (100 ms, doubling) for up to
+`sasl.login.retry.backoff.max.ms` (10 s), except for the HTTP statuses Kafka
+deems final (400, 401, 403, 404, ...). The token must carry `exp` and the subject
+claim (`sasl.oauthbearer.sub.claim.name`), read without checking the signature,
+as Kafka's client does: the controller checks it.
+
+Refresh (`OAuthTokenProvider.run`, Kafka's ExpiringCredentialRefreshingLogin):
+at `sasl.login.refresh.window.factor` (0.8) plus up to
+`sasl.login.refresh.window.jitter` (0.05) of the token's life, but not within
+`sasl.login.refresh.buffer.seconds` (300) of its expiry and not sooner than
+`sasl.login.refresh.min.period.seconds` (60) from now (both ignored when the
+token is too short-lived for them); after a failed refresh, again in 10 s, the
+old token still used until it expires.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import random
+import ssl
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from proxy.net.sasl.jaas import JaasFile, select_login
+from proxy.net.sasl.oauth_http import HttpError, fetch
+from proxy.net.sasl.oauth_validation import SCOPE_CLAIM_KEY, SUB_CLAIM_KEY, allowed_urls, check_url, oauth_value
+from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerClientExchange, build_client_first
+from proxy.properties import ConfigError, Properties
+
+__all__ = [
+    "CLIENT_ID_KEY",
+    "CLIENT_SECRET_KEY",
+    "LOGIN_CALLBACK_HANDLER_KEY",
+    "SCOPE_KEY",
+    "TOKEN_ENDPOINT_KEY",
+    "UNRETRYABLE_HTTP_CODES",
+    "AccessToken",
+    "OAuthLoginError",
+    "OAuthLoginSettings",
+    "OAuthTokenProvider",
+    "next_refresh_ms",
+    "parse_access_token",
+    "parse_oauth_login_settings",
+    "retrieve_token",
+]
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENDPOINT_KEY = "sasl.oauthbearer.token.endpoint.url"
+LOGIN_CALLBACK_HANDLER_KEY = "sasl.login.callback.handler.class"
+CLIENT_ID_KEY = "sasl.oauthbearer.client.credentials.client.id"
+CLIENT_SECRET_KEY = "sasl.oauthbearer.client.credentials.client.secret"
+SCOPE_KEY = "sasl.oauthbearer.scope"
+HEADER_URLENCODE_KEY = "sasl.oauthbearer.header.urlencode"
+REFRESH_WINDOW_FACTOR_KEY = "sasl.login.refresh.window.factor"
+REFRESH_WINDOW_JITTER_KEY = "sasl.login.refresh.window.jitter"
+REFRESH_MIN_PERIOD_KEY = "sasl.login.refresh.min.period.seconds"
+REFRESH_BUFFER_KEY = "sasl.login.refresh.buffer.seconds"
+RETRY_BACKOFF_KEY = "sasl.login.retry.backoff.ms"
+RETRY_BACKOFF_MAX_KEY = "sasl.login.retry.backoff.max.ms"
+CONNECT_TIMEOUT_KEY = "sasl.login.connect.timeout.ms"
+READ_TIMEOUT_KEY = "sasl.login.read.timeout.ms"
+
+LOGIN_CALLBACK_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",  # Kafka 3.x's name
+)
+EXTENSION_PREFIX = "extension_"
+
+UNRETRYABLE_HTTP_CODES = frozenset({400, 401, 402, 403, 404, 405, 406, 407, 409, 410, 411, 412, 413, 414, 415, 501, 505})
+"""Kafka's HttpAccessTokenRetriever does not retry these statuses."""
+
+RETRY_AFTER_FAILED_REFRESH = 10.0
+"""Kafka's DELAY_SECONDS_BEFORE_NEXT_RETRY_WHEN_RELOGIN_FAILS."""
+DEFAULT_TIMEOUT_MS = 10_000
+MAX_RESPONSE_BYTES = 256 * 1024
+_MAX_ERROR_TEXT = 300
+
+
+class OAuthLoginError(Exception):
+    """No token: the endpoint could not be reached, refused the client, or answered something that is not a token."""
+
+
+@dataclass(frozen=True)
+class OAuthLoginSettings:
+    token_endpoint_url: str
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    scope: str | None = None
+    extensions: Mapping[str, str] = field(default_factory=dict)
+    refresh_window_factor: float = 0.8
+    refresh_window_jitter: float = 0.05
+    refresh_min_period_seconds: int = 60
+    refresh_buffer_seconds: int = 300
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 10_000
+    connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    read_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    header_urlencode: bool = False
+    sub_claim_name: str = "sub"
+    scope_claim_name: str = "scope"
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    token_endpoint_key: str = field(default=TOKEN_ENDPOINT_KEY, compare=False)
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _number(props: Properties | Mapping[str, str], listener: str, key: str, default: float, low: float, high: float | None, *, integer: bool) -> float:
+    name, text = oauth_value(props, listener, key)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(int(text)) if integer else float(text)
+    except ValueError:
+        raise ConfigError(name, text, "expected an integer" if integer else "expected a number") from None
+    if value < low or (high is not None and value > high):
+        bounds = [f"{bound:g}" for bound in (low, high) if bound is not None]
+        raise ConfigError(name, text, f"must be between {bounds[0]} and {bounds[1]}" if high is not None else f"must be at least {bounds[0]}")
+    return value
+
+
+def _jaas_options(
+    props: Properties | Mapping[str, str], listener: str, jaas_file: JaasFile | None, file_key: str | None
+) -> tuple[Mapping[str, str], str]:
+    raw = props.raw if isinstance(props, Properties) else dict(props)
+    login = select_login(raw, listener, MECHANISM, jaas_file, file_key=file_key, role="client")
+    module = login.module
+    return (module.options if module is not None else {}), login.source
+
+
+def parse_oauth_login_settings(
+    props: Properties | Mapping[str, str],
+    listener: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    jaas_file: JaasFile | None = None,
+    file_key: str | None = None,
+) -> OAuthLoginSettings:
+    """The proxy's OAUTHBEARER login on the controller listener `listener`, or ConfigError naming key, value and reason
+    (JaasError, a ConfigError, for the JAAS part). `environ` holds KAFKA_OPTS for the URL allow-list."""
+    options, jaas_source = _jaas_options(props, listener, jaas_file, file_key)
+    handler_key, handler = oauth_value(props, listener, LOGIN_CALLBACK_HANDLER_KEY)
+    if handler and handler not in LOGIN_CALLBACK_HANDLERS:
+        raise ConfigError(handler_key, handler, f"the proxy's own OAUTHBEARER login works only as {LOGIN_CALLBACK_HANDLERS[0]} does")
+    url_key, url = oauth_value(props, listener, TOKEN_ENDPOINT_KEY)
+    if not url:
+        raise ConfigError(
+            url_key,
+            url,
+            "the proxy's own OAUTHBEARER login needs a token endpoint (client-credentials grant); Kafka's unsecured login is not offered",
+        )
+    check_url(url_key, url, allowed_urls(props, environ or {}))
+    from_file = urllib.parse.urlsplit(url).scheme.lower() == "file"
+
+    def config_or_jaas(key: str, option: str, *, required: bool) -> str | None:
+        name, value = oauth_value(props, listener, key)
+        if value is None:
+            name, value = f"{jaas_source} option {option}", options.get(option)
+        if value is not None and not value.strip():
+            raise ConfigError(name, "[hidden]", "must not be empty or whitespace")
+        if value is None and required:
+            raise ConfigError(key, None, f"the proxy's client-credentials login needs {key}, or the JAAS option {option} ({jaas_source})")
+        return None if value is None else value.strip()
+
+    client_id = config_or_jaas(CLIENT_ID_KEY, "clientId", required=not from_file)
+    client_secret = config_or_jaas(CLIENT_SECRET_KEY, "clientSecret", required=not from_file)
+    scope = config_or_jaas(SCOPE_KEY, "scope", required=False)
+    extensions = {name[len(EXTENSION_PREFIX) :]: value for name, value in options.items() if name.startswith(EXTENSION_PREFIX)}
+    try:
+        build_client_first("x", "", extensions)
+    except ValueError as exc:
+        raise ConfigError(f"{jaas_source} options {EXTENSION_PREFIX}*", "[hidden]", str(exc)) from None
+    urlencode_key, urlencode = oauth_value(props, listener, HEADER_URLENCODE_KEY)
+    if urlencode is not None and urlencode.lower() not in ("true", "false"):
+        raise ConfigError(urlencode_key, urlencode, "expected true or false")
+    claims: dict[str, str] = {}
+    for key, default in ((SUB_CLAIM_KEY, "sub"), (SCOPE_CLAIM_KEY, "scope")):
+        name, value = oauth_value(props, listener, key)
+        if value is not None and not value.strip():
+            raise ConfigError(name, value, "The value of the OAuth claim name must be non-null, non-empty, and non-whitespace")
+        claims[key] = value.strip() if value is not None else default
+    backoff = int(_number(props, listener, RETRY_BACKOFF_KEY, 100, 0, None, integer=True))
+    backoff_max = int(_number(props, listener, RETRY_BACKOFF_MAX_KEY, 10_000, 0, None, integer=True))
+    if backoff_max < backoff:
+        name, text = oauth_value(props, listener, RETRY_BACKOFF_MAX_KEY)
+        raise ConfigError(name, text, f"must not be less than {RETRY_BACKOFF_KEY} ({backoff})")
+    return OAuthLoginSettings(
+        token_endpoint_url=url,
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=scope,
+        extensions=extensions,
+        refresh_window_factor=_number(props, listener, REFRESH_WINDOW_FACTOR_KEY, 0.8, 0.5, 1.0, integer=False),
+        refresh_window_jitter=_number(props, listener, REFRESH_WINDOW_JITTER_KEY, 0.05, 0.0, 0.25, integer=False),
+        refresh_min_period_seconds=int(_number(props, listener, REFRESH_MIN_PERIOD_KEY, 60, 0, 900, integer=True)),
+        refresh_buffer_seconds=int(_number(props, listener, REFRESH_BUFFER_KEY, 300, 0, 3600, integer=True)),
+        retry_backoff_ms=backoff,
+        retry_backoff_max_ms=backoff_max,
+        connect_timeout_ms=int(_number(props, listener, CONNECT_TIMEOUT_KEY, DEFAULT_TIMEOUT_MS, 1, None, integer=True)),
+        read_timeout_ms=int(_number(props, listener, READ_TIMEOUT_KEY, DEFAULT_TIMEOUT_MS, 1, None, integer=True)),
+        header_urlencode=(urlencode or "false").lower() == "true",
+        sub_claim_name=claims[SUB_CLAIM_KEY],
+        scope_claim_name=claims[SCOPE_CLAIM_KEY],
+        token_endpoint_key=url_key,
+    )
+
+
+# --------------------------------------------------------------------------- the token
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """A token from the endpoint, with what Kafka's client reads from it (without checking its signature)."""
+
+    value: str = field(repr=False)
+    principal_name: str
+    expiry_ms: int
+    start_ms: int | None = None
+    """`iat` in milliseconds, when the token has one (the start of its life for the refresh schedule)."""
+    scopes: frozenset[str] = frozenset()
+
+
+def _claim_error(name: str) -> OAuthLoginError:
+    return OAuthLoginError(f"The value of the OAuth claim {name} must be non-null, non-empty, and non-whitespace")
+
+
+def parse_access_token(value: str, *, sub_claim_name: str = "sub", scope_claim_name: str = "scope") -> AccessToken:
+    """Kafka's client-side token check (ClientJwtValidator): three sections, a JSON payload, `exp` and the subject
+    required, `iat` optional, scopes well formed. The signature is not checked here: the controller checks it."""
+    sections = value.split(".")
+    if len(sections) != 3 or not sections[0] or not sections[1]:
+        raise OAuthLoginError("Malformed JWT provided; expected three sections (header, payload, and signature)")
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(sections[1] + "=" * (-len(sections[1]) % 4)))
+    except (ValueError, RecursionError) as exc:
+        raise OAuthLoginError(f"Malformed JWT provided: the payload cannot be read ({type(exc).__name__})") from None
+    if not isinstance(payload, dict):
+        raise OAuthLoginError("Malformed JWT provided: the payload is not a JSON object")
+
+    def seconds(name: str) -> int | None:
+        raw = payload.get(name)
+        if raw is None:
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != raw or abs(raw) >= 2**53:
+            raise OAuthLoginError(f"Could not extract the '{name}' claim from the access token: not a number")
+        return int(raw)
+
+    expiration, issued_at = seconds("exp"), seconds("iat")
+    if expiration is None:
+        raise OAuthLoginError("exp value must be non-null")
+    if expiration < 0:
+        raise OAuthLoginError(f'exp value must be non-negative; value given was "{expiration}"')
+    if issued_at is not None and issued_at < 0:
+        raise OAuthLoginError(f'iat value must be null or non-negative; value given was "{issued_at}"')
+    subject = payload.get(sub_claim_name)
+    if not isinstance(subject, str) or not subject.strip():
+        raise _claim_error(sub_claim_name)
+    raw_scope = payload.get(scope_claim_name)
+    items = [raw_scope] if isinstance(raw_scope, str) else raw_scope if isinstance(raw_scope, list) else []
+    scopes: set[str] = set()
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise _claim_error(scope_claim_name)
+        if item.strip() in scopes:
+            raise OAuthLoginError(f"{scope_claim_name} value must not contain duplicates - {item.strip()[:80]} already present")
+        scopes.add(item.strip())
+    return AccessToken(value, subject.strip(), expiration * 1000, None if issued_at is None else issued_at * 1000, frozenset(scopes))
+
+
+def _authorization(settings: OAuthLoginSettings) -> str:
+    client_id, secret = (settings.client_id or "").strip(), (settings.client_secret or "").strip()
+    if settings.header_urlencode:
+        client_id, secret = urllib.parse.quote_plus(client_id), urllib.parse.quote_plus(secret)
+    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode("ascii")
+
+
+def _request_body(scope: str | None) -> bytes:
+    body = "grant_type=client_credentials"
+    if scope and scope.strip():
+        body += "&scope=" + urllib.parse.quote_plus(scope.strip())
+    return body.encode("ascii")
+
+
+def _error_text(body: bytes) -> str:
+    """RFC 6749 5.2's error and description, bounded (they carry nothing secret), or the start of the body."""
+    try:
+        document: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        document = None
+    if isinstance(document, dict) and "error" in document:
+        return f"{{{str(document.get('error'))[:100]} - {str(document.get('error_description'))[:_MAX_ERROR_TEXT]}}}"
+    text = body[:_MAX_ERROR_TEXT].decode("utf-8", "replace").strip()
+    return f"{{{text}}}" if text else "{}"
+
+
+def _access_token_of(body: bytes) -> str:
+    try:
+        document: Any = json.loads(body)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        raise OAuthLoginError("the token endpoint's answer is not JSON") from None
+    token = document.get("access_token") if isinstance(document, dict) else None
+    if not isinstance(token, str) or not token.strip():
+        raise OAuthLoginError("The token endpoint response did not contain an access_token value")
+    return token.strip()
+
+
+class _Final(Exception):
+    """An answer not worth retrying."""
+
+
+async def _attempt(settings: OAuthLoginSettings, ssl_context: ssl.SSLContext | None) -> str:
+    headers = [
+        ("Authorization", _authorization(settings)),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Cache-Control", "no-cache"),
+        ("Accept", "application/json"),
+    ]
+    response = await fetch(
+        settings.token_endpoint_url,
+        method="POST",
+        headers=headers,
+        body=_request_body(settings.scope),
+        max_bytes=settings.max_response_bytes,
+        connect_timeout=settings.connect_timeout_ms / 1000,
+        read_timeout=settings.read_timeout_ms / 1000,
+        ssl_context=ssl_context,
+    )
+    if response.status in (200, 201):
+        if not response.body:
+            raise OAuthLoginError(f"The token endpoint response was unexpectedly empty despite response code {response.status}")
+        return _access_token_of(response.body)
+    message = f"the token endpoint answered HTTP {response.status} {_error_text(response.body)}"
+    if response.status in UNRETRYABLE_HTTP_CODES:
+        raise _Final(message)
+    raise OAuthLoginError(message)
+
+
+async def retrieve_token(
+    settings: OAuthLoginSettings, *, ssl_context: ssl.SSLContext | None = None, clock: Callable[[], float] = trio.current_time
+) -> AccessToken:
+    """One token from the endpoint (or the file), with Kafka's retries, checked as Kafka's client checks it;
+    OAuthLoginError when there is none."""
+    url = settings.token_endpoint_url
+    if urllib.parse.urlsplit(url).scheme.lower() == "file":
+        try:
+            data = await fetch(url, max_bytes=settings.max_response_bytes, read_timeout=settings.read_timeout_ms / 1000)
+        except HttpError as exc:
+            raise OAuthLoginError(str(exc)) from None
+        value = data.body.decode("utf-8", "replace").strip()
+        return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
+    backoff, end = settings.retry_backoff_ms / 1000, clock() + settings.retry_backoff_max_ms / 1000
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            value = await _attempt(settings, ssl_context)
+            return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
+        except _Final as exc:
+            raise OAuthLoginError(f"{exc}; will not attempt further retries") from None
+        except (HttpError, OAuthLoginError) as exc:
+            wait = min(backoff * 2 ** (attempt - 1), end - clock())
+            if wait <= 0:
+                raise OAuthLoginError(f"no token from {settings.token_endpoint_url} after {attempt} attempts: {exc}") from None
+            log.debug("token endpoint %s: attempt %d failed (%s); next in %.3f s", url, attempt, exc, wait)
+            await trio.sleep(wait)
+
+
+def next_refresh_ms(now_ms: int, token: AccessToken, settings: OAuthLoginSettings, rng: random.Random | None = None) -> int:
+    """When to fetch the next token, as Kafka's ExpiringCredentialRefreshingLogin.refreshMs decides it."""
+    expiry = token.expiry_ms
+    if now_ms > expiry:
+        return now_ms + int(RETRY_AFTER_FAILED_REFRESH * 1000)
+    start = token.start_ms if token.start_ms is not None else now_ms
+    fraction = settings.refresh_window_factor + settings.refresh_window_jitter * (rng or random).random()
+    min_period_ms = settings.refresh_min_period_seconds * 1000
+    buffer_ms = settings.refresh_buffer_seconds * 1000
+    if now_ms + min_period_ms + buffer_ms > expiry:
+        return now_ms + int((expiry - now_ms) * fraction)
+    proposed = start + int((expiry - start) * fraction)
+    if proposed > expiry - buffer_ms:
+        return expiry - buffer_ms
+    if proposed < now_ms + min_period_ms:
+        return now_ms + min_period_ms
+    return proposed
+
+
+# --------------------------------------------------------------------------- the provider
+
+
+class OAuthTokenProvider:
+    """The proxy's current token for its controller links.
+
+    `run` (a trio task) fetches one at once, reports started (see `current`/`last_error`), and
+    refreshes it on Kafka's schedule; `token()` gives the current one, fetching it when there is
+    none or it expired (concurrent callers share one fetch); `wait_for_refresh(generation)`
+    returns when a newer token than `generation` is there, which is when the wiring re-authenticates
+    its links; `client_exchange()` is the SASL exchange for a link's (re-)authentication."""
+
+    def __init__(
+        self,
+        settings: OAuthLoginSettings,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        wall_clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self._ssl_context = ssl_context
+        self._wall_clock = wall_clock
+        self._rng = rng or random.Random()
+        self._lock = trio.Lock()
+        self._changed = trio.Event()
+        self.current: AccessToken | None = None
+        self.generation = 0
+        """How many tokens have been fetched; grows by one with each."""
+        self.last_error: str | None = None
+
+    def _now_ms(self) -> int:
+        return int(self._wall_clock() * 1000)
+
+    async def token(self) -> AccessToken:
+        current = self.current
+        if current is not None and current.expiry_ms > self._now_ms():
+            return current
+        return await self.refresh()
+
+    async def refresh(self) -> AccessToken:
+        """Fetch a new token now (or share one being fetched); OAuthLoginError when there is none."""
+        generation = self.generation
+        async with self._lock:
+            if self.generation != generation and self.current is not None:
+                return self.current  # fetched while we waited
+            try:
+                token = await retrieve_token(self.settings, ssl_context=self._ssl_context)
+            except OAuthLoginError as exc:
+                self.last_error = str(exc)
+                raise
+            self.current = token
+            self.generation += 1
+            self.last_error = None
+            self._changed.set()
+            self._changed = trio.Event()
+            lifetime = (token.expiry_ms - self._now_ms()) / 1000
+            log.info("OAUTHBEARER token for %s (principal %s) valid for %.0f s", self.settings.token_endpoint_url, token.principal_name, lifetime)
+            return token
+
+    async def wait_for_refresh(self, generation: int) -> AccessToken:
+        """The first token newer than `generation` (pass `self.generation` of the token in use)."""
+        while self.generation <= generation or self.current is None:
+            await self._changed.wait()
+        return self.current
+
+    async def client_exchange(self) -> OAuthBearerClientExchange:
+        """A SASL exchange with the current token (fetched first if needed): `proxy.net.sasl.client.ClientExchange`."""
+        token = await self.token()
+        return OAuthBearerClientExchange(token.value, extensions=self.settings.extensions)
+
+    def _delay(self, failed: bool) -> float:
+        current = self.current
+        now = self._now_ms()
+        if failed or current is None or current.expiry_ms <= now:
+            return RETRY_AFTER_FAILED_REFRESH
+        return max(0.0, (next_refresh_ms(now, current, self.settings, self._rng) - now) / 1000)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        failed = False
+        try:
+            await self.refresh()
+        except OAuthLoginError as exc:
+            failed = True
+            log.warning("OAUTHBEARER login: %s", exc)
+        task_status.started()
+        while True:
+            await trio.sleep(self._delay(failed))
+            try:
+                await self.refresh()
+                failed = False
+            except OAuthLoginError as exc:
+                failed = True
+                log.warning("OAUTHBEARER login: refresh failed, trying again in %.0f s: %s", RETRY_AFTER_FAILED_REFRESH, exc)
+
