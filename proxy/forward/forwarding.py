@@ -1,7 +1,8 @@
-"""Forwarding one admin request: its intent, the Envelope, its outcome, the answer.
+"""Forwarding one admin request: its intent, the Envelope, and what to answer.
 
-The client's bytes go into the Envelope untouched. The intent is committed before
-the controller sees the request, and the outcome before the client sees the answer.
+The client's bytes go into the Envelope untouched. The intent is committed here, before
+the controller sees the request; the outcome is committed by the respond step
+(proxy/forward/respond.py) before the client sees the answer this module returns.
 As Kafka's ForwardingManager, an envelope answered NOT_CONTROLLER (or lost with its
 connection, see proxy/upstream/pool.py) goes to the new active controller until the
 request is `controller.forward.timeout.ms` old; then the client gets REQUEST_TIMED_OUT.
@@ -22,11 +23,11 @@ from envelope.principal import Principal
 from envelope.responses import ResourceError
 from envelope.wrap import unwrap, wrap
 from proxy.audit.pipeline import AuditUnavailable
+from proxy.audit.request_records import Failed, Forwarded, RequestAudit, Unrecorded
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection, Next, envelope_action
-from proxy.forward.request_audit import RequestAudit
-from proxy.net.connection import KafkaConnection
+from proxy.forward.respond import Answer
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.backoff import Backoff
@@ -60,19 +61,14 @@ class Forwarder:
         # to reconnect.backoff.max.ms, with jitter), counted per request.
         self.backoff = Backoff(upstream.settings.backoff_initial, upstream.settings.backoff_max)
 
-    async def forward(
-        self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit
-    ) -> None:
+    async def forward(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         try:
             await audit.intent()
         except AuditUnavailable as exc:
-            await self._reject_unaudited(conn, body, audit, exc)
-            return
-        await self._send(conn, principal, address, frame, body, audit)
+            return self._reject_unaudited(body, audit, exc)
+        return await self._send(principal, address, frame, body, audit)
 
-    async def _send(
-        self, conn: KafkaConnection, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit
-    ) -> None:
+    async def _send(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         audit.restart()  # the outcome's timings measure from here: queue, then the Envelope's round trips
         deadline = trio.current_time() + self.upstream.settings.forward_timeout
         not_controller = 0
@@ -84,13 +80,11 @@ class Forwarder:
                 envelope_error, embedded = unwrap(delivery.response)
             except QueueFull as exc:
                 log.warning("request %s of %s refused: %s", audit.api, principal, exc)
-                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
-                return
+                return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
             except (UpstreamUnavailable, ProtocolError) as exc:
                 log.warning("request %s of %s: %s", audit.api, principal, exc)
-                await self._answer_error(conn, body, audit, ErrorCode.request_timed_out, str(exc), None)
-                return
-            audit.delivered(delivery)
+                return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
+            audit.delivered(delivery.attempts, delivery.server, delivery.queued)
             action = envelope_action(envelope_error)
             if action.next is not Next.RETRY:
                 break
@@ -100,24 +94,20 @@ class Forwarder:
             backoff = self.backoff.delay(not_controller)
             if trio.current_time() + backoff >= deadline:
                 message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
-                await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
-                return
+                return self._error(body, audit, action.client_code, message, envelope_error)
             await trio.sleep(backoff)
-        await self._answer(conn, body, audit, envelope_error, embedded)
+        return await self._answer(body, audit, envelope_error, embedded)
 
-    async def _answer(self, conn: KafkaConnection, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> None:
+    async def _answer(self, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> Answer:
         header = audit.header
         action = envelope_action(envelope_error)
         if action.next is Next.ANSWER and embedded is not None:
             if header.api_key in _ACL_CHANGES:
                 self.edge.invalidate()
-            await self._outcome(audit, envelope_error, embedded)
-            await conn.send(embedded)
-            return
+            return Answer(await self._outcome(audit, envelope_error, embedded), embedded)
         if action.next is Next.CLOSE:
-            await audit.failed(envelope_error, action.client_code, "controller refused the embedded version")
-            audit.count(self.metrics, "failed", forwarded=True)
-            raise CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION", CAUSE_VERSIONS_CHANGED)
+            closing = CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION", CAUSE_VERSIONS_CHANGED)
+            return Answer(Failed(envelope_error, action.client_code, "controller refused the embedded version"), then=closing)
         message = f"envelope error {envelope_error}"
         if action.client_code == ErrorCode.cluster_authorization_failed:
             message = f"the proxy's principal {self.forwarding_principal} lacks CLUSTER_ACTION on the controller"
@@ -126,32 +116,28 @@ class Forwarder:
                 message,
                 self.forwarding_principal,
             )
-        await self._answer_error(conn, body, audit, action.client_code, message, envelope_error)
+        return self._error(body, audit, action.client_code, message, envelope_error)
 
-    async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> None:
+    async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> Forwarded:
         header = audit.header
         try:
             top, results = await self.offload.frame(len(embedded), _response_errors, header.api_key, header.api_version, embedded)
         except ProtocolError as exc:
             log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
             top, results = ErrorCode.unknown_server_error, []
-        await audit.outcome(envelope_error, top, results)
-        audit.count(self.metrics, "forwarded", forwarded=True)
+        return Forwarded(envelope_error, top, results)
 
-    async def _answer_error(
-        self, conn: KafkaConnection, body: Any, audit: RequestAudit, code: int, message: str, envelope_error: int | None
-    ) -> None:
-        await audit.failed(envelope_error, code, message)
-        audit.count(self.metrics, "failed", forwarded=True)
+    @staticmethod
+    def _error_frame(body: Any, audit: RequestAudit, code: int, message: str) -> bytes:
         header = audit.header
         answer = error_response(header.api_key, header.api_version, body, code, message)
-        await conn.send(encode_response(answer, correlation_id=header.correlation_id))
+        return encode_response(answer, correlation_id=header.correlation_id)
 
-    async def _reject_unaudited(self, conn: KafkaConnection, body: Any, audit: RequestAudit, exc: AuditUnavailable) -> None:
+    def _error(self, body: Any, audit: RequestAudit, code: int, message: str, envelope_error: int | None) -> Answer:
+        return Answer(Failed(envelope_error, code, message), self._error_frame(body, audit, code, message))
+
+    def _reject_unaudited(self, body: Any, audit: RequestAudit, exc: AuditUnavailable) -> Answer:
         """audit.on.failure=reject and the intent could not be written: answer with an error, forward nothing."""
         message = "the proxy could not write the audit record of this request; it was not forwarded"
-        log.error("connection %s (%s): %s %s: %s", conn.connection_id, audit.caller.principal, audit.api, message, exc)
-        audit.count(self.metrics, "failed")
-        header = audit.header
-        answer = error_response(header.api_key, header.api_version, body, ErrorCode.kafka_storage_error, message)
-        await conn.send(encode_response(answer, correlation_id=header.correlation_id))
+        log.error("connection %s (%s): %s %s: %s", audit.caller.connection_id, audit.caller.principal, audit.api, message, exc)
+        return Answer(Unrecorded(), self._error_frame(body, audit, ErrorCode.kafka_storage_error, message))

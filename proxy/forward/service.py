@@ -2,7 +2,8 @@
 
 Requests of one connection are handled one at a time, like a Kafka broker
 (which mutes a channel while its request is in flight), so responses keep
-the order of requests. Every answer is audited before the client can read it.
+the order of requests. Each route handler returns what to answer (`Answer`), and one
+respond step (proxy/forward/respond.py) audits, counts and sends it, in that order.
 """
 
 import logging
@@ -22,13 +23,14 @@ from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
+from proxy.audit.request_records import Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.local import metadata_response
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
-from proxy.forward.request_audit import Forwarding, RequestAudit
+from proxy.forward.respond import Answer, respond
 from proxy.forward.routing import READ_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
@@ -223,7 +225,11 @@ class ProxyService:
         async with aclosing(login.events()) as events:
             async for event in events:
                 if isinstance(event, ApiVersionsRequest):
-                    login.api_versions_answered(await self._api_versions(session, event.header, event.frame))
+                    audit = self._request_audit(session, event.header)
+                    answer = await self._api_versions(session, event.header, event.frame, audit)
+                    await self._respond(session, audit, answer)
+                    # An answer with an error (INVALID_REQUEST, UNSUPPORTED_VERSION) lets the client ask again, as in Kafka.
+                    login.api_versions_answered(isinstance(answer.outcome, Local) and event.header.api_version in self.advertised()[ApiKey.API_VERSIONS])
                 elif isinstance(event, LoginFailed):
                     if event.failure.error_code == ErrorCode.sasl_authentication_failed:
                         self.metrics.authentications.labels(listener.name, event.failure.mechanism, "failure").inc()
@@ -276,45 +282,30 @@ class ProxyService:
     async def handle_request(self, session: Session, frame: bytes) -> None:
         header = peek_request_header(frame)
         routed = route(header, self.advertised())
-        if routed.route is Route.API_VERSIONS:
-            await self._api_versions(session, header, frame)
-        elif routed.route is Route.REFUSE:
-            assert routed.reason is not None
-            await self._refuse(session, header, routed.reason)
-            raise CloseConnection(routed.reason)
-        elif routed.route is Route.LOCAL:
-            await self._describe_cluster(session, header, frame)
-        elif routed.route is Route.READ:
-            await self._read(session, header, frame)
-        else:
-            await self._forward(session, header, frame)
-
-    async def _cluster_id(self, session: Session, header: RequestHeaderInfo) -> str:
-        """The cluster id for an answer; until one is known the connection is closed, as no Kafka broker
-        answers without one (and librdkafka crashes on a null id)."""
+        audit = self._request_audit(session, header, forwarded=routed.route is Route.FORWARD)
         try:
-            return await self.reads.cluster_id()
+            if routed.route is Route.API_VERSIONS:
+                answer = await self._api_versions(session, header, frame, audit)
+            elif routed.route is Route.REFUSE:
+                assert routed.reason is not None
+                answer = self._refusal(session, header, routed.reason, then=CloseConnection(routed.reason))
+            elif routed.route is Route.LOCAL:
+                answer = await self._describe_cluster(session, header, frame)
+            elif routed.route is Route.READ:
+                answer = await self._read(session, header, frame, audit)
+            else:
+                answer = await self._forward(session, header, frame, audit)
         except ReadUnavailable as exc:
-            await self._refuse(session, header, str(exc))
-            raise CloseConnection(str(exc)) from exc
+            # No cluster id known yet: no Kafka broker answers without one (and librdkafka crashes on a null id).
+            answer = self._refusal(session, header, str(exc), then=CloseConnection(str(exc)))
+        await self._respond(session, audit, answer)
 
-    async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
-        try:
-            body = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
-        except ProtocolError as exc:
-            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
-            raise
-        cluster_id = await self._cluster_id(session, header)
-        # The endpoint type it asks for, and its authorized operations when asked, decide the answer (reads.py).
-        answer = await self.reads.describe_cluster(session.context(header.client_id), session.listener, header, body, cluster_id)
-        await self._local(self._request_audit(session, header))
-        await session.conn.send(answer)
+    async def _respond(self, session: Session, audit: RequestAudit, answer: Answer) -> None:
+        if isinstance(answer.outcome, Refused) and answer.then is not None:
+            session.refusal_audited = True  # the `refused` record says why the connection closes
+        await respond(session.conn, audit, self.metrics, answer)
 
-    async def _local(self, audit: RequestAudit) -> None:
-        await audit.local()
-        audit.count(self.metrics, "local")
-
-    async def _refuse(self, session: Session, header: RequestHeaderInfo, reason: str) -> None:
+    def _refusal(self, session: Session, header: RequestHeaderInfo, reason: str, *, then: BaseException | None, frame: bytes | None = None) -> Answer:
         conn = session.conn
         log.warning(
             "connection %s from %s (%s): refused %s: %s",
@@ -324,48 +315,47 @@ class ProxyService:
             api_name(header.api_key),
             reason,
         )
-        session.refusal_audited = True
-        audit = self._request_audit(session, header)
-        await audit.refused(reason)
-        audit.count(self.metrics, "refused")
+        return Answer(Refused(reason), frame, then)
 
-    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> bool:
-        """Answer ApiVersions; False when the answer was an error (INVALID_REQUEST for a software name
-        Kafka refuses, UNSUPPORTED_VERSION), after which Kafka lets the client ask again before the login."""
-        audit = self._request_audit(session, header)
+    def _undecodable(self, session: Session, header: RequestHeaderInfo, exc: ProtocolError) -> Answer:
+        """Fail closed: a body that cannot be decoded (or its resources named) is refused, and the connection closed."""
+        return self._refusal(session, header, f"request body cannot be decoded: {exc}", then=exc)
+
+    async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
+        try:
+            body = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+        except ProtocolError as exc:
+            return self._undecodable(session, header, exc)
+        cluster_id = await self.reads.cluster_id()
+        # The endpoint type it asks for, and its authorized operations when asked, decide the answer (reads.py).
+        answer = await self.reads.describe_cluster(session.context(header.client_id), session.listener, header, body, cluster_id)
+        return Answer(Local(), answer)
+
+    async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
+        """Answer ApiVersions (INVALID_REQUEST for a software name Kafka refuses, the supported range for an unsupported
+        version: the client may ask again)."""
         advertised = self.advertised()
         if header.api_version >= 3 and header.api_version in advertised[ApiKey.API_VERSIONS]:
             try:
                 body = decode_body(ApiKey.API_VERSIONS, header.api_version, frame, header.header_size)
             except ProtocolError as exc:
-                await self._refuse(session, header, f"request body cannot be decoded: {exc}")
-                raise
+                return self._undecodable(session, header, exc)
             name, version = str(body.client_software_name), str(body.client_software_version)
             if not apiversions.valid_software(name, version):
-                # Kafka's answer; nothing the client chose is kept for later records.
-                await self._refuse(session, header, "client software name or version does not match Kafka's pattern")
-                session.refusal_audited = False  # answered, and the connection goes on
-                await session.conn.send(
-                    apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request)
-                )
-                return False
+                # Kafka's answer; nothing the client chose is kept for later records, and the connection goes on.
+                error = apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request)
+                return self._refusal(session, header, "client software name or version does not match Kafka's pattern", then=None, frame=error)
             session.software_name, session.software_version = name, version
             audit.caller = session.caller()
-        answer = apiversions.build_response(header.api_version, header.correlation_id, advertised)
-        await self._local(audit)
-        await session.conn.send(answer)
-        # An unsupported version is answered with the supported range; as in Kafka, the client may ask again.
-        return header.api_version in advertised[ApiKey.API_VERSIONS]
+        return Answer(Local(), apiversions.build_response(header.api_version, header.correlation_id, advertised))
 
-    async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
-        audit = self._request_audit(session, header)
+    async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
         try:
             body = await self.offload.frame(
                 len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True
             )
         except ProtocolError as exc:
-            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
-            raise
+            return self._undecodable(session, header, exc)
         settings = self.settings
         if (
             header.api_key == ApiKey.METADATA
@@ -375,29 +365,18 @@ class ProxyService:
             and not getattr(body, "include_cluster_authorized_operations", False)  # v8-10: the edge authorizer answers those
         ):
             # Only brokers and the controller asked for: the proxy knows those itself.
-            cluster_id = await self._cluster_id(session, header)
-            answer = metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=cluster_id)
-            await self._local(audit)
-            await session.conn.send(answer)
-            return
-        try:
-            result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
-        except ReadUnavailable as exc:  # only while no cluster id is known: nothing is answered without one
-            await self._refuse(session, header, str(exc))
-            raise CloseConnection(str(exc)) from exc
+            cluster_id = await self.reads.cluster_id()
+            return Answer(Local(), metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=cluster_id))
+        result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
         audit.resources = result.resources
-        await audit.read(settings.edge.policy, result.denied, denial_code, result.error_code, result.error_message)
-        audit.count(self.metrics, "read")
-        await session.conn.send(result.frame)
+        return Answer(Read(settings.edge.policy, result.denied, denial_code, result.error_code, result.error_message), result.frame)
 
-    async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> None:
-        audit = self._request_audit(session, header, forwarded=True)
+    async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
         try:
             body, audit.resources = await self.offload.frame(
                 len(frame), _decode_with_resources, header.api_key, header.api_version, frame, header.header_size
             )
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
-            await self._refuse(session, header, f"request body cannot be decoded: {exc}")
-            raise
-        await self.forwarder.forward(session.conn, session.principal, session.client_address, frame, body, audit)
+            return self._undecodable(session, header, exc)
+        return await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)

@@ -15,7 +15,7 @@ from proxy.audit.connection_events import (
     Endpoint,
     authentication_failed_result,
 )
-from proxy.forward.request_audit import Caller
+from proxy.audit.request_records import Caller
 from proxy.net.connection import KafkaConnection
 from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection
 from proxy.net.sasl.machine import LoginFailure

@@ -1,14 +1,18 @@
-"""The audit records of one request, typed: who sent it, what it touches, and each stage's record.
+"""The audit records of one request, built here and nowhere else: who sent it, what it touches, each stage's record.
 
 One `RequestAudit` is made per request. It carries the request id, the start time
 and the resources from the intent to the outcome, so the records of one forwarded
 request always pair up (same `requestId`) and name the same resources.
+
+What a request ended in is one of the outcomes below (`Outcome`); the request path
+hands it, with the answer, to its one respond step (proxy/forward/respond.py), which
+calls `record` and then `count` before the answer is sent.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
@@ -19,8 +23,8 @@ from envelope.responses import ResourceError, error_name
 from proxy.audit.bounds import first_entries
 from proxy.audit.ids import new_id
 from proxy.audit.pipeline import AuditLog, make_record
+from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
-from proxy.upstream.pool import Delivery
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,72 @@ class Forwarding:
     upstream_address: str
 
 
+# -- what a request ended in ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """Answered by the proxy itself (ApiVersions, DescribeCluster, Metadata without topics)."""
+
+    metric: ClassVar[str] = "local"
+    forwarded: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Refused: the connection closes (or, for a bad client software name, an error is answered)."""
+
+    reason: str
+    metric: ClassVar[str] = "refused"
+    forwarded: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A read answered through the edge authorizer: what it denied, and the upstream's error if any."""
+
+    policy: str
+    denied: list[ResourceAccess]
+    code_of: Callable[[ResourceAccess], int]
+    error_code: int
+    error_message: str | None
+    metric: ClassVar[str] = "read"
+    forwarded: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """The controller answered the envelope: its envelope error, and the embedded answer's top-level and per-resource errors."""
+
+    envelope_error: int
+    top: int
+    results: list[ResourceError]
+    metric: ClassVar[str] = "forwarded"
+    forwarded: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """No answer from the controller to pass on: the proxy answers `code` for every resource."""
+
+    envelope_error: int | None
+    code: int
+    message: str
+    metric: ClassVar[str] = "failed"
+    forwarded: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Unrecorded:
+    """Not forwarded because its intent could not be written (audit.on.failure=reject): counted, no outcome record."""
+
+    metric: ClassVar[str] = "failed"
+    forwarded: ClassVar[bool] = False
+
+
+Outcome = Local | Refused | Read | Forwarded | Failed | Unrecorded
+
+
 def error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
     """One entry of a record's `result.errors`."""
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
@@ -63,7 +133,8 @@ class RequestAudit:
     started: float = field(default_factory=time.perf_counter)
     attempts: list[int | None] = field(default_factory=list)
     """The node id of each controller the envelope was sent to, in order."""
-    answered_by: Delivery | None = None
+    answered_by: ControllerAddress | None = None
+    """The controller whose answer was passed on (or whose NOT_CONTROLLER came last)."""
     queued: float = 0.0
     """Seconds the request waited for a controller connection, over all its attempts."""
 
@@ -75,11 +146,11 @@ class RequestAudit:
     def restart(self) -> None:
         self.started = time.perf_counter()
 
-    def delivered(self, delivery: Delivery) -> None:
-        """One envelope answered (NOT_CONTROLLER included): where it went, and how long it waited."""
-        self.attempts.extend(server.node_id for server in delivery.attempts)
-        self.answered_by = delivery
-        self.queued += delivery.queued
+    def delivered(self, attempts: Sequence[ControllerAddress], server: ControllerAddress, queued: float) -> None:
+        """One envelope answered by `server` (NOT_CONTROLLER included): every node it went to, and how long it waited."""
+        self.attempts.extend(attempt.node_id for attempt in attempts)
+        self.answered_by = server
+        self.queued += queued
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -120,13 +191,13 @@ class RequestAudit:
 
     def _upstream(self) -> dict[str, Any]:
         """Where the envelope went: the configured quorum until a controller answered, then that node and every attempt."""
-        delivery, forwarding = self.answered_by, self.forwarding
-        if delivery is None:
+        server, forwarding = self.answered_by, self.forwarding
+        if server is None:
             assert forwarding is not None
             return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": self.attempts}
         return {
-            "address": delivery.server.address,
-            "nodeId": delivery.server.node_id,
+            "address": server.address,
+            "nodeId": server.node_id,
             "attempts": len(self.attempts),
             "controllers": self.attempts,
         }
@@ -142,11 +213,24 @@ class RequestAudit:
     async def _write(self, data: dict[str, Any], subject: str | None, *, required: bool = False) -> None:
         await self.log.write(make_record(self.node_id, subject, data), required=required)
 
-    def count(self, metrics: ProxyMetrics, outcome: str, *, forwarded: bool = False) -> None:
+    async def record(self, outcome: Outcome) -> None:
+        """The record of how the request ended (none for `Unrecorded`)."""
+        if isinstance(outcome, Forwarded):
+            await self.outcome(outcome.envelope_error, outcome.top, outcome.results)
+        elif isinstance(outcome, Read):
+            await self.read(outcome.policy, outcome.denied, outcome.code_of, outcome.error_code, outcome.error_message)
+        elif isinstance(outcome, Local):
+            await self.local()
+        elif isinstance(outcome, Failed):
+            await self.failed(outcome.envelope_error, outcome.code, outcome.message)
+        elif isinstance(outcome, Refused):
+            await self.refused(outcome.reason)
+
+    def count(self, metrics: ProxyMetrics, outcome: Outcome) -> None:
         """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
-        series = metrics.request_series(self.caller.listener, self.api, outcome)
+        series = metrics.request_series(self.caller.listener, self.api, outcome.metric)
         series.count.inc()
-        if forwarded:
+        if outcome.forwarded:
             elapsed = self.elapsed_ms() / 1000
             queued = min(self.queued, elapsed)
             series.queue_time.observe(queued)
@@ -228,4 +312,4 @@ class RequestAudit:
         await self._write(data, subject_of(self.resources))
 
 
-__all__ = ["Caller", "Forwarding", "RequestAudit", "error_row"]
+__all__ = ["Caller", "Failed", "Forwarded", "Forwarding", "Local", "Outcome", "Read", "Refused", "RequestAudit", "Unrecorded", "error_row"]
