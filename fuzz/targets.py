@@ -176,7 +176,19 @@ def jaas_targets() -> list[Target]:
     return jaas()
 
 
-FAMILIES: dict[str, Callable[[], list[Target]]] = {"decoders": targets, "controller": controller_targets, "jaas": jaas_targets}
+def oauthbearer_targets() -> list[Target]:
+    """OAUTHBEARER's client-first message, token validator and JWKS parser (fuzz/oauthbearer.py, which builds on Target)."""
+    from fuzz.oauthbearer import targets as oauthbearer
+
+    return oauthbearer()
+
+
+FAMILIES: dict[str, Callable[[], list[Target]]] = {
+    "decoders": targets,
+    "controller": controller_targets,
+    "jaas": jaas_targets,
+    "oauthbearer": oauthbearer_targets,
+}
 
 
 __all__ = [
