@@ -4,8 +4,11 @@ CreateTopics: CREATE on CLUSTER or on each TOPIC. DeleteTopics: DELETE on
 TOPIC. CreatePartitions: ALTER on TOPIC. (Incremental)AlterConfigs:
 ALTER_CONFIGS on the TOPIC, or on CLUSTER for broker resources;
 DescribeConfigs likewise with DESCRIBE_CONFIGS. Create/DeleteAcls: ALTER on
-CLUSTER. The cluster-level APIs are in `CLUSTER_OPERATIONS`. The interop
-suite checks each entry against a real Kafka controller.
+CLUSTER. CreateDelegationToken for another owner: CREATE_TOKENS on that
+owner as a USER resource (`token_owner`); for oneself, and to renew or expire
+a token (the controller checks owner and renewers, not ACLs), nothing. The
+cluster-level APIs are in `CLUSTER_OPERATIONS`. The interop suite checks each
+entry against a real Kafka controller.
 
 Each admin API's entry in authz/admin_apis.py names its resources with these.
 """
@@ -66,6 +69,18 @@ def cluster(operation: Operation) -> list[ResourceAccess]:
     return [ResourceAccess(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, operation)]
 
 
+def token_owner(body: Any) -> list[ResourceAccess]:
+    """CreateDelegationToken: CREATE_TOKENS on the owner it names (v3+), a USER resource named `Type:name`, as
+    ControllerApis asks when the owner is not the requester; a request that names no owner (or an empty name)
+    asks for the requester's own token, which no ACL decides."""
+    name = getattr(body, "owner_principal_name", None)
+    if not name:
+        return []
+    kind = getattr(body, "owner_principal_type", None)
+    # a null type with a name fails in Kafka before any ACL is asked; the audit names it as Java prints a null
+    return [ResourceAccess(ResourceType.USER, f"{'null' if kind is None else kind}:{name}", PatternType.LITERAL, Operation.CREATE_TOKENS)]
+
+
 # Cluster-level admin APIs and the one operation on CLUSTER each needs (Kafka's ControllerApis / KafkaApis).
 CLUSTER_OPERATIONS: dict[int, Operation] = {
     ApiKey.DESCRIBE_ACLS: Operation.DESCRIBE,
@@ -78,6 +93,9 @@ CLUSTER_OPERATIONS: dict[int, Operation] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Operation.ALTER,
     ApiKey.DESCRIBE_QUORUM: Operation.DESCRIBE,
     ApiKey.UPDATE_FEATURES: Operation.ALTER,
+    ApiKey.UNREGISTER_BROKER: Operation.ALTER,
+    ApiKey.ADD_RAFT_VOTER: Operation.ALTER,
+    ApiKey.REMOVE_RAFT_VOTER: Operation.ALTER,
 }
 
 

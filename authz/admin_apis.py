@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from authz.actions import CLUSTER_OPERATIONS, ResourceAccess, acl_target, cluster, config_resource, topics
+from authz.actions import CLUSTER_OPERATIONS, ResourceAccess, acl_target, cluster, config_resource, token_owner, topics
 from authz.model import Operation
 from envelope.apis import ApiKey
 from envelope.build import build_entity
@@ -58,6 +58,31 @@ def _java_order(text: str) -> bytes:
 
 _CONFIG_RESULTS = field_results("responses", lambda r: str(r.resource_name))
 _NO_ENTRIES: ErrorAnswer = lambda _, error: {**error, "topics": [], "nodes": []}  # noqa: E731
+_NO_RESULTS: ResultReader = lambda _: []  # noqa: E731
+_NO_RESOURCES: Callable[[Any], list[ResourceAccess]] = lambda _: []  # noqa: E731
+
+ERROR_TIMESTAMP = -1
+"""DelegationTokenManager.ERROR_TIMESTAMP: the times of a token answer that holds no token."""
+
+
+def token_error_answer(_: Any, error: dict[str, Any]) -> dict[str, Any]:
+    """CreateDelegationTokenRequest.getErrorResponse: owner and requester User:ANONYMOUS, no token (times -1)."""
+    return {
+        "error_code": error["error_code"],
+        "principal_type": "User",
+        "principal_name": "ANONYMOUS",
+        "token_requester_principal_type": "User",
+        "token_requester_principal_name": "ANONYMOUS",
+        "issue_timestamp": ERROR_TIMESTAMP,
+        "expiry_timestamp": ERROR_TIMESTAMP,
+        "max_timestamp": ERROR_TIMESTAMP,
+        "token_id": "",
+        "hmac": b"",
+    }
+
+
+# Renew/ExpireDelegationTokenRequest.getErrorResponse: the code, and the expiry left at its default, 0.
+_TOKEN_TIME_ERROR: ErrorAnswer = lambda _, error: {"error_code": error["error_code"], "expiry_timestamp": 0}  # noqa: E731
 
 
 ADMIN_APIS: dict[int, AdminApi] = {
@@ -154,6 +179,15 @@ ADMIN_APIS: dict[int, AdminApi] = {
         },
         lambda body: field_results("results", lambda r: str(r.feature))(body) if hasattr(body, "results") else [],
     ),
+    # The token APIs carry one top-level code. Renewing and expiring are decided on the token (owner or renewer),
+    # which the request names by its HMAC, a secret: no resource is named for them.
+    ApiKey.CREATE_DELEGATION_TOKEN: AdminApi(token_owner, token_error_answer, _NO_RESULTS),
+    ApiKey.RENEW_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS),
+    # UnregisterBroker, AddRaftVoter and RemoveRaftVoter: getErrorResponse is the code and its message.
+    ApiKey.UNREGISTER_BROKER: _cluster_api(ApiKey.UNREGISTER_BROKER, lambda _, error: dict(error), _NO_RESULTS),
+    ApiKey.ADD_RAFT_VOTER: _cluster_api(ApiKey.ADD_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS),
+    ApiKey.REMOVE_RAFT_VOTER: _cluster_api(ApiKey.REMOVE_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS),
 }
 
 SERVED_ADMIN_APIS: frozenset[int] = frozenset(ADMIN_APIS)

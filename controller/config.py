@@ -5,6 +5,7 @@ from pathlib import Path
 
 from authz import Authorizer
 from authz.model import parse_super_users
+from controller.delegation_tokens import TokenSettings, parse_token_settings
 from controller.identity import CLUSTER_ID_KEY
 from controller.leadership import NO_LEADER
 from envelope import kafka_uuid
@@ -35,6 +36,8 @@ class ControllerConfig:
     """`embedded.controller.active.id`: the node that acts as the active controller (None: no leader)."""
     cluster_id: str | None = None
     """`cluster.id`: the id this controller answers with; None = the one kept in `metadata.log.dir`, or a new one."""
+    tokens: TokenSettings = field(default_factory=TokenSettings, repr=False)
+    """`delegation.token.*`: the secret key (None: tokens disabled), lifetimes and the expiry check interval."""
     properties: dict[str, str] = field(default_factory=dict, repr=False)
 
     def make_authorizer(self) -> Authorizer | None:
@@ -55,6 +58,7 @@ class ControllerConfig:
             VOTERS_KEY: ",".join(str(v) for v in self.voters) or None,
             ACTIVE_ID_KEY: self.active_id if self.active_id is not None else NO_LEADER,
             CLUSTER_ID_KEY: self.cluster_id,
+            **self.tokens.effective(),
             **self.transport.effective(),
         }
 
@@ -100,6 +104,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         broker_count=props.int("embedded.broker.count", 1, minimum=1),
         metadata_dir=Path(text) if (text := props.get("metadata.log.dir")) else None,
         authorizer_class=authorizer_class,
+        tokens=parse_token_settings(props),
         properties=dict(props.raw),
         transport=parse_transport(props),
     )

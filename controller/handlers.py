@@ -4,8 +4,9 @@ Each handler takes the decoded request and the request context, applies the
 change to the image (unless validate_only) and returns a version-independent
 response dict for `envelope.build.build_entity`. The handlers live by
 resource: topics.py, configs.py, describe_configs.py, acls.py, partition_admin.py, quotas.py,
-scram_credentials.py, quorum.py, leadership.py (DescribeCluster), and reads.py for the APIs served to direct
-callers only (DescribeAcls lives with the other ACL APIs in acls.py).
+scram_credentials.py, delegation_tokens.py, quorum.py, membership.py (UnregisterBroker, Add/RemoveRaftVoter),
+leadership.py (DescribeCluster), and reads.py for the APIs served to direct callers only (DescribeAcls lives with
+the other ACL APIs in acls.py, DescribeDelegationToken with the other token APIs).
 
 A handler may raise ProtocolError where Kafka cannot even read the request
 (acls.UnreadableRequest); anything else it raises is a bug, which the server
@@ -19,9 +20,11 @@ from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
 from controller.config_state import ConfigState
 from controller.configs import ConfigHandlers
+from controller.delegation_tokens import Clock, DelegationTokenHandlers, TokenSettings, wall_clock_ms
 from controller.describe_configs import ConfigDescriber, created_topic_configs
 from controller.image import MetadataImage
 from controller.leadership import Leadership
+from controller.membership import MembershipHandlers
 from controller.partition_admin import PartitionAdminHandlers
 from controller.quorum import QuorumHandlers
 from controller.quotas import QuotaHandlers
@@ -45,8 +48,11 @@ class Handlers:
         default_replication_factor: int,
         broker_count: int,
         static_config: Mapping[str, str] | None = None,
+        tokens: TokenSettings | None = None,
+        clock: Clock = wall_clock_ms,
     ) -> None:
-        """`static_config` is the controller's own properties: what Kafka calls its static broker configs."""
+        """`static_config` is the controller's own properties: what Kafka calls its static broker configs;
+        `tokens` the `delegation.token.*` settings (default: disabled); `clock` the wall clock in ms tokens use."""
         self.image = image
         self.authorizer = authorizer
         topics = TopicHandlers(
@@ -76,6 +82,8 @@ class Handlers:
         partitions = PartitionAdminHandlers(image, authorizer, broker_ids=reads.broker_ids)
         # The number of changes ever recorded stands in for the metadata log's end offset.
         quorum = QuorumHandlers(image, authorizer, leadership=leadership, offset=lambda: image.change_count)
+        self.tokens = DelegationTokenHandlers(image, authorizer, tokens or TokenSettings(), clock=clock)
+        membership = MembershipHandlers(image, authorizer, leadership=leadership, broker_ids=lambda: reads.broker_ids)
         self.by_key: dict[int, Handler] = {
             ApiKey.CREATE_TOPICS: topics.create_topics,
             ApiKey.DELETE_TOPICS: topics.delete_topics,
@@ -91,6 +99,12 @@ class Handlers:
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
             ApiKey.DESCRIBE_QUORUM: quorum.describe_quorum,
             ApiKey.UPDATE_FEATURES: quorum.update_features,
+            ApiKey.CREATE_DELEGATION_TOKEN: self.tokens.create_delegation_token,
+            ApiKey.RENEW_DELEGATION_TOKEN: self.tokens.renew_delegation_token,
+            ApiKey.EXPIRE_DELEGATION_TOKEN: self.tokens.expire_delegation_token,
+            ApiKey.UNREGISTER_BROKER: membership.unregister_broker,
+            ApiKey.ADD_RAFT_VOTER: membership.add_raft_voter,
+            ApiKey.REMOVE_RAFT_VOTER: membership.remove_raft_voter,
             ApiKey.DESCRIBE_CLUSTER: lambda body, ctx: leadership.describe_cluster(authorizer, body, ctx),
             # Reads are served to direct callers only: an Envelope may carry forwardable APIs alone.
             ApiKey.METADATA: reads.metadata,
@@ -98,4 +112,5 @@ class Handlers:
             ApiKey.DESCRIBE_ACLS: acls.describe_acls,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
+            ApiKey.DESCRIBE_DELEGATION_TOKEN: self.tokens.describe_delegation_token,
         }

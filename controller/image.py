@@ -5,6 +5,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from controller.changes import MAX_CHANGES, Change
+from envelope.principal import Principal
 
 
 @dataclass
@@ -38,6 +39,19 @@ class StoredScramCredential:
     iterations: int
 
 
+@dataclass(frozen=True)
+class DelegationToken:
+    """Kafka's TokenInformation: the HMAC is not kept, it is the secret key's HMAC of the id."""
+
+    token_id: str
+    owner: Principal
+    requester: Principal
+    renewers: tuple[Principal, ...]
+    issue_ms: int
+    max_ms: int
+    expiry_ms: int
+
+
 @dataclass
 class MetadataImage:
     topics: dict[str, Topic] = field(default_factory=dict)
@@ -50,6 +64,8 @@ class MetadataImage:
     # user -> mechanism name (SCRAM-SHA-256 / SCRAM-SHA-512) -> credential
     scram_credentials: dict[str, dict[str, StoredScramCredential]] = field(default_factory=dict)
     finalized_features: dict[str, int] = field(default_factory=dict)
+    delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
+    """By token id."""
     # The newest MAX_CHANGES changes, oldest first; add with `record`, which also counts.
     changes: deque[Change] = field(default_factory=lambda: deque(maxlen=MAX_CHANGES))
     change_count: int = 0

@@ -9,7 +9,8 @@ KRaft election, for failover tests without Java.
 What a node that is not the active controller answers, as Kafka 4.x does:
 - an Envelope: the envelope error NOT_CONTROLLER with no response data;
 - a forwardable request sent directly: that API's error answer with NOT_CONTROLLER;
-- DescribeQuorum: NOT_LEADER_OR_FOLLOWER on the metadata partition;
+- DescribeQuorum: NOT_LEADER_OR_FOLLOWER on the metadata partition; AddRaftVoter and RemoveRaftVoter:
+  NOT_LEADER_OR_FOLLOWER (after the cluster id), inside a successful envelope;
 - DescribeCluster (EndpointType=CONTROLLER): the leader it knows of, and the voters' endpoints.
 """
 
@@ -27,7 +28,7 @@ from proxy.net.addresses import ControllerAddress
 
 NO_LEADER = -1
 # Answered by the Raft layer itself on every voter (NOT_LEADER_OR_FOLLOWER on a follower), not by the active controller.
-RAFT_ANSWERED = frozenset({ApiKey.DESCRIBE_QUORUM})
+RAFT_ANSWERED = frozenset({ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The embedded controller's metadata image on disk: topics, configs, ACLs, quotas, SCRAM credentials and features survive a crash.
+"""The embedded controller's metadata image on disk: topics, configs, ACLs, quotas, SCRAM credentials, features and
+delegation tokens survive a crash.
 
 After every request that changed something, and before its response is sent,
 the whole image is written to a temporary file, fsynced, renamed over
@@ -19,14 +20,23 @@ from typing import Any
 
 from authz import AclBinding
 from authz.acl_file import binding_from_dict, binding_to_dict
-from controller.image import MetadataImage, StoredScramCredential, Topic
+from controller.image import DelegationToken, MetadataImage, StoredScramCredential, Topic
+from envelope.principal import Principal
 from proxy.files import write_atomically
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "metadata.json"
 FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # 1 had no quotas, SCRAM credentials, features or reassignments; group and client-metrics configs are optional in 2
+READABLE_VERSIONS = (1, 2)  # 1 had no quotas, SCRAM credentials, features or reassignments; group and client-metrics configs and tokens are optional in 2
+
+
+def _principal(text: str) -> Principal:
+    """`Type:name`, as stored (a name may hold ':'; a type may not)."""
+    kind, sep, name = str(text).partition(":")
+    if not sep:
+        raise ValueError(f"not a principal: {text!r}")
+    return Principal(kind, name)
 
 
 class MetadataStoreError(Exception):
@@ -65,6 +75,18 @@ def image_state(image: MetadataImage, acls: list[AclBinding]) -> dict[str, Any]:
             for user, credentials in sorted(image.scram_credentials.items())
         },
         "finalizedFeatures": dict(sorted(image.finalized_features.items())),
+        # Kafka's DelegationTokenRecord: no HMAC (the secret key's HMAC of the id)
+        "delegationTokens": {
+            token_id: {
+                "owner": str(token.owner),
+                "requester": str(token.requester),
+                "renewers": [str(r) for r in token.renewers],
+                "issueTimestampMs": token.issue_ms,
+                "maxTimestampMs": token.max_ms,
+                "expiryTimestampMs": token.expiry_ms,
+            }
+            for token_id, token in sorted(image.delegation_tokens.items())
+        },
         "acls": sorted((binding_to_dict(b) for b in acls), key=lambda acl: json.dumps(acl, sort_keys=True)),
     }
 
@@ -114,6 +136,16 @@ class MetadataStore:
                 }
             if "finalizedFeatures" in state:
                 image.finalized_features = {str(k): int(v) for k, v in state["finalizedFeatures"].items()}
+            for token_id, token in state.get("delegationTokens", {}).items():
+                image.delegation_tokens[str(token_id)] = DelegationToken(
+                    str(token_id),
+                    _principal(token["owner"]),
+                    _principal(token["requester"]),
+                    tuple(_principal(r) for r in token["renewers"]),
+                    int(token["issueTimestampMs"]),
+                    int(token["maxTimestampMs"]),
+                    int(token["expiryTimestampMs"]),
+                )
             acls = [binding_from_dict(a) for a in state["acls"]]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MetadataStoreError(f"{self.path}: not a metadata image: {exc!r}") from exc

@@ -83,6 +83,7 @@ class EmbeddedController:
             default_replication_factor=config.default_replication_factor,
             broker_count=config.broker_count,
             static_config=config.properties,
+            tokens=config.tokens,
         )
         if self.store is None or not self.store.path.exists():
             format_image(self.image, config.properties, static_voters=len(config.voters) > 0)
@@ -121,7 +122,17 @@ class EmbeddedController:
                     )
                 )
             self.leadership.own_endpoints = {b.name: ControllerAddress(b.advertised_host, b.port, self.config.node_id) for b in bound}
+            nursery.start_soon(self._sweep_expired_tokens)
             task_status.started(bound)
+
+    async def _sweep_expired_tokens(self) -> None:
+        """Kafka's periodic expireDelegationTokens task: every `delegation.token.expiry.check.interval.ms`, the active
+        controller removes the tokens past their expiry or maximum time, durably."""
+        while True:
+            await trio.sleep(self.config.tokens.check_interval_ms / 1000)
+            if self.leadership.is_active and self.handlers.tokens.sweep():
+                self._applied += 1
+                await self._until_stored()
 
     def set_active(self, node_id: int | None) -> None:
         """Make `node_id` the quorum's active controller (None: no leader), as an election would."""

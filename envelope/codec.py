@@ -11,26 +11,56 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i64
 
 from envelope.bounded import prepare, skip_tagged_fields, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
+
+# APIs whose int64 times kio reads as datetimes and timedeltas, but whose values Kafka does not bound: the
+# delegation-token APIs answer -1 for "no timestamp" (kio refuses a negative datetime) and take any period
+# (a timedelta holds no more than about 2.7 million years of milliseconds). Their times stay plain int64s.
+_PLAIN_TIMES_APIS = frozenset({38, 39, 40})  # Create/Renew/ExpireDelegationToken
+_TIME_TYPES = frozenset({"datetime_i64", "timedelta_i64"})
+_SCHEMA_ATTRIBUTES = ("__type__", "__version__", "__flexible__", "__api_key__", "__header_schema__")
+
+
+def _with_plain_times(schema: type[Any]) -> type[Any]:
+    """The same kio schema (its name, version, header, field order and metadata) with int64 for every time field."""
+    fields: list[tuple[str, Any, Any]] = []
+    for item in dataclasses.fields(schema):
+        options: dict[str, Any] = {"metadata": item.metadata}
+        kind: Any = item.type
+        if item.metadata.get("kafka_type") in _TIME_TYPES:
+            options["metadata"] = {**item.metadata, "kafka_type": "int64"}
+            kind = i64
+        if item.default is not dataclasses.MISSING:
+            options["default"] = item.default
+        if item.default_factory is not dataclasses.MISSING:
+            options["default_factory"] = item.default_factory
+        fields.append((item.name, kind, dataclasses.field(**options)))
+    namespace = {name: schema.__dict__[name] for name in _SCHEMA_ATTRIBUTES if name in schema.__dict__}
+    plain = dataclasses.make_dataclass(schema.__name__, fields, namespace=namespace, frozen=True, slots=True, kw_only=True)
+    plain.__module__ = schema.__module__
+    plain.__doc__ = schema.__doc__
+    return plain
 
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any]:
     try:
-        return load_request_schema(api_key, api_version)
+        schema = load_request_schema(api_key, api_version)
     except KioIndexError:
         raise UnsupportedApiError(api_key, api_version) from None
+    return _with_plain_times(schema) if api_key in _PLAIN_TIMES_APIS else schema
 
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type[Any]:
     try:
-        return load_response_schema(api_key, api_version)
+        schema = load_response_schema(api_key, api_version)
     except KioIndexError:
         raise UnsupportedApiError(api_key, api_version) from None
+    return _with_plain_times(schema) if api_key in _PLAIN_TIMES_APIS else schema
 
 
 @cache

@@ -130,6 +130,19 @@ REQUESTS: dict[int, dict[str, Any]] = {
         ],
         "validate_only": False,
     },
+    38: {"owner_principal_type": "User", "owner_principal_name": "bob", "renewers": [{"principal_type": "User", "principal_name": "carol"}], "max_lifetime": -1},
+    39: {"hmac": b"\x01" * 64, "renew_period": 3_600_000},
+    40: {"hmac": b"\x01" * 64, "expiry_time_period": -1},
+    64: {"broker_id": 7},
+    80: {
+        "cluster_id": None,
+        "timeout": 30_000,
+        "voter_id": 4,
+        "voter_directory_id": TOPIC_ID,
+        "listeners": [{"name": "CONTROLLER", "host": "10.0.0.4", "port": 9093}],
+        "ack_when_committed": True,
+    },
+    81: {"cluster_id": "abc", "voter_id": 4, "voter_directory_id": TOPIC_ID},
 }
 
 EXPECTED_RESOURCES: dict[int, list[str]] = {
@@ -147,6 +160,13 @@ EXPECTED_RESOURCES: dict[int, list[str]] = {
     51: ["alice", "bob"],  # each user once, sorted, as Kafka's getErrorResponse lists them
     55: [],  # an error answer names no partition; the code is top-level
     57: [],  # UpdateFeaturesResponse.createWithErrors names no feature for an error; the code is top-level
+    # one top-level code each
+    38: [],
+    39: [],
+    40: [],
+    64: [],
+    80: [],
+    81: [],
 }
 
 
@@ -161,7 +181,7 @@ def _cases() -> list[Any]:
 
 
 def test_served_admin_apis() -> None:
-    assert frozenset({19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 55, 57}) == SERVED_ADMIN_APIS
+    assert frozenset({19, 20, 30, 31, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 51, 55, 57, 64, 80, 81}) == SERVED_ADMIN_APIS
 
 
 def test_cases_cover_min_and_max_versions() -> None:
@@ -241,3 +261,20 @@ def test_delete_topics_by_id_error_answer_echoes_the_id() -> None:
     assert item.name is None
     assert item.topic_id == TOPIC_ID
     assert int(item.error_code) == 41
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_token_error_answer_is_kafkas_get_error_response(version: int) -> None:
+    """CreateDelegationTokenRequest.getErrorResponse: owner (and v3's requester) User:ANONYMOUS, every time -1, no token."""
+    response = error_response(38, version, _request(38, version), 7)
+    _, decoded = decode_response_body(38, version, encode_response(response, correlation_id=1))
+    assert (decoded.error_code, decoded.principal_type, decoded.principal_name) == (7, "User", "ANONYMOUS")
+    assert (decoded.issue_timestamp, decoded.expiry_timestamp, decoded.max_timestamp, decoded.token_id, decoded.hmac) == (-1, -1, -1, "", b"")
+    if version == 3:
+        assert (decoded.token_requester_principal_type, decoded.token_requester_principal_name) == ("User", "ANONYMOUS")
+
+
+@pytest.mark.parametrize("api_key", [39, 40])
+def test_a_renew_or_expire_error_answer_leaves_the_expiry_at_zero(api_key: int) -> None:
+    response = error_response(api_key, 2, _request(api_key, 2), 7)
+    assert (response.error_code, response.expiry_timestamp) == (7, 0)

@@ -687,6 +687,18 @@ def _java_sorted(names: set[str]) -> list[str]:
     return sorted(names, key=lambda s: s.encode("utf-16-be", "surrogatepass"))
 
 
+_TOP_LEVEL_ONLY = frozenset(
+    {
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+    }
+)
+
+
 def kafka_error_entries(api_key: int, request: Any) -> tuple[str, list[Any]]:
     """(the response's list field, what Kafka's getErrorResponse lists in it) for a request, as plain keys."""
     if api_key == ApiKey.CREATE_TOPICS:
@@ -715,6 +727,8 @@ def kafka_error_entries(api_key: int, request: Any) -> tuple[str, list[Any]]:
         return "results", _java_sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
     if api_key == ApiKey.DESCRIBE_QUORUM:
         return "topics", []
+    if api_key in _TOP_LEVEL_ONLY:
+        return "", []  # one top-level code, no list (the token APIs, UnregisterBroker, Add/RemoveRaftVoter)
     assert api_key == ApiKey.UPDATE_FEATURES
     return "results", []  # UpdateFeaturesResponse.createWithErrors lists no feature for an error
 
