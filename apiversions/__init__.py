@@ -35,6 +35,17 @@ class VersionRange:
 
 Ranges = Mapping[int, VersionRange]
 
+# The ranges every server of this product speaks itself, whatever its other APIs: the proxy
+# (proxy/forward/service.py) and the embedded controller (controller/server.py) both advertise them.
+CONNECTION_RANGES: Mapping[int, VersionRange] = {
+    ApiKey.API_VERSIONS: VersionRange(0, 4),
+    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
+}
+"""ApiVersions (v0..v4) and the SASL login (SaslHandshake v0..v1, SaslAuthenticate v0..v2)."""
+ENVELOPE_RANGE = VersionRange(0, 0)
+"""The Envelope a controller accepts (KIP-590)."""
+
 
 @dataclass(frozen=True)
 class Features:
@@ -120,7 +131,7 @@ def build_response(
     body = build_entity(
         response_schema(ApiKey.API_VERSIONS, request_version),
         {
-            "error_code": 0,
+            "error_code": ErrorCode.none,
             "api_keys": [{"api_key": key, "min_version": r.min, "max_version": r.max} for key, r in sorted(ranges.items())],
             "throttle_time": throttle_time_ms,
             **(features.fields() if features is not None else {}),

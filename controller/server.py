@@ -96,10 +96,8 @@ class EmbeddedController:
         self._stored = 0  # how many of the applied requests the stored image holds
         self._store_lock = trio.Lock()
         self.ranges: dict[int, VersionRange] = {
-            ApiKey.API_VERSIONS: VersionRange(0, 4),
-            ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
-            ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
-            ApiKey.ENVELOPE: VersionRange(0, 0),
+            **apiversions.CONNECTION_RANGES,
+            ApiKey.ENVELOPE: apiversions.ENVELOPE_RANGE,
             **{key: apiversions.kio_range(key) for key in self.handlers.by_key},
         }
 

@@ -7,33 +7,26 @@ resource was denied) are written once, here.
 
 from __future__ import annotations
 
+from kio.schema.errors import ErrorCode
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from envelope.responses import error_name as envelope_error_name
 from spark_audit.schema import CONNECTION_EVENT_TYPE, CONNECTION_METHOD
 
 #: Kafka error codes that mean an authentication or authorization failure (docs/audit-schema.md).
-AUTHORIZATION_ERROR_CODES: dict[int, str] = {
-    29: "TOPIC_AUTHORIZATION_FAILED",
-    30: "GROUP_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED",
-    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-    58: "SASL_AUTHENTICATION_FAILED",
-    65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
-}
-SASL_AUTHENTICATION_FAILED = 58
-CLUSTER_AUTHORIZATION_FAILED = 31
+AUTHORIZATION_ERRORS = (
+    ErrorCode.topic_authorization_failed,
+    ErrorCode.group_authorization_failed,
+    ErrorCode.cluster_authorization_failed,
+    ErrorCode.transactional_id_authorization_failed,
+    ErrorCode.sasl_authentication_failed,
+    ErrorCode.delegation_token_authorization_failed,
+)
+AUTHORIZATION_ERROR_CODES: dict[int, str] = {int(code): envelope_error_name(code) for code in AUTHORIZATION_ERRORS}
 
-#: Names for the codes a denial is likely to carry when a record has no errorName.
-KAFKA_ERROR_NAMES: dict[int, str] = {
-    -1: "UNKNOWN_SERVER_ERROR",
-    0: "NONE",
-    7: "REQUEST_TIMED_OUT",
-    35: "UNSUPPORTED_VERSION",
-    41: "NOT_CONTROLLER",
-    42: "INVALID_REQUEST",
-    **AUTHORIZATION_ERROR_CODES,
-}
+#: Names for every code a record may carry without an errorName: kio's ErrorCode, the one table of every package.
+KAFKA_ERROR_NAMES: dict[int, str] = {int(code): envelope_error_name(code) for code in ErrorCode}
 
 #: Request stages that close a request: one of them per request id.
 FINAL_STAGES = ("outcome", "refused", "local", "read")
@@ -109,7 +102,7 @@ def flatten(records: DataFrame) -> DataFrame:
         | F.exists(F.col("errors"), lambda e: is_auth_code(e["errorCode"]))
     )
     return flat.withColumn(
-        "isAuthFailure", F.coalesce(auth_failure | (F.col("errorCode") == SASL_AUTHENTICATION_FAILED), F.lit(False))
+        "isAuthFailure", F.coalesce(auth_failure | (F.col("errorCode") == int(ErrorCode.sasl_authentication_failed)), F.lit(False))
     ).withColumn("isDenial", F.coalesce(denial, F.lit(False)))
 
 
@@ -138,7 +131,7 @@ def resource_decision(resource: Column) -> Column:
     DENIED when the request was refused, or denied as a whole (a top-level
     authorization error; CreateAcls/DeleteAcls, which Kafka authorizes as one
     ALTER on the cluster), or when an error row for this resource (by name;
-    for the cluster, CLUSTER_AUTHORIZATION_FAILED) is an authorization failure.
+    for the cluster, int(ErrorCode.cluster_authorization_failed)) is an authorization failure.
     ALLOWED otherwise.
     """
     whole_request = (
@@ -152,7 +145,7 @@ def resource_decision(resource: Column) -> Column:
             is_auth_code(e["errorCode"])
             & (
                 (e["resource"] == resource["name"])
-                | ((resource["type"] == F.lit("CLUSTER")) & (e["errorCode"] == CLUSTER_AUTHORIZATION_FAILED))
+                | ((resource["type"] == F.lit("CLUSTER")) & (e["errorCode"] == int(ErrorCode.cluster_authorization_failed)))
             )
         ),
     )

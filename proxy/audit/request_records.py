@@ -245,11 +245,11 @@ class RequestAudit:
 
     async def outcome(self, envelope_error: int, top: int, results: list[ResourceError]) -> None:
         """The controller answered: its top-level and per-resource errors."""
-        failed = [r for r in results if r.error_code != 0]
+        failed = [r for r in results if r.error_code != ErrorCode.none]
         data = self._data("outcome", self.resources)
         rows = first_entries(data, failed, self.log.limits.max_resources, "result.errors")
         data["result"] = {
-            "status": "SUCCESS" if top == 0 and not failed else "FAILURE",
+            "status": "SUCCESS" if top == ErrorCode.none and not failed else "FAILURE",
             "envelopeErrorCode": envelope_error,
             "errorCode": top,
             "errors": [error_row(r.resource, r.error_code, r.message) for r in rows],
@@ -279,7 +279,7 @@ class RequestAudit:
 
     async def local(self) -> None:
         data = self._data("local", [])
-        data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []}
+        data["result"] = {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": ErrorCode.none, "errors": []}
         data["timings"] = self._timings()
         await self._write(data, None)
 
@@ -300,7 +300,7 @@ class RequestAudit:
             "denied": [r.as_audit() for r in first_entries(data, denied, limit, "authorizationInfo.denied")],
         }
         kept = first_entries(data, denied, limit, "result.errors")
-        failed = error_code != 0
+        failed = error_code != ErrorCode.none
         data["result"] = {
             "status": "ERROR" if failed else "FAILURE" if denied else "SUCCESS",
             "envelopeErrorCode": None,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from authz import (
     AclAuthorizer,
@@ -128,7 +129,7 @@ class EdgeAuthorizer:
         body = build_entity(request_schema(ApiKey.DESCRIBE_ACLS, _DESCRIBE_ACLS_VERSION), values)
         frame = await self.upstream.request(lambda cid: encode_request(body, correlation_id=cid, client_id="envelope-proxy-edge"))
         _, response = decode_response_body(ApiKey.DESCRIBE_ACLS, _DESCRIBE_ACLS_VERSION, frame)
-        if int(response.error_code) != 0:
+        if int(response.error_code) != ErrorCode.none:
             raise AclMirrorError(f"DescribeAcls answered {int(response.error_code)}: {response.error_message}")
         return [
             AclBinding(

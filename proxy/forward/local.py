@@ -43,7 +43,7 @@ def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, lis
             for name in requested
         ],
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-        "error_code": 0,
+        "error_code": ErrorCode.none,
     }
     entity = build_entity(response_schema(header.api_key, header.api_version), values)
     return encode_response(entity, correlation_id=header.correlation_id)
@@ -91,7 +91,7 @@ def describe_cluster_response(
     else:
         values = {
             "throttle_time": 0,
-            "error_code": 0,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "endpoint_type": EndpointType.BROKER,
             "cluster_id": cluster_id,

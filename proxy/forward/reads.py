@@ -69,7 +69,7 @@ class ReadResult:
     frame: bytes
     resources: list[ResourceAccess]
     denied: list[ResourceAccess] = field(default_factory=list)
-    error_code: int = 0
+    error_code: int = ErrorCode.none
     error_message: str | None = None
 
 
@@ -180,7 +180,7 @@ class ReadPath:
         # v0 has no null: an empty list asks for every topic there
         explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
         accesses = await self.offload.entries(len(body.topics or ()), _requested_topics, body)
-        error: tuple[int, str | None] = (0, None)
+        error: tuple[int, str | None] = (ErrorCode.none, None)
         decisions = await self._allowed(ctx, accesses)
         allowed_names, denied, refused = await self.offload.entries(len(accesses), _split_decisions, accesses, decisions)
         topics: dict[str, dict[str, Any]] = {}
@@ -238,7 +238,7 @@ class ReadPath:
             "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         }
-        error: tuple[int, str | None] = (0, None)
+        error: tuple[int, str | None] = (ErrorCode.none, None)
         accesses: list[ResourceAccess] = []
         denied: list[ResourceAccess] = []
         try:
@@ -287,7 +287,7 @@ class ReadPath:
             "controller_id": self.node_id,
             "topics": topics,
             "cluster_authorized_operations": cluster_operations,
-            "error_code": 0,
+            "error_code": ErrorCode.none,
         }
         return self._encode(header, values)
 
@@ -303,7 +303,7 @@ class ReadPath:
             return ReadResult(self._encode(header, {"throttle_time": 0, "results": failed}), [], [], ErrorCode.invalid_request, message)
         accesses = [_config_access(int(r["resource_type"]), str(r["resource_name"])) for r in requested]
         allowed = await self._allowed(ctx, accesses)
-        error: tuple[int, str | None] = (0, None)
+        error: tuple[int, str | None] = (ErrorCode.none, None)
         wanted = [r for r, ok in zip(requested, allowed, strict=True) if ok]
         results: list[dict[str, Any]] = []
         if wanted:

@@ -68,12 +68,10 @@ _REFUSAL_CAUSES = {
 def own_ranges() -> dict[int, VersionRange]:
     """What the proxy itself can serve (before intersecting with the controller)."""
     ranges: dict[int, VersionRange] = {
-        ApiKey.API_VERSIONS: VersionRange(0, 4),
+        **apiversions.CONNECTION_RANGES,
         ApiKey.METADATA: apiversions.kio_range(ApiKey.METADATA),
         ApiKey.DESCRIBE_CLUSTER: apiversions.kio_range(ApiKey.DESCRIBE_CLUSTER),
         **{api_key: apiversions.kio_range(api_key) for api_key in READ_APIS},
-        ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
-        ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
     }
     for api_key in SERVED_ADMIN_APIS:
         ranges[api_key] = apiversions.kio_range(api_key)

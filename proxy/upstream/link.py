@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
@@ -158,7 +159,7 @@ class Link:
             ApiKey.API_VERSIONS, 3, {"client_software_name": SOFTWARE_NAME, "client_software_version": SOFTWARE_VERSION}, deadline=deadline
         )
         error = int(answer.error_code)
-        if error != 0:
+        if error != ErrorCode.none:
             raise ProtocolError(f"{self.server.address} answered ApiVersions with error {error}")
         self.ranges = apiversions.ranges_of(answer)
         if self.settings.security_protocol.startswith("SASL_"):
@@ -167,7 +168,7 @@ class Link:
     async def _authenticate(self, deadline: float) -> None:
         mechanism = self.settings.sasl_mechanism or "PLAIN"
         answer = await self.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, deadline=deadline)
-        if int(answer.error_code) != 0:
+        if int(answer.error_code) != ErrorCode.none:
             raise UpstreamAuthenticationError(
                 f"{self.server.address} does not accept SASL mechanism {mechanism}: enabled {list(answer.mechanisms)}"
             )
@@ -177,7 +178,7 @@ class Link:
             if token is None:
                 return
             result = await self.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, deadline=deadline)
-            if int(result.error_code) != 0:
+            if int(result.error_code) != ErrorCode.none:
                 raise UpstreamAuthenticationError(f"the proxy's own login to {self.server.address} failed: {result.error_message}")
             try:
                 token = login.respond(bytes(result.auth_bytes))

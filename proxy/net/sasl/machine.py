@@ -166,7 +166,7 @@ class SaslMachine:
             failure = LoginFailure(mechanism, attempted_user(mechanism, self._first_token), str(exc), ErrorCode.sasl_authentication_failed)
             return self._end(LoginFailed(failure), *self._failed(header, str(exc)), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
         # error_message "": SaslAuthenticateResponseData's default, which Kafka leaves on every successful step
-        reply = Reply(challenge) if header is None else _respond(header, {"error_code": 0, "error_message": "", "auth_bytes": challenge, "session_lifetime": 0})
+        reply = Reply(challenge) if header is None else _respond(header, {"error_code": ErrorCode.none, "error_message": "", "auth_bytes": challenge, "session_lifetime": 0})
         if not (exchange.complete and exchange.user is not None):
             return [reply]
         principal = Principal("User", exchange.user)
