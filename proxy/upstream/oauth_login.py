@@ -489,6 +489,39 @@ class OAuthTokenProvider:
         token = await self.token()
         return OAuthBearerClientExchange(token.value, extensions=self.settings.extensions)
 
+    # the registry's client side of a mechanism (mechanism, user, effective, exchange)
+
+    @property
+    def mechanism(self) -> str:
+        return MECHANISM
+
+    @property
+    def user(self) -> str | None:
+        """The principal name the controller will derive (the token's subject); None until a token was fetched."""
+        return None if self.current is None else self.current.principal_name
+
+    def effective(self) -> dict[str, object]:
+        settings = self.settings
+        return {
+            "sasl.mechanism.controller.protocol": MECHANISM,
+            TOKEN_ENDPOINT_KEY: settings.token_endpoint_url,
+            "clientId": settings.client_id,
+            "clientSecret": None if settings.client_secret is None else "[hidden]",
+            "scope": settings.scope,
+            "extensions": sorted(settings.extensions),
+            REFRESH_WINDOW_FACTOR_KEY: settings.refresh_window_factor,
+            REFRESH_WINDOW_JITTER_KEY: settings.refresh_window_jitter,
+            REFRESH_MIN_PERIOD_KEY: settings.refresh_min_period_seconds,
+            REFRESH_BUFFER_KEY: settings.refresh_buffer_seconds,
+            RETRY_BACKOFF_KEY: settings.retry_backoff_ms,
+            RETRY_BACKOFF_MAX_KEY: settings.retry_backoff_max_ms,
+            CONNECT_TIMEOUT_KEY: settings.connect_timeout_ms,
+            READ_TIMEOUT_KEY: settings.read_timeout_ms,
+        }
+
+    async def exchange(self) -> OAuthBearerClientExchange:
+        return await self.client_exchange()
+
     def _delay(self, failed: bool) -> float:
         current = self.current
         now = self._now_ms()

@@ -73,7 +73,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from proxy.net.sasl.jaas import KAFKA_OPTS, java_system_properties
 from proxy.net.sasl.oauth_http import HttpError, fetch, file_url_path
-from proxy.net.sasl.oauthbearer import OAuthBearerServerExchange, ValidatedToken
+from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerServerExchange, ValidatedToken, attempted_user
 from proxy.properties import ConfigError, Properties
 
 __all__ = [
@@ -720,16 +720,43 @@ class JwksCache:
 
 
 class OAuthValidation:
-    """A listener's OAUTHBEARER server side: the settings, the JWKS cache (run `run` in a nursery) and the validator;
-    `exchange()` gives a fresh `proxy.net.sasl.mechanisms.ServerExchange` per login."""
+    """A listener's OAUTHBEARER server side: the settings, the JWKS cache (run `run` in a nursery) and the validator.
+
+    Shaped as the registry's server side of a mechanism: `exchange(mechanism)` gives a fresh
+    `ServerExchange` per login (`reauthentication=True` words a malformed message as Kafka does
+    during a re-authentication), `attempted_user` reads who a failed login claimed to be,
+    `effective` is what check-config shows, and `run` keeps the keys fresh (started once the
+    first refresh has been tried: see `cache.loaded`)."""
 
     def __init__(self, settings: OAuthValidationSettings, *, cache: JwksCache | None = None, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.cache = cache if cache is not None else JwksCache.from_settings(settings)
         self.validator = TokenValidator(settings, self.cache, clock=clock)
 
-    def exchange(self, *, reauthentication: bool = False) -> OAuthBearerServerExchange:
+    @classmethod
+    def from_properties(cls, props: Properties | Mapping[str, str], listener: str, environ: Mapping[str, str] | None = None) -> OAuthValidation:
+        return cls(parse_validation_settings(props, listener, environ))
+
+    def exchange(self, mechanism: str = MECHANISM, *, reauthentication: bool = False) -> OAuthBearerServerExchange:
         return OAuthBearerServerExchange(self.validator, reauthentication=reauthentication)
+
+    def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
+        return attempted_user(first_token)
+
+    def effective(self) -> dict[str, object]:
+        settings = self.settings
+        return {
+            JWKS_URL_KEY: settings.jwks_endpoint_url,
+            EXPECTED_AUDIENCE_KEY: list(settings.expected_audience),
+            EXPECTED_ISSUER_KEY: settings.expected_issuer,
+            SUB_CLAIM_KEY: settings.sub_claim_name,
+            SCOPE_CLAIM_KEY: settings.scope_claim_name,
+            CLOCK_SKEW_KEY: settings.clock_skew_seconds,
+            JWKS_REFRESH_KEY: settings.jwks_refresh_ms,
+            JWKS_RETRY_BACKOFF_KEY: settings.jwks_retry_backoff_ms,
+            JWKS_RETRY_BACKOFF_MAX_KEY: settings.jwks_retry_backoff_max_ms,
+            "oauthbearer.algorithms": list(ALLOWED_ALGORITHMS),
+        }
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.cache.run(task_status=task_status)

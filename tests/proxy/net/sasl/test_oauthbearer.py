@@ -2,6 +2,8 @@
 SaslAuthenticate frames through the SASL machine), the client side, and KIP-368's session lifetimes."""
 
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from proxy.net.sasl import machine as machine_module
 from proxy.net.sasl.client import LoginFailed as ClientLoginFailed
 from proxy.net.sasl.machine import Close, LoggedIn, LoginFailed, Reply, SaslMachine
 from proxy.net.sasl.mechanisms import AuthenticationFailed
-from proxy.net.sasl.oauth_validation import OAuthValidationSettings, StaticKeys, TokenValidator, parse_jwks
+from proxy.net.sasl.oauth_validation import JwksCache, OAuthValidation, OAuthValidationSettings, StaticKeys, TokenValidator, parse_jwks
 from proxy.net.sasl.oauthbearer import (
     CONTROL_A,
     INVALID_TOKEN,
@@ -29,7 +31,6 @@ from proxy.net.sasl.oauthbearer import (
     reauthentication_delay_ms,
     session_lifetime_ms,
 )
-from proxy.net.settings import ListenerConfig
 from tests.integration import wire
 from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, SigningKey, claims, jwks, rsa_key
 
@@ -175,8 +176,14 @@ def test_attempted_user_for_the_audit() -> None:
 # --------------------------------------------------------------------------- on the wire, through the SASL machine
 
 
-def _listener() -> ListenerConfig:
-    return ListenerConfig("CLIENT", "127.0.0.1", 9092, "SASL_PLAINTEXT", "127.0.0.1", 9092, sasl_mechanisms=("OAUTHBEARER",))
+@dataclass(frozen=True)
+class _OAuthListener:
+    """What the SASL machine asks of a listener, with OAUTHBEARER's server side in `sasl_servers` (the registry's shape)."""
+
+    sasl_servers: Mapping[str, OAuthValidation]
+    name: str = "CLIENT"
+    sasl_mechanisms: tuple[str, ...] = ("OAUTHBEARER",)
+    privileged_principals: frozenset[str] = frozenset()
 
 
 def _answer(events: list[Any]) -> Any:
@@ -186,12 +193,15 @@ def _answer(events: list[Any]) -> Any:
 
 @pytest.fixture
 def oauth_machine(monkeypatch: pytest.MonkeyPatch) -> tuple[SaslMachine, SigningKey]:
-    """The existing SASL machine with the OAUTHBEARER exchange plugged in where the registry will plug it."""
+    """The SASL machine with OAUTHBEARER's server side plugged in where the mechanism registry plugs it."""
     key = rsa_key("wire")
     settings = OAuthValidationSettings("http://127.0.0.1/jwks", expected_audience=(AUDIENCE,), expected_issuer=ISSUER)
-    validator = TokenValidator(settings, StaticKeys(parse_jwks(jwks(key))))
-    monkeypatch.setattr(machine_module, "server_exchange", lambda mechanism, listener: OAuthBearerServerExchange(validator))
-    machine = SaslMachine(_listener())
+    validation = OAuthValidation(settings, cache=JwksCache(settings.jwks_endpoint_url))
+    validation.validator = TokenValidator(settings, StaticKeys(parse_jwks(jwks(key))))
+    if hasattr(machine_module, "server_exchange"):  # the machine before the registry: one function picked the exchange
+        monkeypatch.setattr(machine_module, "server_exchange", lambda mechanism, listener: validation.exchange(mechanism))
+    listener: Any = _OAuthListener({"OAUTHBEARER": validation})
+    machine = SaslMachine(listener)
     (handshake,) = machine.receive(wire.request(17, 1, {"mechanism": "OAUTHBEARER"}))
     assert isinstance(handshake, Reply) and int(decode_response_body(17, 1, handshake.data)[1].error_code) == 0
     return machine, key

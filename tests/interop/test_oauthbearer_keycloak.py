@@ -1,0 +1,164 @@
+"""OAUTHBEARER against a real identity provider (Keycloak, tests/interop/keycloak.py): its tokens validate through
+the proxy's validator against the realm's JWKS URL, key rotation is followed without a restart, and the proxy's own
+client-credentials login gets its tokens there. Marker `interop`."""
+
+import functools
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import jwt
+import pytest
+import trio
+
+from proxy.net.sasl.mechanisms import AuthenticationFailed
+from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
+from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
+from proxy.upstream.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
+from tests.interop.keycloak import Keycloak, KeycloakClient, KeycloakToolingMissing, ensure_keycloak, missing_tools
+
+pytestmark = pytest.mark.interop
+
+REALM = "kafka"
+AUDIENCE = "kafka-cluster"
+LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+T = TypeVar("T")
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def keycloak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
+    if "java" in missing_tools():
+        _skip_or_fail("java not installed: Keycloak needs Java 17+")
+    try:
+        home = ensure_keycloak()
+    except KeycloakToolingMissing as exc:
+        _skip_or_fail(str(exc))
+        raise  # unreachable: skip/fail raise
+    with Keycloak(home=home, workdir=tmp_path_factory.mktemp("keycloak-oauthbearer")) as server:
+        server.create_realm(REALM, access_token_lifespan=300)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(keycloak: Keycloak) -> KeycloakClient:
+    return keycloak.create_client(REALM, "proxy", "proxy-secret", audience=AUDIENCE)
+
+
+async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Keycloak's harness is synchronous: off the event loop, so the JWKS task keeps running."""
+    return await trio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
+
+
+def _broker_properties(keycloak: Keycloak) -> dict[str, str]:
+    """A broker's listener settings for OAUTHBEARER with this realm, as an operator writes them."""
+    return {
+        "listener.name.client.oauthbearer.sasl.jaas.config": f"{LOGIN_MODULE} required;",
+        "listener.name.client.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "listener.name.client.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": keycloak.jwks_url(REALM),
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.audience": AUDIENCE,
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.issuer": keycloak.issuer(REALM),
+    }
+
+
+def _kafka_opts(*urls: str) -> dict[str, str]:
+    return {"KAFKA_OPTS": f"-Xmx1g -D{ALLOWED_URLS_PROPERTY}={','.join(urls)}"}
+
+
+async def _login(validation: OAuthValidation, token: str) -> tuple[bytes, str | None]:
+    exchange = validation.exchange()
+    challenge = exchange.evaluate(build_client_first(token))
+    return challenge, exchange.user
+
+
+async def test_a_keycloak_token_validates_to_the_service_accounts_principal(keycloak: Keycloak, client: KeycloakClient) -> None:
+    settings = parse_validation_settings(_broker_properties(keycloak), "CLIENT", _kafka_opts(keycloak.jwks_url(REALM)))
+    validation = OAuthValidation(settings)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(validation.run)
+        assert validation.cache.loaded, validation.cache.last_error
+        token = await _call(keycloak.token, REALM, "proxy", "proxy-secret")
+        challenge, user = await _login(validation, token)
+        assert challenge == b"" and user == client.service_account_user_id  # Keycloak 25's sub: the service account's UUID
+        validated = validation.validator.validate(token)
+        assert validated.lifetime_ms == jwt.decode(token, options={"verify_signature": False})["exp"] * 1000
+        # a token for another audience (the realm's own clients) is invalid_token, then 58 after %x01
+        other = await _call(keycloak.create_client, REALM, "other", "other-secret", audience="another-cluster")
+        foreign = await _call(keycloak.token, REALM, other.client_id, "other-secret")
+        exchange = validation.exchange()
+        assert exchange.evaluate(build_client_first(foreign)) == INVALID_TOKEN and "Audience" in (exchange.failure_reason or "")
+        with pytest.raises(AuthenticationFailed, match="invalid_token"):
+            exchange.evaluate(CONTROL_A)
+        nursery.cancel_scope.cancel()
+
+
+async def test_key_rotation_is_followed_without_a_restart(keycloak: Keycloak, client: KeycloakClient) -> None:
+    settings = parse_validation_settings(_broker_properties(keycloak), "CLIENT", _kafka_opts(keycloak.jwks_url(REALM)))
+    cache = JwksCache.from_settings(settings)
+    validation = OAuthValidation(settings, cache=cache)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(validation.run)
+        old_token = await _call(keycloak.token, REALM, "proxy", "proxy-secret")
+        assert (await _login(validation, old_token))[0] == b""
+
+        new_kid = await _call(keycloak.rotate_keys, REALM)  # the old key turns passive, a new one signs
+        new_token = await _call(keycloak.token, REALM, "proxy", "proxy-secret")
+        assert jwt.get_unverified_header(new_token)["kid"] == new_kid
+        assert (await _login(validation, new_token))[0] == INVALID_TOKEN  # unknown kid: refused at once, refresh started
+        with trio.fail_after(15):
+            while (await _login(validation, new_token))[0] != b"":
+                await trio.sleep(0.2)
+        assert (await _login(validation, new_token))[1] == client.service_account_user_id
+        assert (await _login(validation, old_token))[0] == b""  # passive keys stay in the JWKS
+
+        newest_kid = await _call(keycloak.rotate_keys, REALM, old="disabled")  # the older keys leave the JWKS
+        newest_token = await _call(keycloak.token, REALM, "proxy", "proxy-secret")
+        assert jwt.get_unverified_header(newest_token)["kid"] == newest_kid
+        with trio.fail_after(15):
+            while (await _login(validation, newest_token))[0] != b"":
+                await trio.sleep(0.2)
+        assert (await _login(validation, old_token))[0] == INVALID_TOKEN  # its key is gone after the refresh
+        assert cache.refreshes >= 3
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_proxys_client_credentials_login_gets_its_token_from_keycloak(keycloak: Keycloak, client: KeycloakClient) -> None:
+    token_url = keycloak.token_url(REALM)
+    props = {
+        "sasl.mechanism.controller.protocol": "OAUTHBEARER",
+        "sasl.login.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+        "listener.name.controller.oauthbearer.sasl.oauthbearer.token.endpoint.url": token_url,
+        "listener.name.controller.oauthbearer.sasl.jaas.config": f'{LOGIN_MODULE} required clientId="proxy" clientSecret="proxy-secret" scope="profile";',
+    }
+    settings = parse_oauth_login_settings(props, "CONTROLLER", _kafka_opts(token_url))
+    provider = OAuthTokenProvider(settings)
+    validation = OAuthValidation(parse_validation_settings(_broker_properties(keycloak), "CLIENT", _kafka_opts(keycloak.jwks_url(REALM))))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(validation.run)
+        await nursery.start(provider.run)
+        token = provider.current
+        assert token is not None, provider.last_error
+        # Keycloak's scope claim is one space-separated string, which Kafka keeps as a single scope
+        assert token.principal_name == client.service_account_user_id and token.scopes == frozenset({"profile email"})
+        assert token.expiry_ms - (token.start_ms or 0) == 300_000
+        # the exchange a controller link would run, checked by the proxy's own server side
+        exchange = await provider.client_exchange()
+        server = validation.exchange()
+        assert exchange.respond(server.evaluate(exchange.initial())) is None and server.user == client.service_account_user_id
+        # a forced refresh gives a new token
+        refreshed = await provider.refresh()
+        assert refreshed.value != token.value and provider.generation == 2
+        nursery.cancel_scope.cancel()
+
+    wrong = parse_oauth_login_settings(
+        {**props, "listener.name.controller.oauthbearer.sasl.jaas.config": f'{LOGIN_MODULE} required clientId="proxy" clientSecret="wrong";'},
+        "CONTROLLER",
+        _kafka_opts(token_url),
+    )
+    with pytest.raises(OAuthLoginError, match=r"HTTP 401.*will not attempt further retries"):
+        await OAuthTokenProvider(wrong).refresh()
