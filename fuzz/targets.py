@@ -22,6 +22,7 @@ from apiversions import kio_range, parse_response
 from authz import AclAuthorizer, AclBinding, Operation, PatternType, PermissionType, RequestContext, ResourceType
 from authz.admin_apis import resources_of
 from authz.model import CLUSTER_NAME
+from controller.delegation_tokens import TokenSettings
 from controller.handlers import Handlers
 from controller.image import MetadataImage, Topic
 from controller.leadership import Leadership
@@ -141,7 +142,16 @@ def _controller() -> Handlers:
     for number, name in enumerate(_TOPICS, start=1):
         image.topics[name] = Topic(name, uuid.UUID(int=number), number, 1)
     authorizer = AclAuthorizer([str(SUPER_USER)], acls=_ACLS)
-    return Handlers(image, authorizer, leadership=Leadership(1, active_id=1), default_partitions=1, default_replication_factor=1, broker_count=3)
+    # tokens enabled, so the token handlers are reached past DELEGATION_TOKEN_AUTH_DISABLED
+    return Handlers(
+        image,
+        authorizer,
+        leadership=Leadership(1, active_id=1),
+        default_partitions=1,
+        default_replication_factor=1,
+        broker_count=3,
+        tokens=TokenSettings("fuzz-secret"),
+    )
 
 
 def handle_controller_request(frame: bytes) -> None:
