@@ -286,6 +286,11 @@ def localize(raw: dict[str, str], pki: DevPki, scram: Path) -> dict[str, str]:
     return out
 
 
+def sidecar_cluster_id() -> str:
+    """The cluster id of sidecar.yaml's ConfigMap kafka-cluster-id: what the storage is formatted with and the proxy told."""
+    return str(find(load_documents(KUBERNETES / "sidecar.yaml"), "ConfigMap", "kafka-cluster-id")["data"]["cluster.id"])
+
+
 def render_sidecar(directory: Path, pod_name: str) -> tuple[dict[str, str], dict[str, str]]:
     """Run the ConfigMap's render.sh, as the sidecar's init container does, over sidecar.yaml's ConfigMap and Secrets.
 
@@ -313,6 +318,7 @@ def render_sidecar(directory: Path, pod_name: str) -> tuple[dict[str, str], dict
         "PROXY_SECRET_DIR": str(dirs["proxy-secrets"]),
         "KAFKA_OUT_DIR": str(dirs["kafka-out"]),
         "PROXY_OUT_DIR": str(dirs["proxy-out"]),
+        "KAFKA_CLUSTER_ID": sidecar_cluster_id(),
     }
     result = subprocess.run(["sh", str(dirs["templates"] / "render.sh")], env=env, capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 0, f"render.sh failed: {result.stderr}"

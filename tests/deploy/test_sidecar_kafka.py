@@ -28,12 +28,12 @@ import javaproperties
 import pytest
 
 from envelope_proxy.dev_pki import DevPki
-from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file
+from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file, sidecar_cluster_id
 from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
 pytestmark = pytest.mark.interop
 
-CLUSTER_ID = "ZGVwbG95LXNpZGVjYXIxAA"  # a Kafka Uuid in base64url, as `kafka-storage.sh random-uuid` prints it
+CLUSTER_ID = sidecar_cluster_id()  # the manifest's: the storage is formatted with it and the proxy is told it
 
 
 def _skip_or_fail(reason: str) -> None:
