@@ -159,7 +159,8 @@ public final class AdminWorkflow {
         Map<String, Object> results = new TreeMap<>();
         AclBinding acl = new AclBinding(new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
                 new AccessControlEntry("User:bob", "*", AclOperation.READ, AclPermissionType.ALLOW));
-        AclBindingFilter filter = new AclBindingFilter(new ResourcePatternFilter(ResourceType.TOPIC, topic, PatternType.MATCH),
+        // LITERAL, not MATCH: other suites share the Kafka node, and MATCH would also list (and delete) their '*' ACLs.
+        AclBindingFilter filter = new AclBindingFilter(new ResourcePatternFilter(ResourceType.TOPIC, topic, PatternType.LITERAL),
                 AccessControlEntryFilter.ANY);
         try (Admin admin = admin(bootstrap, args[1], args[2])) {
             for (String step : steps) {

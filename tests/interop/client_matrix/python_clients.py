@@ -110,8 +110,9 @@ def confluent_kafka_workflow(spec: WorkflowSpec) -> dict[str, Any]:
     acl = AclBinding(
         ResourceType.TOPIC, spec.topic, ResourcePatternType.LITERAL, ACL_PRINCIPAL, "*", AclOperation.READ, AclPermissionType.ALLOW
     )
+    # LITERAL, not MATCH: other suites share the Kafka node, and MATCH would also list (and delete) their '*' ACLs.
     acl_filter = AclBindingFilter(
-        ResourceType.TOPIC, spec.topic, ResourcePatternType.MATCH, None, None, AclOperation.ANY, AclPermissionType.ANY
+        ResourceType.TOPIC, spec.topic, ResourcePatternType.LITERAL, None, None, AclOperation.ANY, AclPermissionType.ANY
     )
 
     def acls() -> Any:
@@ -241,7 +242,7 @@ def kafka_python_workflow(spec: WorkflowSpec) -> dict[str, Any]:
 
     pattern = ResourcePattern(ResourceType.TOPIC, spec.topic, ACLResourcePatternType.LITERAL)
     acl = ACL(ACL_PRINCIPAL, "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
-    acl_filter = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY, ResourcePatternFilter(ResourceType.TOPIC, spec.topic, ACLResourcePatternType.MATCH))
+    acl_filter = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY, ResourcePatternFilter(ResourceType.TOPIC, spec.topic, ACLResourcePatternType.LITERAL))
 
     def render(binding: Any) -> str:
         return f"{binding.principal} {binding.host} {binding.operation.name} {binding.permission_type.name} {binding.resource_pattern}"
