@@ -32,8 +32,8 @@ from proxy.net.addresses import ControllerAddress
 from proxy.net.connection import KafkaConnection
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
+from proxy.net.login import ApiVersionsRequest, Login, Refused, refused_connection
 from proxy.net.refusals import RefusalCounter
-from proxy.net.sasl.server import ApiVersionsRequest, Login, Refused, refused_connection
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)

@@ -35,6 +35,7 @@ from proxy.forward.routing import READ_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
 from proxy.net.connection import KafkaConnection
+from proxy.net.login import ApiVersionsRequest, Login, LoginFailed, refused_connection
 from proxy.net.refusals import (
     CAUSE_CLIENT,
     CAUSE_ERROR,
@@ -48,7 +49,6 @@ from proxy.net.refusals import (
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
-from proxy.net.sasl.server import ApiVersionsRequest, Login, LoginFailed, refused_connection
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.pool import ControllerPool, UpstreamEvent

@@ -17,7 +17,7 @@ from proxy.audit.connection_events import (
 )
 from proxy.audit.request_records import Caller
 from proxy.net.connection import KafkaConnection
-from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection
+from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection, refusal
 from proxy.net.sasl.machine import LoginFailure
 from proxy.net.settings import ListenerConfig
 
@@ -115,14 +115,7 @@ class Session:
 
     def protocol_refusal(self, detail: str) -> RefusedConnection:
         """Bytes Kafka closes the connection for, where no request record could say so."""
-        return RefusedConnection(
-            listener=self.listener.name,
-            security_protocol=self.listener.security_protocol,
-            host=self.conn.peer.host,
-            port=self.conn.peer.port,
-            reason=PROTOCOL_ERROR,
-            detail=detail,
-            connection_id=self.conn.connection_id,
-            principal=str(self.principal) if self.authenticated else None,
-            mechanism=self.mechanism,
+        principal = self.principal if self.authenticated else None
+        return refusal(
+            self.listener, self.conn.peer, PROTOCOL_ERROR, detail, connection_id=self.conn.connection_id, principal=principal, mechanism=self.mechanism
         )

@@ -21,6 +21,14 @@ class Peer:
     host: str
     port: int
 
+    @classmethod
+    def of(cls, stream: trio.SocketStream) -> "Peer":
+        """The TCP peer of an accepted socket, its host normalised (IPv4-mapped IPv6 unwrapped, zone dropped); OSError
+        when the peer has already gone."""
+        host, port, *_ = stream.socket.getpeername()
+        parsed = parse_address(host)
+        return cls(str(parsed) if parsed is not None else host, int(port))
+
     @property
     def address(self) -> IpAddress:
         """The peer's address, normalised once for everyone: IPv4-mapped IPv6 unwrapped, zone dropped."""
@@ -38,7 +46,7 @@ class KafkaConnection:
         listener: str,
         max_frame_size: int,
         idle_timeout: float,
-        peer: tuple[str, int] | None = None,
+        peer: Peer | None = None,
     ) -> None:
         """`stream` is the TCP stream, or the TLS stream over it; `peer` is the TCP peer (read from the socket when None)."""
         self.stream = stream
@@ -53,9 +61,8 @@ class KafkaConnection:
         self._stop_waiting = False
         if peer is None:
             assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
-            host, port, *_ = stream.socket.getpeername()
-            peer = (str(parse_address(host) or host), port)
-        self.peer = Peer(*peer)
+            peer = Peer.of(stream)
+        self.peer = peer
 
     async def receive_frame(self, timeout: float | None = None) -> bytes | None:
         """The next frame, or None when the peer closed or did not send a whole frame in time.

@@ -10,10 +10,9 @@ import trio
 from envelope.errors import ProtocolError
 from proxy.net.admission import admit
 from proxy.net.binding import open_listeners
-from proxy.net.connection import KafkaConnection
-from proxy.net.ip_filter import parse_address
+from proxy.net.connection import KafkaConnection, Peer
 from proxy.net.limits import ConnectionTracker
-from proxy.net.refusals import OnRefused, RefusedConnection
+from proxy.net.refusals import OnRefused, refusal
 from proxy.net.settings import ListenerConfig, TransportSettings
 from proxy.net.tls.handshake import tls_handshake
 
@@ -22,12 +21,6 @@ log = logging.getLogger(__name__)
 ConnectionHandler = Callable[[KafkaConnection, ListenerConfig], Awaitable[None]]
 OnConnectionError = Callable[[str, str], None]
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
-
-
-def _peer(stream: trio.SocketStream) -> tuple[str, int]:
-    host, port, *_ = stream.socket.getpeername()
-    parsed = parse_address(host)
-    return (str(parsed) if parsed is not None else host), int(port)
 
 
 async def serve_listener(
@@ -67,47 +60,52 @@ async def serve_listener(
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            host, peer_port = _peer(stream)
+            peer = Peer.of(stream)
         except OSError as exc:
             # The peer left between accept and now; an exception here would stop the whole listener.
             log.info("connection on %s gone before it could be served: %r", bound.name, exc)
             with trio.CancelScope(shield=True):
                 await stream.aclose()
             return
-        refusal = admit(bound, tracker, host)
-        if refusal is not None:
-            log.warning("connection from %s:%s refused on listener %s: %s", host, peer_port, bound.name, refusal.detail)
+        refused = admit(bound, tracker, peer.host)
+        if refused is not None:
+            log.warning("connection from %s:%s refused on listener %s: %s", peer.host, peer.port, bound.name, refused.detail)
             if on_refused is not None:
                 # Awaited: the refusal is audited before the client sees its connection closed.
-                await on_refused(RefusedConnection(bound.name, bound.security_protocol, host, peer_port, refusal.reason, refusal.detail))
+                await on_refused(refusal(bound, peer, refused.reason, refused.detail))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
             return
         try:
             served: trio.abc.Stream = stream
             if bound.tls is not None:
-                secured = await tls_handshake(stream, bound, (host, peer_port))
+                secured = await tls_handshake(stream, bound, (peer.host, peer.port))
                 if secured is None:
                     if on_error is not None:
                         on_error(bound.name, "tls")
                     return
                 served = secured
-            if not await _serve(served, bound, handler, transport, (host, peer_port)) and on_error is not None:
+            if not await _serve(served, bound, handler, transport, peer) and on_error is not None:
                 on_error(bound.name, "protocol_error")
         finally:
-            tracker.release(bound.name, host)
+            tracker.release(bound.name, peer.host)
 
-    async with trio.open_nursery() as connections:
-        async with trio.open_nursery() as acceptors:
-            task_status.started(bound)
+    async with trio.open_nursery() as mechanisms:
+        # The SASL mechanisms' background work (fetching keys, say) runs for as long as a connection may log in.
+        for server in dict.fromkeys(bound.sasl_servers.values()):
+            await mechanisms.start(server.run)
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as acceptors:
+                task_status.started(bound)
+                for sock in sockets:
+                    acceptors.start_soon(_accept_loop, sock, connections, handle)
+                if stop_accepting is not None:
+                    await stop_accepting.wait()
+                    acceptors.cancel_scope.cancel()
             for sock in sockets:
-                acceptors.start_soon(_accept_loop, sock, connections, handle)
-            if stop_accepting is not None:
-                await stop_accepting.wait()
-                acceptors.cancel_scope.cancel()
-        for sock in sockets:
-            await sock.aclose()
-        log.info("listener %s stopped accepting; waiting for its open connections", bound.name)
+                await sock.aclose()
+            log.info("listener %s stopped accepting; waiting for its open connections", bound.name)
+        mechanisms.cancel_scope.cancel()
 
 
 async def _accept_loop(sock: trio.SocketListener, connections: trio.Nursery, handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
@@ -126,7 +124,7 @@ async def _accept_loop(sock: trio.SocketListener, connections: trio.Nursery, han
 
 
 async def _serve(
-    stream: trio.abc.Stream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings, peer: tuple[str, int]
+    stream: trio.abc.Stream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings, peer: Peer
 ) -> bool:
     """Run the handler; False when the peer broke the protocol."""
     conn = KafkaConnection(

@@ -8,6 +8,7 @@ counts it (until metrics are wired, `RefusalCounter.counts` is the metric).
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 IP_FILTER = "ip-filter"
 PRIVILEGED_PRINCIPAL = "privileged-principal"
@@ -26,6 +27,47 @@ class RefusedConnection:
     connection_id: str | None = None
     principal: str | None = None
     mechanism: str | None = None
+
+
+class _Listener(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def security_protocol(self) -> str: ...
+
+
+class _Peer(Protocol):
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+
+def refusal(
+    listener: _Listener,
+    peer: _Peer,
+    reason: str,
+    detail: str,
+    *,
+    connection_id: str | None = None,
+    principal: object | None = None,
+    mechanism: str | None = None,
+) -> RefusedConnection:
+    """The one way a refusal is built: at accept time (no connection id yet), during the login, or for bytes Kafka
+    closes the connection for; `principal` once one is known."""
+    return RefusedConnection(
+        listener=listener.name,
+        security_protocol=listener.security_protocol,
+        host=peer.host,
+        port=peer.port,
+        reason=reason,
+        detail=detail,
+        connection_id=connection_id,
+        principal=None if principal is None else str(principal),
+        mechanism=mechanism,
+    )
 
 
 OnRefused = Callable[[RefusedConnection], Awaitable[None]]

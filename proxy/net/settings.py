@@ -3,11 +3,12 @@
 import ipaddress
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
 from proxy.net.limits import ConnectionLimits, parse_connection_limits
-from proxy.net.sasl.credential_source import ScramCredentialSource
+from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.settings import parse_sasl
 from proxy.net.tls.settings import ListenerTls, parse_listener_tls
 from proxy.properties import ConfigError, Properties
@@ -141,8 +142,8 @@ class ListenerConfig:
     advertised_host: str
     advertised_port: int
     sasl_mechanisms: tuple[str, ...] = ()
-    plain_users: dict[str, str] = field(default_factory=dict, repr=False)
-    scram: ScramCredentialSource | None = field(default=None, repr=False)
+    sasl_servers: Mapping[str, ServerMechanism] = field(default_factory=dict, repr=False)
+    """Each enabled SASL mechanism -> its server side, as this listener's keys configure it (proxy/net/sasl/registry.py)."""
     ip_filter: IpFilter | None = None
     ip_filter_key: str = "security.ip.filter.list"  # where the list came from, for the refusal log line
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
@@ -164,8 +165,7 @@ class ListenerConfig:
             "advertised": f"{self.advertised_host}:{self.advertised_port}",
             "security.protocol": self.security_protocol,
             "sasl.enabled.mechanisms": list(self.sasl_mechanisms),
-            "plain.users": {user: "[hidden]" for user in sorted(self.plain_users)},
-            "sasl.scram.credentials": self.scram.effective() if self.scram else None,
+            **{key: value for server in dict.fromkeys(self.sasl_servers.values()) for key, value in server.effective().items()},
             "security.ip.filter": self.ip_filter.effective() if self.ip_filter else None,
             **self.limits.effective(),
             "connections.max.idle.ms": int(self.idle_timeout * 1000),
@@ -232,8 +232,7 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         advertised_host=adv_host,
         advertised_port=adv.port,
         sasl_mechanisms=sasl.mechanisms if sasl else (),
-        plain_users=sasl.plain_users if sasl else {},
-        scram=sasl.scram if sasl else None,
+        sasl_servers=sasl.servers if sasl else {},
         ip_filter=ip_filter,
         ip_filter_key=list_key,
         limits=limits,

@@ -21,7 +21,7 @@ from envelope.codec import decode_response_body, encode_request, peek_correlatio
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
-from proxy.net.sasl.client import LoginFailed, client_exchange
+from proxy.net.sasl.client import LoginFailed
 from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ SOFTWARE_NAME = "kafka-envelope-proxy"
 SOFTWARE_VERSION = "0.1.0"
 CLIENT_ID = "envelope-proxy"
 _RECEIVE_SIZE = 65536
-_SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one; a server asking for more is not following the mechanism
+_SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one, OAUTHBEARER one (two after an error); a server asking for more is not following the mechanism
 
 
 class UpstreamUnavailable(Exception):
@@ -166,13 +166,16 @@ class Link:
             await self._authenticate(deadline)
 
     async def _authenticate(self, deadline: float) -> None:
-        mechanism = self.settings.sasl_mechanism or "PLAIN"
+        login_settings = self.settings.login
+        if login_settings is None:
+            raise UpstreamAuthenticationError(f"{self.settings.security_protocol} needs sasl.mechanism.controller.protocol and its login")
+        mechanism = login_settings.mechanism
         answer = await self.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, deadline=deadline)
         if int(answer.error_code) != ErrorCode.none:
             raise UpstreamAuthenticationError(
                 f"{self.server.address} does not accept SASL mechanism {mechanism}: enabled {list(answer.mechanisms)}"
             )
-        login = client_exchange(mechanism, self.settings.username or "", self.settings.password or "")
+        login = await login_settings.exchange()
         token: bytes | None = login.initial()
         for _ in range(_SASL_ROUND_TRIPS):
             if token is None:

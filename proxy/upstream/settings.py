@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from proxy.net.addresses import ControllerAddress
+from proxy.net.sasl.mechanisms import ClientLogin
 from proxy.net.tls.context import ReloadingServerContext
 from proxy.net.tls.options import TlsSettings
 
@@ -16,9 +17,8 @@ class UpstreamSettings:
     """The key the addresses came from, for messages."""
     listener_name: str = "CONTROLLER"
     """The controller listener's name: DescribeQuorum v2 names endpoints by listener."""
-    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
+    login: ClientLogin | None = field(default=None, repr=False)
+    """SASL_*: the proxy's own login, with a mechanism of proxy/net/sasl/registry.py (proxy/upstream/login.py reads it)."""
     # SSL and SASL_SSL: the client context (truststore, optional client certificate), re-read when its files change.
     tls: TlsSettings | None = None
     tls_context: ReloadingServerContext | None = field(default=None, repr=False, compare=False)
@@ -41,6 +41,15 @@ class UpstreamSettings:
     attempt of a request whose connection was lost; doubled (with +/-20% jitter) for each further one in a row."""
     backoff_max: float = 1.0
     """`reconnect.backoff.max.ms`: the longest of those waits."""
+
+    @property
+    def sasl_mechanism(self) -> str | None:
+        return self.login.mechanism if self.login is not None else None
+
+    @property
+    def username(self) -> str | None:
+        """The user the controller sees the proxy as, when its login names one."""
+        return self.login.user if self.login is not None else None
 
     @property
     def address(self) -> str:

@@ -14,6 +14,8 @@ from proxy.audit.sinks import kafka as audit_kafka
 from proxy.audit.sinks.file import FileSinkSettings
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.jaas import parse_jaas
+from proxy.net.sasl.plain import PlainServer
+from proxy.net.sasl.scram_mechanism import ScramServerSide
 from proxy.properties import ConfigError
 
 if TYPE_CHECKING:
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 def test_the_embedded_defaults_parse() -> None:
     config = parse_proxy_config(proxy_properties(9093, Path("/tmp/audit")))
     assert [item.name for item in config.listeners] == ["CLIENT", "PLAIN"]
-    assert config.listeners[0].plain_users["alice"] == "alice-secret"
+    plain = config.listeners[0].sasl_servers["PLAIN"]
+    assert isinstance(plain, PlainServer) and plain.users["alice"] == "alice-secret"
     assert config.upstream.username == "proxy"
     assert config.forwarding_principal == "User:proxy"
 
@@ -388,7 +391,8 @@ def test_scram_and_filters_parse_per_listener(tmp_path: Path) -> None:
     config = parse_proxy_config(props)
     client, plain = config.listeners
     assert client.sasl_mechanisms == ("PLAIN", "SCRAM-SHA-256")
-    assert client.scram is not None and client.scram.credentials.users() == ["alice"]
+    scram = client.sasl_servers["SCRAM-SHA-256"]
+    assert isinstance(scram, ScramServerSide) and scram.credentials.credentials.users() == ["alice"]
     assert client.ip_filter is not None and client.ip_filter.rule_type == "deny"
     assert plain.ip_filter is not None and plain.ip_filter.rule_type == "allow"
     assert plain.ip_filter_key == "security.ip.filter.list"
@@ -404,7 +408,7 @@ def test_the_controller_serves_scram_from_its_credentials_file(tmp_path: Path) -
     props.update({"sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.scram.credentials.file": _credentials_file(tmp_path)})
     (listener,) = parse_controller_config(props).listeners
     assert listener.sasl_mechanisms == ("SCRAM-SHA-256",)
-    assert listener.plain_users == {}  # PLAIN is not enabled, so its JAAS users are not read
+    assert "PLAIN" not in listener.sasl_servers  # PLAIN is not enabled, so its JAAS users are not read
 
 
 def test_check_config_shows_security_settings_per_listener(tmp_path: Path) -> None:

@@ -4,14 +4,16 @@ Feed it each frame the client sends before the login completes; it returns what
 to do, in order: reply with these bytes, answer this ApiVersions yourself, the
 login failed (audit it before the reply that follows), the connection is refused,
 the client is logged in, or close. It never calls anyone: the proxy's session and
-the embedded controller drive it (proxy/net/sasl/server.py runs the IO).
+the embedded controller drive it (proxy/net/login.py runs the IO).
 
-SaslHandshake v0-1 and SaslAuthenticate v0-2, with PLAIN and SCRAM-SHA-256/512,
+SaslHandshake v0-1 and SaslAuthenticate v0-2, with the mechanisms of proxy/net/sasl/registry.py,
 and Kafka's rules before the login: one valid ApiVersions before SaslHandshake,
 nothing else before the login completes (ILLEGAL_SASL_STATE closes the connection).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -27,8 +29,26 @@ from proxy.net.refusals import (
     PRIVILEGED_PRINCIPAL,
     PROTOCOL_ERROR,
 )
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, attempted_user, server_exchange
-from proxy.net.settings import ListenerConfig
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, ServerMechanism
+
+# An unauthenticated peer chooses it: keep records and logs bounded.
+_MAX_USER_LENGTH = 256
+
+
+class SaslListener(Protocol):
+    """What the login needs of a listener (proxy/net/settings.py `ListenerConfig`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def sasl_mechanisms(self) -> tuple[str, ...]: ...
+
+    @property
+    def sasl_servers(self) -> Mapping[str, ServerMechanism]: ...
+
+    @property
+    def privileged_principals(self) -> frozenset[str]: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +111,13 @@ class Close:
 Event = Reply | ApiVersionsRequest | LoginFailed | Refused | LoggedIn | Close
 
 
-def privileged_refusal(listener: ListenerConfig, principal: Principal) -> str | None:
+def attempted_user(server: ServerMechanism, mechanism: str, first_token: bytes | None) -> str | None:
+    """The user name a client tried to log in as, read from its first SASL token (bounded); None when it cannot be told."""
+    user = server.attempted_user(mechanism, first_token) if first_token else None
+    return user[:_MAX_USER_LENGTH] if user else None
+
+
+def privileged_refusal(listener: SaslListener, principal: Principal) -> str | None:
     """Why `principal` may not use this listener (KIP-590: privileged principals only act through the internal path)."""
     if str(principal) not in listener.privileged_principals:
         return None
@@ -104,7 +130,7 @@ def _respond(header: RequestHeaderInfo, values: dict[str, object]) -> Reply:
 
 
 class SaslMachine:
-    def __init__(self, listener: ListenerConfig) -> None:
+    def __init__(self, listener: SaslListener) -> None:
         self.listener = listener
         self.mechanism: str | None = None
         self.done = False
@@ -147,7 +173,7 @@ class SaslMachine:
             failure = LoginFailure(requested, None, f"Unsupported SASL mechanism {requested}", code)
             return self._end(LoginFailed(failure), _respond(header, {"error_code": code, "mechanisms": enabled}), Close(CAUSE_AUTHENTICATION_FAILED))
         self.mechanism = requested
-        self._exchange = server_exchange(requested, self.listener)
+        self._exchange = self.listener.sasl_servers[requested].exchange(requested)
         self._raw_tokens = header.api_version == 0
         return [_respond(header, {"error_code": ErrorCode.none, "mechanisms": enabled})]
 
@@ -163,7 +189,7 @@ class SaslMachine:
         try:
             challenge = exchange.evaluate(token)
         except AuthenticationFailed as exc:
-            failure = LoginFailure(mechanism, attempted_user(mechanism, self._first_token), str(exc), ErrorCode.sasl_authentication_failed)
+            failure = LoginFailure(mechanism, self._attempted_user(mechanism), str(exc), ErrorCode.sasl_authentication_failed)
             return self._end(LoginFailed(failure), *self._failed(header, str(exc)), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
         # error_message "": SaslAuthenticateResponseData's default, which Kafka leaves on every successful step
         reply = Reply(challenge) if header is None else _respond(header, {"error_code": ErrorCode.none, "error_message": "", "auth_bytes": challenge, "session_lifetime": 0})
@@ -175,6 +201,9 @@ class SaslMachine:
             refused = Refused(PRIVILEGED_PRINCIPAL, refusal, principal, mechanism)
             return self._end(refused, *self._failed(header, f"Authentication failed: {refusal}"), Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True))
         return self._end(reply, LoggedIn(principal, mechanism))
+
+    def _attempted_user(self, mechanism: str) -> str | None:
+        return attempted_user(self.listener.sasl_servers[mechanism], mechanism, self._first_token)
 
     @staticmethod
     def _failed(header: RequestHeaderInfo | None, message: str) -> list[Event]:

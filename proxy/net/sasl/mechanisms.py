@@ -1,15 +1,29 @@
-"""Server side of each SASL mechanism as a token-in, token-out exchange (no I/O).
+"""What one SASL mechanism provides: the contract every mechanism module fulfils (no I/O).
 
-`SaslServer` drives one exchange per connection with SaslAuthenticate frames
-(or SaslHandshake v0's raw tokens); every mechanism answers the same way.
+A mechanism module (proxy/net/sasl/plain.py, scram_mechanism.py) holds the three sides of
+its mechanism, and proxy/net/sasl/registry.py lists it on one line:
+
+- its settings parsing: `Mechanism.server` reads a listener's keys (JAAS, credentials
+  files, ...) into a `ServerMechanism`, `Mechanism.client` the proxy's own login into a
+  `ClientLogin`;
+- its server side: `ServerMechanism.exchange` starts one `ServerExchange` per login, a
+  token-in, token-out exchange of as many steps as the mechanism needs (SaslMachine
+  drives it with SaslAuthenticate frames, or SaslHandshake v0's raw tokens);
+- its client side: `ClientLogin.exchange` (awaited: a mechanism may fetch a token first)
+  gives the `ClientExchange` the proxy logs in to the controller with.
+
+Work a mechanism must do in the background, such as fetching and refreshing keys, runs
+in `ServerMechanism.run`, started with its listener (proxy/net/listener.py) and lasting
+as long as it does.
 """
 
-import hmac
 from typing import Protocol
 
-from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
-from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
-from proxy.net.settings import ListenerConfig
+import trio
+
+from proxy.net.sasl.client import ClientExchange
+from proxy.net.sasl.jaas import parse_jaas
+from proxy.properties import ConfigError, Properties
 
 
 class AuthenticationFailed(Exception):
@@ -32,90 +46,89 @@ class ServerExchange(Protocol):
         ...
 
 
-def verify_plain(token: bytes, users: dict[str, str]) -> str:
-    """The authenticated user name of a PLAIN token, or AuthenticationFailed."""
-    parts = token.split(b"\x00")
-    if len(parts) != 3:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens")
-    try:
-        authzid, user, password = (part.decode("utf-8") for part in parts)
-    except UnicodeDecodeError:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
-    if not user:
-        raise AuthenticationFailed("Authentication failed: username not specified")
-    if authzid and authzid != user:
-        raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
-    expected = users.get(user)
-    if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-        raise AuthenticationFailed("Authentication failed: Invalid username or password")
-    return user
+class ServerMechanism(Protocol):
+    """One listener's server side of a mechanism, as its settings configure it."""
+
+    def exchange(self, mechanism: str) -> ServerExchange:
+        """A fresh exchange for one login with `mechanism` (one of the names the listener enables)."""
+        ...
+
+    def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
+        """The user a failed login tried, read from its first token, for the audit; None when it cannot be told."""
+        ...
+
+    def effective(self) -> dict[str, object]:
+        """What check-config shows of it (keys of the listener's entry), secrets hidden."""
+        ...
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Background work for as long as the listener serves (key refresh, say); calls `task_status.started()` once it
+        can serve, and may then return at once."""
+        ...
 
 
-class PlainExchange:
-    def __init__(self, users: dict[str, str]) -> None:
-        self._users = users
-        self.user: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self.user is not None
-
-    def evaluate(self, token: bytes) -> bytes:
-        if self.complete:
-            raise AuthenticationFailed("Authentication failed: PLAIN takes a single token")
-        self.user = verify_plain(token, self._users)
-        return b""
-
-
-class ScramExchange:
-    def __init__(self, server: ScramServer) -> None:
-        self._server = server
+class ClientLogin(Protocol):
+    """The proxy's own login to the controller with one mechanism, as its settings configure it."""
 
     @property
-    def complete(self) -> bool:
-        return self._server.complete
+    def mechanism(self) -> str: ...
 
     @property
     def user(self) -> str | None:
-        return self._server.username
+        """The user name the controller will see, for the proxy's principal (User:<user>); None when not known here."""
+        ...
 
-    def evaluate(self, token: bytes) -> bytes:
-        try:
-            return self._server.evaluate(token)
-        except ScramError as exc:
-            raise AuthenticationFailed(exc.error_message, exc.reason) from None
+    def effective(self) -> dict[str, object]:
+        """What check-config shows of it (keys of the `controller` entry), secrets hidden."""
+        ...
 
-
-def server_exchange(mechanism: str, listener: ListenerConfig) -> ServerExchange:
-    """A fresh exchange for a mechanism the listener enables (the handshake has checked that)."""
-    if mechanism == "PLAIN":
-        return PlainExchange(listener.plain_users)
-    if mechanism in SCRAM_MECHANISMS and listener.scram is not None:
-        return ScramExchange(ScramServer(mechanism, listener.scram.lookup(mechanism)))
-    raise ValueError(f"listener {listener.name} cannot serve SASL mechanism {mechanism}")
+    async def exchange(self) -> ClientExchange:
+        """The exchange of one login (a mechanism may fetch a token first)."""
+        ...
 
 
-# An unauthenticated peer chooses it: keep records and logs bounded.
-_MAX_USER_LENGTH = 256
+class Mechanism(Protocol):
+    """One SASL mechanism family (SCRAM serves two names): its settings, its server side, its client side."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> ServerMechanism:
+        """Read the settings of listener `listener`, which enables `enabled` (some of `names`); ConfigError names a bad key."""
+        ...
+
+    def client(self, props: Properties, listener: str, mechanism: str) -> ClientLogin:
+        """Read the proxy's own login to the controller listener `listener` with `mechanism`."""
+        ...
 
 
-def attempted_user(mechanism: str, token: bytes | None) -> str | None:
-    """The user name a client tried to log in as, read from its first SASL token; None when it cannot be told."""
-    if not token:
-        return None
-    user: str | None = None
-    if mechanism == "PLAIN":
-        parts = token.split(b"\x00")
-        if len(parts) == 3:
-            user = parts[1].decode("utf-8", "replace")
-    elif mechanism in SCRAM_MECHANISMS:
-        # client-first: gs2 header (2 attributes), then n=<saslname>,r=<nonce>
-        attributes = token.decode("utf-8", "replace").split(",")
-        if len(attributes) >= 3 and attributes[2].startswith("n="):
-            try:
-                user = unescape_username(attributes[2][2:])
-            except ValueError:
-                user = attributes[2][2:]
-    if not user:
-        return None
-    return user[:_MAX_USER_LENGTH]
+# -- shared by the mechanisms whose settings are a JAAS entry ------------------------------
+
+
+def jaas_key(listener: str, mechanism: str) -> str:
+    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+
+
+def username_password(props: Properties, listener: str, mechanism: str, module: str) -> tuple[str, str]:
+    """The proxy's own username and password from the controller listener's JAAS entry for `mechanism`."""
+    key = jaas_key(listener, mechanism)
+    jaas = parse_jaas(key, props.require(key))
+    if jaas.module != module:
+        raise ConfigError(key, "[hidden]", f"expected {module}")
+    username = jaas.options.get("username")
+    password = jaas.options.get("password")
+    if not username or password is None:
+        raise ConfigError(key, "[hidden]", "the proxy's login needs username and password options")
+    return username, password
+
+
+__all__ = [
+    "AuthenticationFailed",
+    "ClientExchange",
+    "ClientLogin",
+    "Mechanism",
+    "ServerExchange",
+    "ServerMechanism",
+    "jaas_key",
+    "username_password",
+]

@@ -7,16 +7,27 @@ connection and is logged at INFO.
 """
 
 import logging
+from typing import Protocol
 
 import trio
 
 from envelope.principal import Principal
-from proxy.net.settings import ListenerConfig
 from proxy.net.tls.principal import principal_for_peer
+from proxy.net.tls.settings import ListenerTls
 
 log = logging.getLogger(__name__)
 
 SSL_MECHANISM = "SSL"  # the `mechanism` of sessions authenticated by a client certificate (or anonymous) on SSL listeners
+
+
+class TlsListener(Protocol):
+    """What the handshake needs of a listener (proxy/net/settings.py `ListenerConfig`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tls(self) -> ListenerTls | None: ...
 
 
 def _reason(exc: BaseException) -> str:
@@ -27,7 +38,7 @@ def _reason(exc: BaseException) -> str:
 
 
 async def tls_handshake(
-    stream: trio.SocketStream, listener: ListenerConfig, peer: tuple[str, int]
+    stream: trio.SocketStream, listener: TlsListener, peer: tuple[str, int]
 ) -> trio.SSLStream[trio.SocketStream] | None:
     """The TLS stream once the handshake completed, or None (the connection is then closed)."""
     tls = listener.tls
@@ -56,7 +67,7 @@ def peer_certificate(stream: trio.abc.Stream) -> bytes | None:
     return bytes(cert) if cert else None
 
 
-def certificate_principal(stream: trio.abc.Stream, listener: ListenerConfig) -> Principal:
+def certificate_principal(stream: trio.abc.Stream, listener: TlsListener) -> Principal:
     """An SSL listener's principal: the certificate's DN mapped by `ssl.principal.mapping.rules`, User:ANONYMOUS without one.
 
     Raises `NoMatchingRule` when no rule applies (Kafka: authentication fails).

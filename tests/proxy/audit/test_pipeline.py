@@ -26,7 +26,12 @@ from proxy.audit.sinks import file as audit_file
 from proxy.audit.sinks.file import FileSink
 from proxy.audit.sinks.kafka import KafkaSink, KafkaSinkSettings
 from proxy.audit.sinks.spool import Spool
-from proxy.net.sasl.mechanisms import attempted_user
+from proxy.net.sasl.credential_source import ScramCredentialSource
+from proxy.net.sasl.credentials import add_user
+from proxy.net.sasl.machine import attempted_user
+from proxy.net.sasl.mechanisms import ServerMechanism
+from proxy.net.sasl.plain import PlainServer
+from proxy.net.sasl.scram_mechanism import ScramServerSide
 from proxy.ops.metrics import ProxyMetrics
 from tests.audit_records import assert_valid, complete_lines, records_under
 
@@ -297,8 +302,10 @@ async def test_an_excluded_intent_is_not_waited_for_even_with_a_broken_sink() ->
         ("PLAIN", b"\x00" + b"x" * 1000 + b"\x00p", "x" * 256),
     ],
 )
-def test_the_attempted_user_of_a_failed_login(mechanism: str, token: bytes, user: str | None) -> None:
-    assert attempted_user(mechanism, token) == user
+def test_the_attempted_user_of_a_failed_login(mechanism: str, token: bytes, user: str | None, tmp_path: Path) -> None:
+    add_user(tmp_path / "scram.json", "u", "p-secret", mechanisms=["SCRAM-SHA-256"])
+    servers: dict[str, ServerMechanism] = {"PLAIN": PlainServer({}), "SCRAM": ScramServerSide(ScramCredentialSource(tmp_path / "scram.json", "k"))}
+    assert attempted_user(servers[mechanism.split("-")[0]], mechanism, token) == user
 
 
 def test_connection_events_and_request_records_match_the_schema() -> None:

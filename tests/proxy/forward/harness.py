@@ -25,7 +25,7 @@ from envelope.wrap import EnvelopeRequestParts, unwrap_request, wrap_response
 from proxy.audit.pipeline import AuditEntry
 from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.forward.service import ProxyService
-from proxy.net.connection import KafkaConnection
+from proxy.net.connection import KafkaConnection, Peer
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.link import UpstreamUnavailable
@@ -37,7 +37,7 @@ NODE_ID = 100
 CLUSTER_ID = "Zm9yd2FyZGluZy11bml0LQ"  # a Kafka Uuid (22 characters of URL-safe base64)
 PREAUTH_IDLE_SECONDS = 2.0
 USERS = {"alice": "alice-secret"}
-PEER = ("127.0.0.1", 5555)
+PEER = Peer("127.0.0.1", 5555)
 
 _JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";"
 PROPERTIES = {

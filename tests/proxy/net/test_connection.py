@@ -4,14 +4,14 @@ import trio
 import trio.testing
 
 from envelope.frames import encode_frame
-from proxy.net.connection import KafkaConnection
+from proxy.net.connection import KafkaConnection, Peer
 
 IDLE = 30.0
 
 
 def connection() -> tuple[KafkaConnection, trio.abc.Stream]:
     client, server = trio.testing.memory_stream_pair()
-    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=("127.0.0.1", 5000))
+    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=Peer("127.0.0.1", 5000))
     return conn, client
 
 

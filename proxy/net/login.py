@@ -23,6 +23,7 @@ from proxy.net.refusals import (
     PRIVILEGED_PRINCIPAL,
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
+    refusal,
 )
 from proxy.net.sasl.machine import (
     ApiVersionsRequest,
@@ -52,17 +53,7 @@ class Authenticated:
 
 def refused_connection(conn: KafkaConnection, listener: ListenerConfig, event: Refused) -> RefusedConnection:
     """The connection-level refusal a Refused event stands for (what the audit and the metrics record)."""
-    return RefusedConnection(
-        listener=listener.name,
-        security_protocol=listener.security_protocol,
-        host=conn.peer.host,
-        port=conn.peer.port,
-        reason=event.reason,
-        detail=event.detail,
-        connection_id=conn.connection_id,
-        principal=None if event.principal is None else str(event.principal),
-        mechanism=event.mechanism,
-    )
+    return refusal(listener, conn.peer, event.reason, event.detail, connection_id=conn.connection_id, principal=event.principal, mechanism=event.mechanism)
 
 
 class Login:

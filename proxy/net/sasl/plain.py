@@ -1,0 +1,128 @@
+"""SASL/PLAIN: its settings (the listener's PlainLoginModule users), its server side and its client side."""
+
+import hmac
+from dataclasses import dataclass, field
+
+import trio
+
+from proxy.net.sasl.client import ClientExchange
+from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE, parse_jaas
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, jaas_key, username_password
+from proxy.properties import ConfigError, Properties
+
+NAME = "PLAIN"
+
+
+def verify_plain(token: bytes, users: dict[str, str]) -> str:
+    """The authenticated user name of a PLAIN token, or AuthenticationFailed."""
+    parts = token.split(b"\x00")
+    if len(parts) != 3:
+        raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens")
+    try:
+        authzid, user, password = (part.decode("utf-8") for part in parts)
+    except UnicodeDecodeError:
+        raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
+    if not user:
+        raise AuthenticationFailed("Authentication failed: username not specified")
+    if authzid and authzid != user:
+        raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
+    expected = users.get(user)
+    if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+        raise AuthenticationFailed("Authentication failed: Invalid username or password")
+    return user
+
+
+# -- the server side ---------------------------------------------------------------------
+
+
+class PlainExchange:
+    def __init__(self, users: dict[str, str]) -> None:
+        self._users = users
+        self.user: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.user is not None
+
+    def evaluate(self, token: bytes) -> bytes:
+        if self.complete:
+            raise AuthenticationFailed("Authentication failed: PLAIN takes a single token")
+        self.user = verify_plain(token, self._users)
+        return b""
+
+
+@dataclass(frozen=True, eq=False)  # one per listener; SCRAM's two names share it
+class PlainServer:
+    users: dict[str, str] = field(repr=False)
+    """The `user_<name>="<password>"` options of the listener's PlainLoginModule."""
+
+    def exchange(self, mechanism: str) -> ServerExchange:
+        return PlainExchange(self.users)
+
+    def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
+        parts = first_token.split(b"\x00")
+        return parts[1].decode("utf-8", "replace") if len(parts) == 3 else None
+
+    def effective(self) -> dict[str, object]:
+        return {"plain.users": {user: "[hidden]" for user in sorted(self.users)}}
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+
+# -- the client side: the proxy's own login -------------------------------------------------
+
+
+class PlainClient:
+    def __init__(self, username: str, password: str) -> None:
+        self._token = b"\x00" + username.encode() + b"\x00" + password.encode()
+
+    def initial(self) -> bytes:
+        return self._token
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        return None
+
+
+@dataclass(frozen=True)
+class UsernamePasswordLogin:
+    """The proxy's login with a username and a password (PLAIN here, SCRAM in scram_mechanism.py)."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+    @property
+    def user(self) -> str | None:
+        return self.username
+
+    def effective(self) -> dict[str, object]:
+        return {"username": self.username, "password": "[hidden]"}
+
+    async def exchange(self) -> ClientExchange:
+        return PlainClient(self.username, self.password)
+
+
+# -- the settings ---------------------------------------------------------------------------
+
+
+class Plain:
+    names = (NAME,)
+
+    def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> PlainServer:
+        key = jaas_key(listener, NAME)
+        text = props.get(key)
+        if text is None:
+            raise ConfigError(key, None, f"listener {listener} enables PLAIN but has no JAAS configuration")
+        entry = parse_jaas(key, text)
+        if entry.module != PLAIN_LOGIN_MODULE:
+            raise ConfigError(key, "[hidden]", f"expected {PLAIN_LOGIN_MODULE}, got {entry.module}")
+        return PlainServer(entry.users)
+
+    def client(self, props: Properties, listener: str, mechanism: str) -> UsernamePasswordLogin:
+        return UsernamePasswordLogin(mechanism, *username_password(props, listener, mechanism, PLAIN_LOGIN_MODULE))
+
+
+PLAIN = Plain()
+
+__all__ = ["PLAIN", "PlainClient", "PlainExchange", "PlainServer", "UsernamePasswordLogin", "verify_plain"]

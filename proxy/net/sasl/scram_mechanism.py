@@ -1,0 +1,138 @@
+"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512: their settings (a credentials file per listener), server side and client side.
+
+The RFC 5802 primitives live in proxy/net/sasl/scram.py (server) and scram_client.py (client);
+this module fits them to the mechanism contract of proxy/net/sasl/mechanisms.py.
+"""
+
+from dataclasses import dataclass, field
+
+import trio
+
+from proxy.net.sasl.client import ClientExchange, LoginFailed
+from proxy.net.sasl.credential_source import ScramCredentialSource
+from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
+from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, parse_jaas
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, jaas_key, username_password
+from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
+from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
+from proxy.net.sasl.scram_client import ScramClient
+from proxy.properties import ConfigError, Properties
+
+# -- the server side ---------------------------------------------------------------------
+
+
+class ScramExchange:
+    def __init__(self, server: ScramServer) -> None:
+        self._server = server
+
+    @property
+    def complete(self) -> bool:
+        return self._server.complete
+
+    @property
+    def user(self) -> str | None:
+        return self._server.username
+
+    def evaluate(self, token: bytes) -> bytes:
+        try:
+            return self._server.evaluate(token)
+        except ScramError as exc:
+            raise AuthenticationFailed(exc.error_message, exc.reason) from None
+
+
+@dataclass(frozen=True, eq=False)  # one per listener; SCRAM's two names share it
+class ScramServerSide:
+    credentials: ScramCredentialSource = field(repr=False)
+    """The listener's credentials file, re-read when it changes (`envelope-proxy scram add-user`)."""
+
+    def exchange(self, mechanism: str) -> ServerExchange:
+        return ScramExchange(ScramServer(mechanism, self.credentials.lookup(mechanism)))
+
+    def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
+        # client-first: gs2 header (2 attributes), then n=<saslname>,r=<nonce>
+        attributes = first_token.decode("utf-8", "replace").split(",")
+        if len(attributes) < 3 or not attributes[2].startswith("n="):
+            return None
+        try:
+            return unescape_username(attributes[2][2:])
+        except ValueError:
+            return attributes[2][2:]
+
+    def effective(self) -> dict[str, object]:
+        return {"sasl.scram.credentials": self.credentials.effective()}
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+
+# -- the client side: the proxy's own login -------------------------------------------------
+
+
+class ScramLogin:
+    """Also checks the server's final signature, so a controller that does not hold our keys is not trusted."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self._client = ScramClient(mechanism, username, password)
+        self._sent_final = False
+
+    def initial(self) -> bytes:
+        return self._client.first()
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        try:
+            if not self._sent_final:
+                self._sent_final = True
+                return self._client.final(challenge)
+            self._client.verify(challenge)
+        except ScramError as exc:
+            raise LoginFailed(str(exc)) from None
+        return None
+
+
+@dataclass(frozen=True)
+class ScramClientLogin:
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+    @property
+    def user(self) -> str | None:
+        return self.username
+
+    def effective(self) -> dict[str, object]:
+        return {"username": self.username, "password": "[hidden]"}
+
+    async def exchange(self) -> ClientExchange:
+        return ScramLogin(self.mechanism, self.username, self.password)
+
+
+# -- the settings ---------------------------------------------------------------------------
+
+
+class Scram:
+    names = tuple(SCRAM_MECHANISMS)
+
+    def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> ScramServerSide:
+        for mechanism in enabled:
+            # Accepted as in Kafka, where the server's ScramLoginModule carries no users: they live in the credentials file.
+            key = jaas_key(listener, mechanism)
+            text = props.get(key)
+            if text is not None and parse_jaas(key, text).module != SCRAM_LOGIN_MODULE:
+                raise ConfigError(key, "[hidden]", f"expected {SCRAM_LOGIN_MODULE}")
+        file_key = props.listener_key(listener, SCRAM_CREDENTIALS_KEY)
+        path = props.listener_value(listener, SCRAM_CREDENTIALS_KEY)
+        if not path:
+            raise ConfigError(
+                file_key,
+                path,
+                f"listener {listener} enables {', '.join(enabled)} but names no credentials file (create one with envelope-proxy scram add-user)",
+            )
+        return ScramServerSide(ScramCredentialSource(path, file_key))
+
+    def client(self, props: Properties, listener: str, mechanism: str) -> ScramClientLogin:
+        return ScramClientLogin(mechanism, *username_password(props, listener, mechanism, SCRAM_LOGIN_MODULE))
+
+
+SCRAM = Scram()
+
+__all__ = ["SCRAM", "ScramClientLogin", "ScramExchange", "ScramLogin", "ScramServerSide"]
