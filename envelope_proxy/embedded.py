@@ -62,6 +62,33 @@ def proxy_properties(controller_port: int, audit_dir: Path, users: dict[str, str
 
 
 @dataclass
+class ProxyRun:
+    """A proxy started in a nursery: `stop()` drains it (as SIGTERM does) and returns once it has stopped."""
+
+    running: RunningProxy
+    shutdown: trio.Event
+    stopped: trio.Event
+
+    async def stop(self) -> None:
+        self.shutdown.set()
+        await self.stopped.wait()
+
+
+async def start_proxy(nursery: trio.Nursery, config: ProxyConfig) -> ProxyRun:
+    """The one way the stack, the demo and the tests run a proxy in-process."""
+    shutdown, stopped = trio.Event(), trio.Event()
+
+    async def serve(task_status: trio.TaskStatus[RunningProxy]) -> None:
+        try:
+            await run_proxy(config, shutdown=shutdown, task_status=task_status)
+        finally:
+            stopped.set()
+
+    running: RunningProxy = await nursery.start(serve)
+    return ProxyRun(running, shutdown, stopped)
+
+
+@dataclass
 class EmbeddedStack:
     controller: EmbeddedController
     proxy: RunningProxy
@@ -92,8 +119,8 @@ async def start_stack(
     bound = await nursery.start(controller.run)
     controller_port = bound[0].port
     config = parse_proxy_config({**proxy_properties(controller_port, audit_dir, users), **(proxy_overrides or {})})
-    running = await nursery.start(run_proxy, config)
-    return EmbeddedStack(controller, running, config, controller_port)
+    run = await start_proxy(nursery, config)
+    return EmbeddedStack(controller, run.running, config, controller_port)
 
 
 def client_config(address: str, user: str, password: str | None = None) -> dict[str, str]:

@@ -10,8 +10,7 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from envelope.principal import Principal
 from envelope.wrap import wrap
-from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties
-from proxy.app import run_proxy
+from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties, start_proxy
 from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
@@ -79,15 +78,8 @@ async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nurse
         "listener.name.client.security.ip.filter.list": "127.0.0.5",
         "listener.name.plain.connections.max.idle.ms": "500",
     }
-    shutdown, stopped = trio.Event(), trio.Event()
-
-    async def proxy(task_status: trio.TaskStatus[Any]) -> None:
-        try:
-            await run_proxy(parse_proxy_config(props), shutdown=shutdown, task_status=task_status)
-        finally:
-            stopped.set()
-
-    running = await nursery.start(proxy)
+    run = await start_proxy(nursery, parse_proxy_config(props))
+    running = run.running
     client = f"127.0.0.1:{running.listener('CLIENT').port}"
     plain = f"127.0.0.1:{running.listener('PLAIN').port}"
 
@@ -102,8 +94,7 @@ async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nurse
         with trio.fail_after(30):
             while len(running.service.sessions) != 1:  # the other connections' sessions have ended
                 await trio.sleep(0.02)
-            shutdown.set()
-            await stopped.wait()
+            await run.stop()
     finally:
         lingering.close()
 

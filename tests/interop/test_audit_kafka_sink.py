@@ -18,8 +18,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
-from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
-from proxy.app import run_proxy
+from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties, start_proxy
 from proxy.audit.sinks.kafka import KafkaSink
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
@@ -102,15 +101,8 @@ async def test_spooled_records_reach_the_topic_once_kafka_is_back_and_none_are_l
         "audit.kafka.producer.sasl.password": node.users["admin"],
         "audit.kafka.producer.reconnect.backoff.max.ms": "1000",
     }
-    shutdown, stopped = trio.Event(), trio.Event()
-
-    async def proxy(task_status: trio.TaskStatus[Any]) -> None:
-        try:
-            await run_proxy(parse_proxy_config(props), shutdown=shutdown, task_status=task_status)
-        finally:
-            stopped.set()
-
-    running = await nursery.start(proxy)
+    run = await start_proxy(nursery, parse_proxy_config(props))
+    running = run.running
     address = f"127.0.0.1:{running.listener('CLIENT').port}"
     sink = next(s for s in running.service.audit.sinks if isinstance(s, KafkaSink))
 
@@ -129,9 +121,9 @@ async def test_spooled_records_reach_the_topic_once_kafka_is_back_and_none_are_l
         while sink.spooling:
             await trio.sleep(0.2)
     assert sink.spool.empty and not any((tmp_path / "audit" / ".kafka-spool").glob("*.jsonl"))
-    shutdown.set()
+    run.shutdown.set()
     with trio.fail_after(60):
-        await stopped.wait()
+        await run.stopped.wait()
 
     written = records_under(tmp_path / "audit")  # the file sink's copy of every record the proxy wrote
     expected = {record["id"] for record in written}
