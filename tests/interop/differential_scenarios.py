@@ -3,7 +3,7 @@
 Names are relative to a group (`n("orders")` is this run's `<prefix>orders`);
 ACL texts may say `{p}` for the prefix. Users: admin (a super user on both
 upstreams), alice and bob (ordinary), mallory (the harness's probe user:
-nothing else is granted to it). Nothing here says what the answer should be:
+nothing else is granted to it); calls sent in Envelopes may be any principal. Nothing here says what the answer should be:
 the real Kafka controller's answer is the expected one.
 """
 
@@ -224,6 +224,107 @@ def ra(name: str, values: Any, user: str = "admin") -> Call:
 
 def lr(name: str, values: Any, user: str = "admin") -> Call:
     return Call(name, ApiKey.LIST_PARTITION_REASSIGNMENTS, LIST_REASSIGN_V, values, user)
+
+
+TOKEN_CREATE_V, TOKEN_RENEW_V, TOKEN_EXPIRE_V, TOKEN_DESCRIBE_V = 3, 2, 2, 3
+DAY_MS, HOUR_MS, MINUTE_MS = 86_400_000, 3_600_000, 60_000
+LONG_MAX, LONG_MIN = 2**63 - 1, -(2**63)
+MANY_RENEWERS = 10_000
+# Principals of the token groups: `{p}` inside the name (not at its start, where the harness would take it for a topic).
+OWNER, RENEWER, STRANGER, REQUESTER = "User:t-{p}owner", "User:t-{p}renewer", "User:t-{p}stranger", "User:t-{p}requester"
+
+
+def _principal(n: Any, text: str) -> tuple[str, str]:
+    kind, _, name = n.resource(text).partition(":")
+    return kind, name
+
+
+def new_token(owner: tuple[str | None, str | None] = (None, None), renewers: tuple[str, ...] = (), lifetime: int = -1) -> Any:
+    """CreateDelegationToken values; principals may say `{p}`."""
+
+    def values(n: Any) -> dict[str, Any]:
+        return {
+            "owner_principal_type": owner[0],
+            "owner_principal_name": None if owner[1] is None else n.resource(owner[1]),
+            "renewers": [dict(zip(("principal_type", "principal_name"), _principal(n, r), strict=True)) for r in renewers],
+            "max_lifetime": lifetime,
+        }
+
+    return values
+
+
+def many_renewers(count: int) -> tuple[str, ...]:
+    return tuple(f"User:t-{{p}}r{i}" for i in range(count))
+
+
+def renewal(label: str, period: int = -1) -> Any:
+    return lambda n: {"hmac": n.hmac(label), "renew_period": period}
+
+
+def expiry(label: str, period: int = -1) -> Any:
+    return lambda n: {"hmac": n.hmac(label), "expiry_time_period": period}
+
+
+def raw_hmac(hmac: bytes, period: int = -1) -> Any:
+    return lambda _n: {"hmac": hmac, "renew_period": period}
+
+
+def owners(*principals: str) -> Any:
+    return lambda n: {"owners": [dict(zip(("principal_type", "principal_name"), _principal(n, o), strict=True)) for o in principals]}
+
+
+def tc(name: str, values: Any, user: str = "alice", **how: Any) -> Call:
+    """CreateDelegationToken; `how`: via, principal, token_login, keep, pause (see Call), version."""
+    return Call(name, ApiKey.CREATE_DELEGATION_TOKEN, how.pop("version", TOKEN_CREATE_V), values, user, **how)
+
+
+def tr(name: str, values: Any, user: str = "alice", **how: Any) -> Call:
+    return Call(name, ApiKey.RENEW_DELEGATION_TOKEN, how.pop("version", TOKEN_RENEW_V), values, user, **how)
+
+
+def te(name: str, values: Any, user: str = "alice", **how: Any) -> Call:
+    return Call(name, ApiKey.EXPIRE_DELEGATION_TOKEN, how.pop("version", TOKEN_EXPIRE_V), values, user, **how)
+
+
+def td(name: str, values: Any, user: str = "admin", **how: Any) -> Call:
+    """DescribeDelegationToken where a client reads without the proxy (a broker answers it, not the controller)."""
+    return Call(name, ApiKey.DESCRIBE_DELEGATION_TOKEN, how.pop("version", TOKEN_DESCRIBE_V), values, user, via="read", **how)
+
+
+def env(principal: str, **how: Any) -> dict[str, Any]:
+    """An Envelope to the controller as `principal`."""
+    return {"via": "envelope", "principal": principal, **how}
+
+
+def unregister(broker_id: int) -> Any:
+    return lambda _n: {"broker_id": broker_id}
+
+
+def add_voter(voter_id: int, directory: uuid.UUID | None, listeners: list[tuple[str, str, int]], cluster_id: str | None = None) -> Any:
+    return lambda _n: {
+        "cluster_id": cluster_id,
+        "timeout": TIMEOUT_MS,
+        "voter_id": voter_id,
+        "voter_directory_id": directory,
+        "listeners": [{"name": name, "host": host, "port": port} for name, host, port in listeners],
+        "ack_when_committed": True,
+    }
+
+
+def remove_voter(voter_id: int, directory: uuid.UUID | None, cluster_id: str | None = None) -> Any:
+    return lambda _n: {"cluster_id": cluster_id, "voter_id": voter_id, "voter_directory_id": directory}
+
+
+def ub(name: str, values: Any, user: str = "admin") -> Call:
+    return Call(name, ApiKey.UNREGISTER_BROKER, 0, values, user)
+
+
+def av(name: str, values: Any, user: str = "admin", version: int = 1) -> Call:
+    return Call(name, ApiKey.ADD_RAFT_VOTER, version, values, user)
+
+
+def rv(name: str, values: Any, user: str = "admin") -> Call:
+    return Call(name, ApiKey.REMOVE_RAFT_VOTER, 0, values, user)
 
 
 # --------------------------------------------------------------------------- groups
@@ -905,7 +1006,146 @@ def _groups() -> list[Group]:
             ),
         )
     )
+    groups.extend(_token_groups())
+    groups.append(_membership_group())
     return groups
+
+
+def _token_groups() -> list[Group]:
+    """Delegation tokens (KIP-48, KIP-373): through the proxy as logged-in users, and in Envelopes as any principal,
+    token-authenticated ones too; DescribeDelegationToken where a broker answers it. Every token a group makes is
+    expired before it ends (those calls are scenarios too)."""
+    removed = 1.0  # seconds for the node's token cache to forget a token (its publisher runs after the commit)
+    through_the_proxy = Group(
+        "delegation tokens: create, renew and expire through the proxy",
+        acls=(Acl("User:alice", "CREATE_TOKENS", resource_type="USER", name="User:t-{p}owned", pattern="LITERAL"),),
+        calls=(
+            tc("alice creates her own token, bob may renew it", new_token(renewers=("User:bob",)), keep="a"),
+            tr("bob renews it for an hour", renewal("a", HOUR_MS), user="bob"),
+            tr("mallory may not renew it", renewal("a", HOUR_MS), user="mallory"),
+            tr("nor may a super user who is not its owner", renewal("a", HOUR_MS), user="admin"),
+            tr("alice renews it for the default period", renewal("a", -1)),
+            tr("a period longer than the expiry time is cut to it", renewal("a", LONG_MAX)),
+            tc("alice asks a token for another owner without CREATE_TOKENS", new_token(owner=("User", "t-{p}someone"))),
+            tc("alice asks one for the owner she has CREATE_TOKENS on", new_token(owner=("User", "t-{p}owned")), keep="owned"),
+            tr("the requester is not a renewer", renewal("owned", MINUTE_MS)),
+            tc("a Group renewer", new_token(renewers=("User:bob", "Group:ops"))),
+            tc("a max lifetime of an hour", new_token(lifetime=HOUR_MS), keep="hour"),
+            tc("version 1: no owner, no requester in the answer", new_token(), version=1, keep="v1"),
+            tc("version 2", new_token(), version=2, keep="v2"),
+            tc("ten thousand renewers", new_token(renewers=many_renewers(MANY_RENEWERS)), keep="many"),
+            tr("renewer 9,999 renews", renewal("many", MINUTE_MS), **env("User:t-{p}r9999")),
+            te("bob expires alice's token in a minute", expiry("a", MINUTE_MS), user="bob"),
+            te("mallory may not expire it", expiry("a"), user="mallory"),
+            te("alice expires it at once", expiry("a")),
+            tr("renewing a token expired at once", renewal("a"), pause=removed),
+            te("expiring it again", expiry("a")),
+            te("the owner expires the token alice asked for", expiry("owned"), **env("User:t-{p}owned")),
+            te("version 1 expire", expiry("v1"), version=1),
+            tr("version 1 renew of a removed token", renewal("owned"), version=1, pause=removed),
+            te("alice expires the rest", expiry("v2")),
+            te("and the hour token", expiry("hour")),
+            te("and the one with ten thousand renewers", expiry("many")),
+        ),
+    )
+    in_envelopes = Group(
+        "delegation tokens: owners, renewers, strangers and token logins in Envelopes",
+        acls=(
+            Acl(REQUESTER, "CREATE_TOKENS", resource_type="USER", name=OWNER, pattern="LITERAL"),
+            Acl("User:alice", "DESCRIBE_TOKENS", resource_type="USER", name=OWNER, pattern="LITERAL"),
+        ),
+        calls=(
+            tc("the owner creates a token for an hour, a renewer named", new_token(renewers=(RENEWER,), lifetime=HOUR_MS), **env(OWNER, keep="t1")),
+            tr("the renewer renews it for a minute", renewal("t1", MINUTE_MS), **env(RENEWER)),
+            # times an answer shows relative to the token's max time come first, while the token is young
+            tr("the owner renews past its max time: cut to it", renewal("t1", DAY_MS), **env(OWNER)),
+            tr("a renew period of Long.MIN_VALUE is the default, cut to the max time", renewal("t1", LONG_MIN), **env(OWNER)),
+            te("expiring with Long.MAX_VALUE: the max time", expiry("t1", LONG_MAX), **env(OWNER)),
+            tr("a stranger may not", renewal("t1", MINUTE_MS), **env(STRANGER)),
+            tr("nor a super user", renewal("t1", MINUTE_MS), **env("User:admin")),
+            tr("nor a principal of another type with the owner's name", renewal("t1"), **env("Group:t-{p}owner")),
+            tc("a token-authenticated owner may not create", new_token(), **env(OWNER, token_login=True)),
+            tr("nor renew", renewal("t1"), **env(OWNER, token_login=True)),
+            te("nor expire", expiry("t1"), **env(OWNER, token_login=True)),
+            tc("nor a token-authenticated super user", new_token(), **env("User:admin", token_login=True)),
+            tc("the requester creates for the owner with CREATE_TOKENS", new_token(owner=("User", "t-{p}owner")), **env(REQUESTER, keep="t2")),
+            tc("a stranger creates for the owner without it", new_token(owner=("User", "t-{p}owner")), **env(STRANGER)),
+            tc("a super user creates for a Group owner", new_token(owner=("Group", "t-{p}team")), **env("User:admin", keep="team")),
+            tc("an owner type of another case", new_token(owner=("user", "t-{p}owner")), **env("User:admin", keep="lower")),
+            tc("an owner name without a type", new_token(owner=(None, "t-{p}owner")), **env(OWNER)),
+            tc("an empty owner name means the requester", new_token(owner=("Group", "")), **env(OWNER, keep="self")),
+            tr("the requester (KIP-373) is not a renewer", renewal("t2"), **env(REQUESTER)),
+            tr("the owner renews the token asked for it", renewal("t2", MINUTE_MS), **env(OWNER)),
+            tc("a Group renewer", new_token(renewers=(RENEWER, "Group:t-{p}ops")), **env(OWNER)),
+            tc("a renewer type in lower case", new_token(renewers=("user:t-{p}renewer",)), **env(OWNER)),
+            tc("a max lifetime of Long.MAX_VALUE is the default", new_token(lifetime=LONG_MAX), **env(OWNER, keep="max")),
+            tc("a negative max lifetime is the default", new_token(lifetime=LONG_MIN), **env(OWNER, keep="min")),
+            tc("a max lifetime of 1 ms", new_token(lifetime=1), **env(OWNER, keep="brief")),
+            tr("renewing the expired token", renewal("brief"), **env(OWNER, pause=0.1)),
+            tr("a stranger renewing the expired token: expiry is checked first", renewal("brief"), **env(STRANGER)),
+            te("a stranger expiring it: the owner is checked first", expiry("brief"), **env(STRANGER)),
+            te("expiring it in a minute", expiry("brief", MINUTE_MS), **env(OWNER)),
+            td("the super user describes the owner's tokens", owners(OWNER)),
+            td("alice describes with DESCRIBE_TOKENS on the owner", lambda _n: {"owners": None}, user="alice"),
+            td("bob without an ACL sees none of them", lambda _n: {"owners": None}, user="bob"),
+            td("an empty owner list asks for nothing", owners()),
+            td("the renewer's tokens", owners(RENEWER)),
+            td("the requester's tokens (KIP-373)", owners(REQUESTER), version=2),
+            td("version 1", owners(OWNER), version=1),
+            te("the owner expires the expired token at once", expiry("brief"), **env(OWNER)),
+            tr("an HMAC no token has", raw_hmac(bytes(64)), **env(OWNER)),
+            tr("an empty HMAC", raw_hmac(b""), **env(OWNER)),
+            tr("a one-byte HMAC", raw_hmac(b"\x01"), **env(OWNER)),
+            tr("a 100,000-byte HMAC", raw_hmac(b"\x02" * 100_000), **env(OWNER)),
+            te("expiring with 0: now", expiry("t1", 0), **env(RENEWER)),
+            tr("renewing a token past its expiry", renewal("t1"), **env(OWNER, pause=0.1)),
+            td("an expired token is still described until the controller sweeps it", owners(OWNER)),
+            tc("version 1 in an Envelope", new_token(), version=1, **env(OWNER, keep="v1")),
+            tr("version 1 renew", renewal("v1", MINUTE_MS), version=1, **env(OWNER)),
+            te("version 1 expire", expiry("v1"), version=1, **env(OWNER)),
+            *(te(f"the owner expires {label}", expiry(label), **env(OWNER)) for label in ("t1", "t2", "max", "min", "self")),
+            te("the super user may not expire the Group's token", expiry("team"), **env("User:admin")),
+            te("the Group expires its token", expiry("team"), **env("Group:t-{p}team")),
+            te("the lower-case type owns its token", expiry("lower"), **env("user:t-{p}owner")),
+            tr("renewing a removed token", renewal("t1"), **env(OWNER, pause=removed)),
+            td("nothing of the group is left", owners(OWNER, RENEWER, REQUESTER)),
+        ),
+    )
+    return [through_the_proxy, in_envelopes]
+
+
+def _membership_group() -> Group:
+    """UnregisterBroker and Add/RemoveRaftVoter against a one-node dynamic quorum (the node is formatted --standalone, the
+    embedded controller alone has kraft.version 1): everything Kafka refuses. Unregistering the live broker, and adding
+    a voter Kafka would then contact, are left out (the embedded controller answers those UNSUPPORTED_VERSION)."""
+    directory = uuid.UUID("0a1b2c3d-4e5f-4061-8293-a4b5c6d7e8f9")
+    controller = [("CONTROLLER", "127.0.0.1", 1)]
+    return Group(
+        "membership: unregister broker, add and remove raft voters",
+        calls=(
+            ub("alice may not unregister a broker", unregister(BROKER), user="alice"),
+            ub("an id no broker has", unregister(UNREGISTERED_BROKER)),
+            ub("a negative id", unregister(-1)),
+            ub("Integer.MAX_VALUE", unregister(2**31 - 1)),
+            rv("alice may not remove a voter", remove_voter(BROKER, directory), user="alice"),
+            rv("another cluster's id", remove_voter(BROKER, directory, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")),
+            rv("a cluster id that is no Uuid", remove_voter(-1, None, cluster_id="not-a-cluster")),
+            rv("a negative voter id", remove_voter(-1, directory)),
+            rv("no directory id", remove_voter(BROKER, ZERO)),
+            rv("the only voter, by another directory id", remove_voter(BROKER, directory)),
+            rv("an id that is no voter", remove_voter(7, directory)),
+            av("alice may not add a voter", add_voter(7, directory, controller), user="alice"),
+            av("another cluster's id", add_voter(7, directory, controller, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")),
+            av("a negative voter id", add_voter(-1, directory, controller)),
+            av("no directory id", add_voter(7, ZERO, controller)),
+            av("no endpoint", add_voter(7, directory, [])),
+            av("no endpoint on the controller listener", add_voter(7, directory, [("BROKER", "127.0.0.1", 1)])),
+            av("two other listeners, in Kafka's map order", add_voter(7, directory, [("BROKER", "h", 1), ("X", "h", 2), ("EXTERNAL", "::1", 65535)])),
+            av("the same listener twice: the last wins", add_voter(1, directory, [("CONTROLLER", "a", 1), ("controller", "b", 2)])),
+            av("a voter id already in the set", add_voter(BROKER, directory, controller)),
+            av("a voter id already in the set, version 0", add_voter(BROKER, directory, controller), version=0),
+        ),
+    )
 
 
 GROUPS: list[Group] = _groups()

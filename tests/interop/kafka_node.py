@@ -7,7 +7,8 @@ binding) from Maven Central into a per-version cache folder, once.
 `KafkaNode` writes a `server.properties` for a combined node with SASL_PLAINTEXT
 BROKER and CONTROLLER listeners on free loopback ports, PLAIN users
 admin/proxy/alice/bob, the StandardAuthorizer and User:proxy as a super user
-(or, with `proxy_super_user=False`, an ACL granting it ClusterAction), formats
+(or, with `proxy_super_user=False`, an ACL granting it ClusterAction), delegation
+tokens enabled (`delegation.token.secret.key`), formats
 the storage with `kafka.tools.StorageTool format --standalone`, runs
 `kafka.Kafka` and waits until a real client (confluent-kafka, SASL PLAIN as
 admin) gets metadata listing the node.
@@ -41,6 +42,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_USERS",
+    "DELEGATION_TOKEN_SECRET",
     "KAFKA_VERSION",
     "POM",
     "KafkaNode",
@@ -58,6 +60,8 @@ KAFKA_VERSION = os.environ.get("KAFKA_NODE_VERSION", "4.3.1")
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 DEFAULT_USERS: dict[str, str] = {"admin": "admin-secret", "proxy": "proxy-secret", "alice": "alice-secret", "bob": "bob-secret"}
+DELEGATION_TOKEN_SECRET = "kafka-envelope-proxy-interop"
+"""`delegation.token.secret.key` of every node: delegation tokens are enabled (KIP-48)."""
 NODE_USER = "admin"
 """The principal the node itself uses on its BROKER and CONTROLLER listeners (a super user)."""
 
@@ -364,6 +368,8 @@ class KafkaNode:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
+            # delegation tokens on, as the differential suite compares them; nothing else changes with it
+            "delegation.token.secret.key": DELEGATION_TOKEN_SECRET,
             **self.extra_properties,
         }
 

@@ -24,7 +24,10 @@ from envelope.principal import Principal
 from tests.interop.envelope_client import BROKER_ID, Controller, EnvelopeClient
 from tests.interop.upstreams import ACL_PROPAGATION, poll
 
-AUTHORIZATION_FAILURES = {29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED"}
+AUTHORIZATION_FAILURES = {29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED", 65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED"}
+# What each kind of resource's denial is answered with (CreateTopics asks CLUSTER, then TOPIC: TOPIC's).
+DENIED_WITH = {ResourceType.TOPIC: 29, ResourceType.CLUSTER: 31, ResourceType.USER: 65}
+NEW_VOTER_DIRECTORY = uuid.UUID("0a1b2c3d-4e5f-4061-8293-a4b5c6d7e8f9")
 CLUSTER = (ResourceType.CLUSTER, "kafka-cluster")
 
 
@@ -148,6 +151,22 @@ CASES: dict[str, Case] = {
         lambda _t, _p: {"timeout": 30000, "feature_updates": [{"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}], "validate_only": True},
         _cluster(57),
     ),
+    # A token for another owner needs CREATE_TOKENS on that owner as a USER resource (granted: a token is made).
+    "CreateDelegationToken/USER": Case(
+        38,
+        3,
+        lambda t, _p: {"owner_principal_type": "User", "owner_principal_name": f"{t}-owner", "renewers": [], "max_lifetime": 60000},
+        lambda t: (ResourceType.USER, f"User:{t}-owner", Operation.CREATE_TOKENS),
+    ),
+    # Allowed, these change nothing: no broker 99, and a voter key that is refused (a negative id) after the ACL.
+    "UnregisterBroker": Case(64, 0, lambda _t, _p: {"broker_id": 99}, _cluster(64)),
+    "AddRaftVoter": Case(
+        80,
+        1,
+        lambda _t, _p: {"cluster_id": None, "timeout": 30000, "voter_id": -1, "voter_directory_id": NEW_VOTER_DIRECTORY, "listeners": []},
+        _cluster(80),
+    ),
+    "RemoveRaftVoter": Case(81, 0, lambda _t, _p: {"cluster_id": None, "voter_id": -1, "voter_directory_id": NEW_VOTER_DIRECTORY}, _cluster(81)),
 }
 
 
@@ -162,8 +181,8 @@ def test_the_mapped_acl_is_exactly_enough(controller: Controller, name: str) -> 
         if case.needs_topic:
             client.create_topic(topic)
         denied = client.codes(principal, case.api_key, case.version, case.values(topic, principal_name))
-        # Kafka names the resource kind that was refused: the topic (CreateTopics asks CLUSTER, then TOPIC), else the cluster.
-        expected = 29 if case.api_key == 19 or case.grant(topic)[0] is ResourceType.TOPIC else 31
+        # Kafka names the resource kind that was refused: the topic (CreateTopics asks CLUSTER, then TOPIC), the owner, else the cluster.
+        expected = 29 if case.api_key == 19 else DENIED_WITH[case.grant(topic)[0]]
         assert expected in denied, f"{name} without an ACL answered {denied} on {controller.kind}, not {AUTHORIZATION_FAILURES[expected]}"
         client.grant(principal, *case.grant(topic))
         allowed = poll(

@@ -36,6 +36,10 @@ class Target:
     """Partition count of a topic as the upstream sees it, None when it does not exist."""
     topic_configs: Callable[[str], dict[str, str]]
     """The topic's explicitly set configs (not defaults)."""
+    controller_address: str = ""
+    """host:port of the controller listener the proxy forwards to (User:proxy logs in there and may send Envelopes)."""
+    read_address: str = ""
+    """host:port where a client reads without the proxy: the node's broker listener, or the embedded controller."""
 
     @property
     def address(self) -> str:
@@ -60,8 +64,10 @@ def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float, pause
     return seen
 
 
-async def embedded_target(nursery: trio.Nursery, audit_dir: Path, overrides: dict[str, str] | None = None) -> Target:
-    stack = await start_stack(nursery, audit_dir, proxy_overrides=overrides)
+async def embedded_target(
+    nursery: trio.Nursery, audit_dir: Path, overrides: dict[str, str] | None = None, controller_overrides: dict[str, str] | None = None
+) -> Target:
+    stack = await start_stack(nursery, audit_dir, proxy_overrides=overrides, controller_overrides=controller_overrides)
     controller: EmbeddedController = stack.controller
 
     def partitions(name: str) -> int | None:
@@ -72,7 +78,8 @@ async def embedded_target(nursery: trio.Nursery, audit_dir: Path, overrides: dic
         topic = controller.image.topics.get(name)
         return {} if topic is None else dict(topic.configs)
 
-    return Target("embedded", stack.proxy, partitions, configs)
+    address = f"127.0.0.1:{stack.controller_port}"
+    return Target("embedded", stack.proxy, partitions, configs, controller_address=address, read_address=address)
 
 
 async def kafka_target(nursery: trio.Nursery, node: KafkaNode, audit_dir: Path, overrides: dict[str, str] | None = None) -> Target:
@@ -99,4 +106,4 @@ async def kafka_target(nursery: trio.Nursery, node: KafkaNode, audit_dir: Path, 
             return {}
         return {key: entry.value for key, entry in entries.items() if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
-    return Target("kafka", running, partitions, configs)
+    return Target("kafka", running, partitions, configs, controller_address=node.controller_address, read_address=node.broker_address)
