@@ -75,6 +75,8 @@ class Read:
     """A read answered through the edge authorizer: what it denied, and the upstream's error if any."""
 
     policy: str
+    resources: list[ResourceAccess]
+    """What the client asked to see."""
     denied: list[ResourceAccess]
     code_of: Callable[[ResourceAccess], int]
     error_code: int
@@ -218,6 +220,7 @@ class RequestAudit:
         if isinstance(outcome, Forwarded):
             await self.outcome(outcome.envelope_error, outcome.top, outcome.results)
         elif isinstance(outcome, Read):
+            self.resources = outcome.resources
             await self.read(outcome.policy, outcome.denied, outcome.code_of, outcome.error_code, outcome.error_message)
         elif isinstance(outcome, Local):
             await self.local()

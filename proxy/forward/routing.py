@@ -1,11 +1,11 @@
 """Where one request goes, decided from its header alone: a pure function.
 
-(header, advertised ranges) -> ApiVersions | Local | Read | Forward | Refuse.
+(header, advertised ranges, the reads the proxy answers) -> ApiVersions | Local | Read | Forward | Refuse.
 The listener and the principal do not change the route: who may do what is the
 edge authorizer's question (reads) or the controller's (forwarded requests).
 """
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -13,9 +13,6 @@ from apiversions import VersionRange
 from envelope.apis import ApiKey, api_name
 from envelope.header import RequestHeaderInfo
 
-# Reads the proxy answers under its own identity after authorizing them at the edge (proxy/forward/reads.py).
-CLUSTER_GATED_READS = frozenset({ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS})
-READ_APIS = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CONFIGS}) | CLUSTER_GATED_READS
 # Answered by the proxy itself: it is the only broker and the controller its clients see.
 LOCAL_APIS = frozenset({ApiKey.DESCRIBE_CLUSTER})
 _SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -36,7 +33,8 @@ class Routed:
     """Why a request is refused (its audit record's reason); None otherwise."""
 
 
-def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange]) -> Routed:
+def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange], reads: Container[int]) -> Routed:
+    """`reads`: the APIs the proxy answers through its edge authorizer (proxy/forward/read_routes.py)."""
     key = header.api_key
     if key == ApiKey.API_VERSIONS:
         return Routed(Route.API_VERSIONS)
@@ -49,6 +47,6 @@ def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange]) -> 
         return Routed(Route.REFUSE, f"version {header.api_version} of {api_name(key)} is not in {served.min}..{served.max}")
     if key in LOCAL_APIS:
         return Routed(Route.LOCAL)
-    if key in READ_APIS:
+    if key in reads:
         return Routed(Route.READ)
     return Routed(Route.FORWARD)

@@ -26,12 +26,12 @@ from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
-from proxy.forward.local import metadata_response
 from proxy.forward.offload import CpuOffload
 from proxy.forward.policy import CloseConnection
+from proxy.forward.read_routes import READ_APIS, READ_ROUTES
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
 from proxy.forward.respond import Answer, respond
-from proxy.forward.routing import READ_APIS, Route, route
+from proxy.forward.routing import Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
 from proxy.net.connection import KafkaConnection
@@ -279,7 +279,7 @@ class ProxyService:
 
     async def handle_request(self, session: Session, frame: bytes) -> None:
         header = peek_request_header(frame)
-        routed = route(header, self.advertised())
+        routed = route(header, self.advertised(), READ_ROUTES)
         audit = self._request_audit(session, header, forwarded=routed.route is Route.FORWARD)
         try:
             if routed.route is Route.API_VERSIONS:
@@ -290,7 +290,7 @@ class ProxyService:
             elif routed.route is Route.LOCAL:
                 answer = await self._describe_cluster(session, header, frame)
             elif routed.route is Route.READ:
-                answer = await self._read(session, header, frame, audit)
+                answer = await self._read(session, header, frame)
             else:
                 answer = await self._forward(session, header, frame, audit)
         except ReadUnavailable as exc:
@@ -347,27 +347,17 @@ class ProxyService:
             audit.caller = session.caller()
         return Answer(Local(), apiversions.build_response(header.api_version, header.correlation_id, advertised))
 
-    async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
+    async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
         try:
             body = await self.offload.frame(
                 len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True
             )
         except ProtocolError as exc:
             return self._undecodable(session, header, exc)
-        settings = self.settings
-        if (
-            header.api_key == ApiKey.METADATA
-            and body.topics is not None
-            and not body.topics
-            and header.api_version > 0
-            and not getattr(body, "include_cluster_authorized_operations", False)  # v8-10: the edge authorizer answers those
-        ):
-            # Only brokers and the controller asked for: the proxy knows those itself.
-            cluster_id = await self.reads.cluster_id()
-            return Answer(Local(), metadata_response(header, body, node_id=settings.node_id, listener=session.listener, cluster_id=cluster_id))
-        result = await self.reads.answer(session.context(header.client_id), session.listener, header, body)
-        audit.resources = result.resources
-        return Answer(Read(settings.edge.policy, result.denied, denial_code, result.error_code, result.error_message), result.frame)
+        result = await READ_ROUTES[header.api_key](self.reads, session.context(header.client_id), session.listener, header, body)
+        if result.local:
+            return Answer(Local(), result.frame)
+        return Answer(Read(self.settings.edge.policy, result.resources, result.denied, denial_code, result.error_code, result.error_message), result.frame)
 
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
         try:

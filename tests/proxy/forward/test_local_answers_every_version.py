@@ -44,8 +44,8 @@ from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import Principal
 from proxy.forward.local import describe_cluster_response, metadata_response
+from proxy.forward.read_routes import CLUSTER_GATED_READS, READ_ROUTES
 from proxy.forward.reads import ReadPath
-from proxy.forward.routing import CLUSTER_GATED_READS
 from proxy.forward.service import own_ranges
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
@@ -356,7 +356,7 @@ CONTEXT = RequestContext(
 
 def read(path: ReadPath, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> bytes:
     async def main() -> bytes:
-        return (await path.answer(CONTEXT, listener, header, body)).frame
+        return (await READ_ROUTES[header.api_key](path, CONTEXT, listener, header, body)).frame
 
     return trio.run(main)
 

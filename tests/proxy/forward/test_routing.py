@@ -5,6 +5,7 @@ import pytest
 from apiversions import VersionRange
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
+from proxy.forward.read_routes import READ_APIS
 from proxy.forward.routing import Route, Routed, route
 
 ADVERTISED: dict[int, VersionRange] = {
@@ -28,11 +29,11 @@ def header(api_key: int, api_version: int) -> RequestHeaderInfo:
 
 @pytest.mark.parametrize("version", [0, 4, 99])
 def test_api_versions_is_always_answered_whatever_its_version_or_the_ranges(version: int) -> None:
-    assert route(header(ApiKey.API_VERSIONS, version), {}) == Routed(Route.API_VERSIONS)
+    assert route(header(ApiKey.API_VERSIONS, version), {}, READ_APIS) == Routed(Route.API_VERSIONS)
 
 
 def test_describe_cluster_is_answered_locally() -> None:
-    assert route(header(ApiKey.DESCRIBE_CLUSTER, 1), ADVERTISED) == Routed(Route.LOCAL)
+    assert route(header(ApiKey.DESCRIBE_CLUSTER, 1), ADVERTISED, READ_APIS) == Routed(Route.LOCAL)
 
 
 @pytest.mark.parametrize(
@@ -40,12 +41,12 @@ def test_describe_cluster_is_answered_locally() -> None:
     [ApiKey.METADATA, ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS],
 )
 def test_reads_go_to_the_read_path(api_key: ApiKey) -> None:
-    assert route(header(api_key, ADVERTISED[api_key].max), ADVERTISED) == Routed(Route.READ)
+    assert route(header(api_key, ADVERTISED[api_key].max), ADVERTISED, READ_APIS) == Routed(Route.READ)
 
 
 @pytest.mark.parametrize("version", [2, 5])
 def test_an_advertised_admin_request_is_forwarded(version: int) -> None:
-    assert route(header(ApiKey.CREATE_TOPICS, version), ADVERTISED) == Routed(Route.FORWARD)
+    assert route(header(ApiKey.CREATE_TOPICS, version), ADVERTISED, READ_APIS) == Routed(Route.FORWARD)
 
 
 @pytest.mark.parametrize(
@@ -65,10 +66,10 @@ def test_an_advertised_admin_request_is_forwarded(version: int) -> None:
     ],
 )
 def test_refusals_name_their_reason(api_key: int, version: int, reason: str) -> None:
-    assert route(header(api_key, version), ADVERTISED) == Routed(Route.REFUSE, reason)
+    assert route(header(api_key, version), ADVERTISED, READ_APIS) == Routed(Route.REFUSE, reason)
 
 
 def test_only_refusals_carry_a_reason() -> None:
     for api_key, served in ADVERTISED.items():
-        routed = route(header(api_key, served.min), ADVERTISED)
+        routed = route(header(api_key, served.min), ADVERTISED, READ_APIS)
         assert (routed.reason is not None) == (routed.route is Route.REFUSE), api_key

@@ -1,0 +1,197 @@
+"""The Metadata read: the topics a client may DESCRIBE, as the read upstream describes them, with the proxy as the
+only broker (KIP-103: at the advertised endpoint of the client's listener); by name, by topic id (KIP-516), or all.
+
+A Metadata that asks for no topic (only the brokers and the controller) is answered from what the proxy knows
+itself, without the upstream, and audited as `local`.
+"""
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from apiversions import VersionRange
+from authz import Operation, RequestContext, ResourceType
+from authz.actions import AUTHORIZED_OPERATIONS_OMITTED, ResourceAccess
+from envelope.apis import ApiKey
+from envelope.header import RequestHeaderInfo
+from envelope.responses import metadata_topic_error
+from proxy.forward.local import metadata_response
+from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, topic_access
+from proxy.net.settings import ListenerConfig
+
+log = logging.getLogger(__name__)
+
+METADATA_CLUSTER_OPERATIONS = range(8, 11)
+"""The Metadata versions that carry cluster_authorized_operations (v11 moved them to DescribeCluster)."""
+METADATA_TOPIC_OPERATIONS = 8
+"""The first Metadata version with topic_authorized_operations."""
+METADATA_TOPIC_IDS = 12
+"""The first Metadata version that may name topics by id alone (KIP-516); Kafka refuses ids below it."""
+
+
+async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+    if (
+        body.topics is not None
+        and not body.topics
+        and header.api_version > 0
+        and not getattr(body, "include_cluster_authorized_operations", False)  # v8-10: the edge authorizer answers those
+    ):
+        # Only brokers and the controller asked for: the proxy knows those itself.
+        cluster_id = await path.cluster_id()
+        return ReadResult(metadata_response(header, body, node_id=path.node_id, listener=listener, cluster_id=cluster_id), [], local=True)
+    return await _read(path, ctx, listener, header, body)
+
+
+async def _read(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+    if header.api_version >= METADATA_TOPIC_IDS and body.topics and any(t.topic_id is not None for t in body.topics):
+        return await _by_id(path, ctx, listener, header, body)
+    # v0 has no null: an empty list asks for every topic there
+    explicit = body.topics is not None and (header.api_version > 0 or bool(body.topics))
+    accesses = await path.offload.entries(len(body.topics or ()), _requested_topics, body)
+    error: tuple[int, str | None] = (ErrorCode.none, None)
+    decisions = await path.allowed(ctx, accesses)
+    allowed_names, denied, refused = await path.offload.entries(len(accesses), _split_decisions, accesses, decisions)
+    topics: dict[str, dict[str, Any]] = {}
+    cluster_id = await path.cluster_id()
+    if not explicit or allowed_names:
+        request = {
+            "topics": [{"name": n, "topic_id": None} for n in allowed_names] if explicit else None if header.api_version > 0 else [],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False,
+        }
+        try:
+            response = await path.upstream_call(ApiKey.METADATA, header.api_version, request)
+        except ReadUnavailable as exc:
+            log.warning("Metadata for %s: %s", ctx.principal, exc)
+            error = (ErrorCode.unknown_server_error, str(exc))
+            for name in allowed_names:
+                topics[name] = metadata_topic_error(name, ErrorCode.unknown_server_error)
+        else:
+            # Metadata v0 and v1 carry no cluster id
+            path.identity.accept(f"read upstream {path.upstream.settings.address}", getattr(response, "cluster_id", None))
+            upstream_topics = [as_dict(t) for t in response.topics]
+            if not explicit:
+                # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
+                everything = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in upstream_topics]
+                visible = await path.allowed(ctx, everything)
+                upstream_topics = [t for t, ok in zip(upstream_topics, visible, strict=True) if ok]
+                accesses = [a for a, ok in zip(everything, visible, strict=True) if ok]
+            operations = [AUTHORIZED_OPERATIONS_OMITTED] * len(upstream_topics)
+            if header.api_version >= METADATA_TOPIC_OPERATIONS and body.include_topic_authorized_operations:
+                # Kafka reports them for every topic the caller may describe, known or not.
+                names_seen = [str(t["name"]) for t in upstream_topics]
+                operations = await path.authorized_operations(ctx, ResourceType.TOPIC, names_seen)
+            for topic, topic_operations in zip(upstream_topics, operations, strict=True):
+                topic["topic_authorized_operations"] = topic_operations
+                topics[str(topic["name"])] = topic
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if header.api_version in METADATA_CLUSTER_OPERATIONS and body.include_cluster_authorized_operations:
+        cluster_operations = await path.cluster_authorized_operations(ctx)
+    # Kafka's order: the topics it describes (the upstream's order), then those the caller may not describe.
+    asked = frozenset(allowed_names)
+    answered = [t for name, t in topics.items() if name in asked] if explicit else list(topics.values())
+    ordered = answered + list(refused.values())
+    frame = await path.offload.entries(len(ordered), _frame, path, header, listener, cluster_id, ordered, cluster_operations)
+    return ReadResult(frame, accesses, denied, *error)
+
+async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
+    """Metadata naming topics by id, as Kafka answers it: the names in the request are then ignored; an unknown id is
+    UNKNOWN_TOPIC_ID, first; a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with its id and no
+    name, last. Only the upstream can name an id, so it is asked for every id, and its answer is filtered."""
+    ids = list(dict.fromkeys(t.topic_id for t in body.topics if t.topic_id is not None))
+    cluster_id = await path.cluster_id()
+    request = {
+        "topics": [{"name": None, "topic_id": i} for i in ids],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
+    error: tuple[int, str | None] = (ErrorCode.none, None)
+    accesses: list[ResourceAccess] = []
+    denied: list[ResourceAccess] = []
+    try:
+        if (path.upstream.controller_ranges or {}).get(ApiKey.METADATA, VersionRange(0, 0)).max < METADATA_TOPIC_IDS:
+            raise ReadUnavailable(f"the read upstream {path.upstream.settings.address} cannot look topics up by id")
+        response = await path.upstream_call(ApiKey.METADATA, header.api_version, request)
+    except ReadUnavailable as exc:
+        log.warning("Metadata by topic id for %s: %s", ctx.principal, exc)
+        error = (ErrorCode.unknown_server_error, str(exc))
+        topics = [_topic_id_error(i, ErrorCode.unknown_server_error) for i in ids]
+    else:
+        answered = {t["topic_id"]: t for t in (as_dict(t) for t in response.topics) if t["topic_id"] is not None}
+        named = [answered[i] for i in ids if i in answered and answered[i]["name"] is not None]
+        accesses = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in named]
+        visible = await path.allowed(ctx, accesses)
+        denied = [a for a, ok in zip(accesses, visible, strict=True) if not ok]
+        described = [t for t, ok in zip(named, visible, strict=True) if ok]
+        operations = [AUTHORIZED_OPERATIONS_OMITTED] * len(described)
+        if body.include_topic_authorized_operations:
+            operations = await path.authorized_operations(ctx, ResourceType.TOPIC, [str(t["name"]) for t in described])
+        for topic, topic_operations in zip(described, operations, strict=True):
+            topic["topic_authorized_operations"] = topic_operations
+        unknown = [_topic_id_error(i, ErrorCode.unknown_topic_id) for i in ids if i not in answered or answered[i]["name"] is None]
+        refused = [
+            _topic_id_error(t["topic_id"], ErrorCode.topic_authorization_failed) for t, ok in zip(named, visible, strict=True) if not ok
+        ]
+        topics = unknown + described + refused
+    frame = _frame(path, header, listener, cluster_id, topics)
+    return ReadResult(frame, accesses, denied, *error)
+
+def _frame(
+    path: ReadPath,
+    header: RequestHeaderInfo,
+    listener: ListenerConfig,
+    cluster_id: str,
+    topics: list[dict[str, Any]],
+    cluster_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
+) -> bytes:
+    values: dict[str, Any] = {
+        "throttle_time": 0,
+        "brokers": [
+            {"node_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}
+            for node_id in [path.node_id, *sorted(_replica_ids(topics) - {path.node_id})]
+        ],
+        "cluster_id": cluster_id,
+        "controller_id": path.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": cluster_operations,
+        "error_code": ErrorCode.none,
+    }
+    return path.encode(header, values)
+
+
+
+def _split_decisions(
+    accesses: list[ResourceAccess], decisions: list[bool]
+) -> tuple[list[str], list[ResourceAccess], dict[str, dict[str, Any]]]:
+    """(allowed names, denied accesses, the denied topics' error entries of the answer)."""
+    allowed = [a.name for a, ok in zip(accesses, decisions, strict=True) if ok]
+    denied = [a for a, ok in zip(accesses, decisions, strict=True) if not ok]
+    return allowed, denied, {a.name: metadata_topic_error(a.name, ErrorCode.topic_authorization_failed) for a in denied}
+
+
+def _topic_id_error(topic_id: Any, code: int) -> dict[str, Any]:
+    """A Metadata topic entry for a topic asked for by id that only carries an error: no name, as Kafka answers it."""
+    return {**metadata_topic_error("", code), "name": None, "topic_id": topic_id}
+
+
+def _requested_topics(body: Any) -> list[ResourceAccess]:
+    """The DESCRIBE each topic a Metadata request names needs: each name once, as Kafka answers each once."""
+    names = dict.fromkeys(str(t.name) for t in body.topics or () if t.name is not None)
+    return [topic_access(name, Operation.DESCRIBE) for name in names]
+
+
+def _replica_ids(topics: list[dict[str, Any]]) -> set[int]:
+    """The brokers the topics' partitions name (leaders, replicas, ISR, offline replicas).
+
+    Each is listed at the proxy's own endpoint: a client resolves a partition's leader through the brokers
+    of the answer (`kafka-topics --describe` prints "Leader: none" for an id it cannot find), and whatever
+    it sends to that node still reaches the proxy."""
+    found: set[int] = set()
+    for topic in topics:
+        for partition in topic.get("partitions") or ():
+            found.add(int(partition.get("leader_id", -1)))
+            for key in ("replica_nodes", "isr_nodes", "offline_replicas"):
+                found.update(int(node) for node in partition.get(key) or ())
+    return {node for node in found if node >= 0}

@@ -1,0 +1,29 @@
+"""Every read the proxy answers through its edge authorizer, by API key: one line each.
+
+A new read is one module beside these (its `answer(path, ctx, listener, header, body) -> ReadResult`,
+with the shared pieces of proxy/forward/reads.py) plus one line here; routing, the advertised
+versions and the respond step follow from this table.
+"""
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from authz import RequestContext
+from envelope.apis import ApiKey
+from envelope.header import RequestHeaderInfo
+from proxy.forward import read_cluster_gated, read_configs, read_metadata
+from proxy.forward.reads import ReadPath, ReadResult
+from proxy.net.settings import ListenerConfig
+
+ReadRoute = Callable[[ReadPath, RequestContext, ListenerConfig, RequestHeaderInfo, Any], Awaitable[ReadResult]]
+
+READ_ROUTES: Mapping[int, ReadRoute] = {
+    ApiKey.METADATA: read_metadata.answer,
+    ApiKey.DESCRIBE_CONFIGS: read_configs.answer,
+    ApiKey.DESCRIBE_ACLS: read_cluster_gated.answer,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: read_cluster_gated.answer,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: read_cluster_gated.answer,
+}
+
+READ_APIS = frozenset(READ_ROUTES)
+CLUSTER_GATED_READS = frozenset(key for key, answer in READ_ROUTES.items() if answer is read_cluster_gated.answer)
