@@ -14,7 +14,8 @@ either time are removed every `delegation.token.expiry.check.interval.ms` (`swee
 
 Error answers carry what Kafka's carry: the ControllerApis refusals -1 for every time (ERROR_TIMESTAMP), the
 control manager's refusals the owner and requester with the times left at 0, and a request Kafka fails on
-(an owner name without a type) the answer of CreateDelegationTokenRequest.getErrorResponse.
+(an owner name without a type; a principal `Type:name` over 32767 bytes, which its DelegationTokenRecord cannot
+hold) the answer of CreateDelegationTokenRequest.getErrorResponse.
 
 DescribeDelegationToken is answered as a Kafka broker answers it (KafkaApis, DelegationTokenManager.filterToken),
 for the proxy's read path: a Kafka controller advertises the API on its listener but answers every request
@@ -55,6 +56,7 @@ LONG_MAX = 2**63 - 1
 DELEGATION_TOKEN_METADATA_VERSION = 14  # MetadataVersion.IBP_3_6_IV2, isDelegationTokenSupported
 USER_TYPE = "User"
 UNSET_TIME = 0  # what the control manager's answers hold in a time nobody set
+_MAX_RECORD_STRING = 0x7FFF  # the longest string a metadata record holds (its generated addSize refuses more)
 
 Clock = Callable[[], int]
 
@@ -234,6 +236,10 @@ class DelegationTokenHandlers:
             if str(renewer.principal_type) != USER_TYPE:
                 return _token_answer(ErrorCode.invalid_principal_type, owner, requester, UNSET_TIME)
             renewers.append(Principal(str(renewer.principal_type), str(renewer.principal_name)))
+        if any(len(str(p).encode("utf-8", "surrogatepass")) > _MAX_RECORD_STRING for p in (owner, requester, *renewers)):
+            # DelegationTokenRecord cannot hold a principal longer than 32767 bytes: Kafka's controller fails writing it
+            # (and resigns); ControllerApis answers the unexpected error. The embedded controller stays the leader.
+            return {"throttle_time": 0, **token_error_answer(body, {"error_code": ErrorCode.unknown_server_error, "error_message": None})}
         token_id = new_token_id()
         token = DelegationToken(token_id, owner, requester, tuple(renewers), now, max_time, expiry)
         self._store("CreateDelegationToken", ctx, token, token_id)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
 from kio.serial import entity_writer
 
-from envelope.codec import decode_entity
 from envelope.errors import ProtocolError
 
 _VERSION = struct.Struct(">h")
@@ -56,17 +55,70 @@ def serialize_principal(principal: Principal) -> bytes:
     return out.getvalue()
 
 
+class _JavaReader:
+    """Reads as Kafka's ByteBufferAccessor: varints wrap to a signed 32-bit int, strings decode as `new String(bytes,
+    UTF_8)` (a malformed byte becomes U+FFFD, never an error), and running past the end is an error."""
+
+    def __init__(self, data: bytes, position: int) -> None:
+        self.data = data
+        self.position = position
+
+    def byte(self) -> int:
+        if self.position >= len(self.data):
+            raise ProtocolError("principal data ends early")
+        value = self.data[self.position]
+        self.position += 1
+        return value
+
+    def uvarint(self) -> int:
+        """ByteUtils.readUnsignedVarint: at most 5 bytes, the 5th shifted into (and past) the sign bit."""
+        value = 0
+        for index in range(5):
+            byte = self.byte()
+            value |= (byte & 0x7F) << (7 * index)
+            if not byte & 0x80:
+                return _int32(value)
+        raise ProtocolError("varint is longer than 5 bytes")
+
+    def array(self, size: int) -> bytes:
+        if size < 0 or size > len(self.data) - self.position:
+            raise ProtocolError(f"principal data: {size} bytes asked, {len(self.data) - self.position} left")
+        value = self.data[self.position : self.position + size]
+        self.position += size
+        return value
+
+    def string(self, field: str) -> str:
+        length = _int32(self.uvarint() - 1)
+        if length < 0:
+            raise ProtocolError(f"non-nullable field {field} was serialized as null")
+        if length > _MAX_STRING:
+            raise ProtocolError(f"string field {field} had invalid length {length}")
+        return self.array(length).decode("utf-8", "replace")
+
+
+_MAX_STRING = 0x7FFF
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def deserialize_principal(data: bytes) -> Principal:
-    """Raises ProtocolError for an unknown version, garbage or trailing bytes (Kafka: 97)."""
+    """DefaultKafkaPrincipalBuilder.deserialize, as lenient and as strict as Kafka's: what it refuses raises ProtocolError
+    (the controller answers PRINCIPAL_DESERIALIZATION_FAILURE, 97): an unknown version, a null or overlong (> 32767 bytes)
+    string, a tagged field or anything else running past the end. What it accepts is accepted: bytes after the
+    principal, unknown tagged fields, any non-zero TokenAuthenticated byte as true, malformed UTF-8 (U+FFFD)."""
     if len(data) < _VERSION.size:
         raise ProtocolError("principal data shorter than its version")
     (version,) = _VERSION.unpack_from(data)
     if version != PRINCIPAL_DATA_VERSION:
         raise ProtocolError(f"unknown principal data version {version}")
-    try:
-        value, size = decode_entity(DefaultPrincipalData, data, _VERSION.size)
-    except ProtocolError as exc:
-        raise ProtocolError(f"malformed principal data: {exc}") from exc
-    if _VERSION.size + size != len(data):
-        raise ProtocolError("trailing bytes after principal data")
-    return Principal(value.type_, value.name, value.token_authenticated)
+    reader = _JavaReader(data, _VERSION.size)
+    kind = reader.string("type")
+    name = reader.string("name")
+    token_authenticated = reader.byte() != 0
+    for _ in range(reader.uvarint()):  # a count that wraps negative reads no tagged field, as Kafka's loop
+        reader.uvarint()  # the tag: DefaultPrincipalData v0 knows none
+        reader.array(reader.uvarint())
+    return Principal(kind, name, token_authenticated)

@@ -116,6 +116,23 @@ def _refusal(answer: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+@pytest.mark.parametrize(
+    ("context", "owner", "renewers"),
+    [
+        pytest.param(ctx("n" * 32763), (None, None), (), id="owner-of-32768-bytes"),
+        pytest.param(ctx("admin"), ("User", "n" * 32763), (), id="named-owner-of-32768-bytes"),
+        pytest.param(ctx("alice"), (None, None), ("User:" + "n" * 32763,), id="renewer-of-32768-bytes"),
+    ],
+)
+def test_a_principal_a_token_record_cannot_hold_is_kafkas_unexpected_error(context: RequestContext, owner: tuple[str | None, str | None], renewers: tuple[str, ...]) -> None:
+    """DelegationTokenRecord's strings (`Type:name`) hold at most 32767 bytes: Kafka's controller fails writing it."""
+    tokens = Tokens()
+    answer = tokens.create(context, owner=owner, renewers=renewers)
+    assert _refusal(answer) == (ErrorCode.unknown_server_error, str(ANONYMOUS), str(ANONYMOUS), -1, -1, -1, "", b"")
+    assert not tokens.image.delegation_tokens
+    assert tokens.create(ctx("n" * 32762))["error_code"] == ErrorCode.none  # User: and 32762 bytes: 32767
+
+
 def test_a_token_for_oneself_gets_kafkas_lifetimes_and_the_hmac_of_its_id() -> None:
     tokens = Tokens()
     answer = tokens.create(ctx("alice"))

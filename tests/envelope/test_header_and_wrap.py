@@ -235,7 +235,6 @@ def test_hand_built_envelope_unwraps() -> None:
         b"\x00",
         b"\x00\x01" + ALICE_BYTES[2:],  # unknown version
         ALICE_BYTES[:-1],  # truncated
-        ALICE_BYTES + b"\x00",  # trailing
         None,
     ],
 )
@@ -244,6 +243,13 @@ def test_bad_principal_is_error_97(principal: bytes | None) -> None:
         unwrap_request(_raw_envelope(principal, LOCALHOST))
     assert info.value.error_code == 97
     assert isinstance(info.value, envelope.ProtocolError)
+
+
+def test_bytes_after_the_principal_are_ignored_as_kafka_ignores_them() -> None:
+    """DefaultKafkaPrincipalBuilder.deserialize reads what DefaultPrincipalData holds and stops (checked against a node
+    in tests/interop/test_forwarded_principal.py)."""
+    _, parts = unwrap_request(_raw_envelope(ALICE_BYTES + b"\x00", LOCALHOST))
+    assert parts.principal == Principal("User", "alice")
 
 
 @pytest.mark.parametrize("length", [0, 1, 3, 5, 6, 15, 17, 32])

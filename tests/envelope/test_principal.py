@@ -11,6 +11,15 @@ from envelope import Principal, deserialize_principal, serialize_principal
 ALICE_GOLDEN = bytes.fromhex("0000055573657206616c69636500 00".replace(" ", ""))
 
 
+def _compact_length(length: int) -> bytes:
+    value, out = length + 1, bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def test_golden_bytes_match_kafka() -> None:
     assert ALICE_GOLDEN == bytes([0x00, 0x00, 0x05, 0x55, 0x73, 0x65, 0x72, 0x06, 0x61, 0x6C, 0x69, 0x63, 0x65, 0x00, 0x00])
     assert serialize_principal(Principal("User", "alice")) == ALICE_GOLDEN
@@ -59,9 +68,11 @@ def test_unknown_version_is_refused(version: int) -> None:
     [
         b"\x00\x00\xff\xff\xff\xff\xff\xff",  # varint longer than 5 bytes
         b"\x00\x00\x00",  # compact string length 0 = null, Type is not nullable
-        b"\x00\x00\x05\xff\xfe\xfd\xfc\x06alice\x00\x00",  # invalid UTF-8 type
         b"\x00\x00\x7f" + b"x" * 4,  # length far beyond the data
         b"garbage!",
+        ALICE_GOLDEN[:-1] + b"\x01\x05\x09\x00",  # a tagged field longer than what is left
+        b"\x00\x00\x05User" + _compact_length(0x8000) + b"n" * 0x8000 + b"\x00\x00",  # a string over 32767 bytes
+        b"\x00\x00\x05User\x06alice",  # no TokenAuthenticated byte
     ],
 )
 def test_garbage_is_refused(garbage: bytes) -> None:
@@ -75,17 +86,40 @@ def test_truncated_is_refused(cut: int) -> None:
         deserialize_principal(ALICE_GOLDEN[:cut])
 
 
+# What Kafka 4.3.1's controller accepts in an Envelope (DefaultKafkaPrincipalBuilder.deserialize reads the fields it
+# knows from a ByteBuffer and stops), checked against a node: the controller must accept the same, or it answers 97
+# where Kafka executes the request.
+
+
 @pytest.mark.parametrize("extra", [b"\x00", b"\x01\x02", ALICE_GOLDEN])
-def test_trailing_bytes_are_refused(extra: bytes) -> None:
-    with pytest.raises(envelope.ProtocolError):
-        deserialize_principal(ALICE_GOLDEN + extra)
+def test_trailing_bytes_are_ignored_as_kafka_ignores_them(extra: bytes) -> None:
+    assert deserialize_principal(ALICE_GOLDEN + extra) == Principal("User", "alice")
 
 
-def test_unknown_tagged_field_is_not_a_crash() -> None:
-    # Same principal, but the tagged-field section holds one unknown field: tag 5, size 1, value 0x00.
-    data = ALICE_GOLDEN[:-1] + bytes([0x01, 0x05, 0x01, 0x00])
-    try:
-        principal = deserialize_principal(data)
-    except envelope.ProtocolError:
-        return
-    assert principal == Principal("User", "alice")
+def test_unknown_tagged_fields_are_skipped() -> None:
+    # Same principal, but the tagged-field section holds unknown fields: tag 5, size 1, value 0x00; tag 7, empty.
+    data = ALICE_GOLDEN[:-1] + bytes([0x02, 0x05, 0x01, 0x00, 0x07, 0x00])
+    assert deserialize_principal(data) == Principal("User", "alice")
+
+
+@pytest.mark.parametrize("flag", [1, 2, 0x7F, 0xFF])
+def test_any_non_zero_token_authenticated_byte_is_true(flag: int) -> None:
+    assert deserialize_principal(ALICE_GOLDEN[:-2] + bytes([flag, 0])).token_authenticated is True
+
+
+def test_malformed_utf8_becomes_replacement_characters() -> None:
+    """Java's new String(bytes, UTF_8) never fails."""
+    data = b"\x00\x00\x07\xff\xfeUser\x06alice\x00\x00"
+    assert deserialize_principal(data) == Principal("\ufffd\ufffdUser", "alice")
+
+
+def test_a_tagged_field_count_that_wraps_negative_reads_none() -> None:
+    """ByteUtils.readUnsignedVarint returns an int: 2^32 - 1 is -1, and Kafka's loop reads no tagged field."""
+    assert deserialize_principal(ALICE_GOLDEN[:-1] + b"\xff\xff\xff\xff\x0f") == Principal("User", "alice")
+
+
+def test_the_longest_string_and_empty_ones_are_read() -> None:
+    longest = b"\x00\x00\x05User" + _compact_length(0x7FFF) + b"n" * 0x7FFF + b"\x00\x00"
+    assert deserialize_principal(longest).name == "n" * 0x7FFF
+    assert deserialize_principal(b"\x00\x00\x01\x01\x00\x00") == Principal("", "")
+
