@@ -14,9 +14,10 @@ from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, c
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
+from proxy.net.sasl.mechanisms import UsernamePasswordLogin
 from proxy.net.sasl.scram import generic_failure_message
 from proxy.net.sasl.scram_client import ScramClient
-from proxy.net.sasl.scram_mechanism import ScramClientLogin
+from proxy.net.sasl.scram_mechanism import ScramLogin
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
 from tests.integration import wire
@@ -137,7 +138,7 @@ async def test_the_upstream_scram_login_checks_the_password(nursery: Any, tmp_pa
     controller = EmbeddedController(parse_controller_config({**controller_properties(), **controller_overrides}))
     (bound,) = await nursery.start(controller.run)
     settings = UpstreamSettings(
-        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", login=ScramClientLogin(SHA256, PROXY_USER, password), backoff_initial=0.05
+        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", login=UsernamePasswordLogin(SHA256, PROXY_USER, password, ScramLogin), backoff_initial=0.05
     )
     upstream = ControllerPool(settings)
     await nursery.start(upstream.run)

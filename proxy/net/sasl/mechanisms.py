@@ -17,6 +17,8 @@ in `ServerMechanism.run`, started with its listener (proxy/net/listener.py) and 
 as long as it does.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import trio
@@ -109,8 +111,31 @@ def jaas_key(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
 
 
-def username_password(props: Properties, listener: str, mechanism: str, module: str) -> tuple[str, str]:
-    """The proxy's own username and password from the controller listener's JAAS entry for `mechanism`."""
+@dataclass(frozen=True)
+class UsernamePasswordLogin:
+    """The proxy's login with a username and a password (PLAIN, SCRAM): `start` makes the exchange of one login."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+    start: Callable[[str, str, str], ClientExchange] = field(repr=False, compare=False)
+    """(mechanism, username, password) -> the exchange."""
+
+    @property
+    def user(self) -> str | None:
+        return self.username
+
+    def effective(self) -> dict[str, object]:
+        return {"username": self.username, "password": "[hidden]"}
+
+    async def exchange(self) -> ClientExchange:
+        return self.start(self.mechanism, self.username, self.password)
+
+
+def username_password(
+    props: Properties, listener: str, mechanism: str, module: str, start: Callable[[str, str, str], ClientExchange]
+) -> UsernamePasswordLogin:
+    """The proxy's own login with the username and password of the controller listener's JAAS entry for `mechanism`."""
     key = jaas_key(listener, mechanism)
     jaas = parse_jaas(key, props.require(key))
     if jaas.module != module:
@@ -119,7 +144,7 @@ def username_password(props: Properties, listener: str, mechanism: str, module: 
     password = jaas.options.get("password")
     if not username or password is None:
         raise ConfigError(key, "[hidden]", "the proxy's login needs username and password options")
-    return username, password
+    return UsernamePasswordLogin(mechanism, username, password, start)
 
 
 __all__ = [
@@ -129,6 +154,7 @@ __all__ = [
     "Mechanism",
     "ServerExchange",
     "ServerMechanism",
+    "UsernamePasswordLogin",
     "jaas_key",
     "username_password",
 ]

@@ -7,7 +7,7 @@ import trio
 
 from proxy.net.sasl.client import ClientExchange
 from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE, parse_jaas
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, jaas_key, username_password
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, username_password
 from proxy.properties import ConfigError, Properties
 
 NAME = "PLAIN"
@@ -84,23 +84,8 @@ class PlainClient:
         return None
 
 
-@dataclass(frozen=True)
-class UsernamePasswordLogin:
-    """The proxy's login with a username and a password (PLAIN here, SCRAM in scram_mechanism.py)."""
-
-    mechanism: str
-    username: str
-    password: str = field(repr=False)
-
-    @property
-    def user(self) -> str | None:
-        return self.username
-
-    def effective(self) -> dict[str, object]:
-        return {"username": self.username, "password": "[hidden]"}
-
-    async def exchange(self) -> ClientExchange:
-        return PlainClient(self.username, self.password)
+def plain_client(mechanism: str, username: str, password: str) -> ClientExchange:
+    return PlainClient(username, password)
 
 
 # -- the settings ---------------------------------------------------------------------------
@@ -120,9 +105,9 @@ class Plain:
         return PlainServer(entry.users)
 
     def client(self, props: Properties, listener: str, mechanism: str) -> UsernamePasswordLogin:
-        return UsernamePasswordLogin(mechanism, *username_password(props, listener, mechanism, PLAIN_LOGIN_MODULE))
+        return username_password(props, listener, mechanism, PLAIN_LOGIN_MODULE, plain_client)
 
 
 PLAIN = Plain()
 
-__all__ = ["PLAIN", "PlainClient", "PlainExchange", "PlainServer", "UsernamePasswordLogin", "verify_plain"]
+__all__ = ["PLAIN", "PlainClient", "PlainExchange", "PlainServer", "plain_client", "verify_plain"]

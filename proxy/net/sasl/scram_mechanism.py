@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 import trio
 
-from proxy.net.sasl.client import ClientExchange, LoginFailed
+from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, parse_jaas
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, jaas_key, username_password
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, username_password
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
@@ -89,23 +89,6 @@ class ScramLogin:
         return None
 
 
-@dataclass(frozen=True)
-class ScramClientLogin:
-    mechanism: str
-    username: str
-    password: str = field(repr=False)
-
-    @property
-    def user(self) -> str | None:
-        return self.username
-
-    def effective(self) -> dict[str, object]:
-        return {"username": self.username, "password": "[hidden]"}
-
-    async def exchange(self) -> ClientExchange:
-        return ScramLogin(self.mechanism, self.username, self.password)
-
-
 # -- the settings ---------------------------------------------------------------------------
 
 
@@ -129,10 +112,10 @@ class Scram:
             )
         return ScramServerSide(ScramCredentialSource(path, file_key))
 
-    def client(self, props: Properties, listener: str, mechanism: str) -> ScramClientLogin:
-        return ScramClientLogin(mechanism, *username_password(props, listener, mechanism, SCRAM_LOGIN_MODULE))
+    def client(self, props: Properties, listener: str, mechanism: str) -> UsernamePasswordLogin:
+        return username_password(props, listener, mechanism, SCRAM_LOGIN_MODULE, ScramLogin)
 
 
 SCRAM = Scram()
 
-__all__ = ["SCRAM", "ScramClientLogin", "ScramExchange", "ScramLogin", "ScramServerSide"]
+__all__ = ["SCRAM", "ScramExchange", "ScramLogin", "ScramServerSide"]

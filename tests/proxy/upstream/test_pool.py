@@ -11,7 +11,8 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from proxy.net.addresses import ControllerAddress
-from proxy.net.sasl.plain import UsernamePasswordLogin
+from proxy.net.sasl.mechanisms import UsernamePasswordLogin
+from proxy.net.sasl.plain import plain_client
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings
@@ -130,7 +131,7 @@ async def test_the_embedded_controller_is_found_by_discovery_and_its_id_known(nu
     controller = EmbeddedController(parse_controller_config({**controller_properties(), "node.id": "7"}))
     (bound,) = await nursery.start(controller.run)
     settings = UpstreamSettings(
-        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", login=UsernamePasswordLogin("PLAIN", PROXY_USER, PROXY_PASSWORD)
+        (ControllerAddress("127.0.0.1", bound.port),), "SASL_PLAINTEXT", login=UsernamePasswordLogin("PLAIN", PROXY_USER, PROXY_PASSWORD, plain_client)
     )
     pool = ControllerPool(settings)
     await nursery.start(pool.run)
