@@ -35,9 +35,15 @@ CLUSTER_AUTHORIZATION_FAILED = "Cluster authorization failed."  # Errors.CLUSTER
 _DIRECTORY_NAMESPACE = uuid.UUID("6b61666b-612d-656d-6265-646465642d31")
 
 
+def directory_uuid(cluster_id: str, node_id: int) -> uuid.UUID:
+    """The metadata log directory id a controller alone stands in with (a formatted Kafka node has a random one;
+    this one is the same on every start). DescribeQuorum reports it."""
+    return uuid.uuid5(_DIRECTORY_NAMESPACE, f"{cluster_id}/{node_id}")
+
+
 def directory_id(cluster_id: str, node_id: int) -> str:
-    """The metadata log directory id this node stands in with (a formatted Kafka node has a random one)."""
-    return kafka_uuid.to_text(uuid.uuid5(_DIRECTORY_NAMESPACE, f"{cluster_id}/{node_id}"))
+    """`directory_uuid` as Kafka writes a Uuid."""
+    return kafka_uuid.to_text(directory_uuid(cluster_id, node_id))
 
 
 def replica_key(node_id: int, directory: str | None) -> str:

@@ -6,6 +6,7 @@ KafkaRaftClient does. Finalized feature levels are part of the persisted image.
 """
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from controller.config_defs import ConfigValueError, kafka_configs, kafka_featur
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.leadership import Leadership
+from controller.membership import directory_uuid
 from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -58,7 +60,10 @@ class QuorumHandlers:
                 elif not self.leadership.is_active:
                     partitions.append(_partition(index, ErrorCode.not_leader_or_follower, -1, 0, []))
                 else:
-                    voters = [_voter(node, end, now_ms) for node in self.leadership.voter_ids]
+                    # a controller alone stands for a --standalone formatted node, whose voter has a directory id;
+                    # static voters (controller.quorum.voters) have none
+                    lone = not self.leadership.voters
+                    voters = [_voter(node, end, now_ms, directory_uuid(self.leadership.cluster_id, node) if lone else None) for node in self.leadership.voter_ids]
                     partitions.append(_partition(index, ErrorCode.none, self.node_id, end, voters))
             topics.append({"topic_name": str(topic.topic_name), "partitions": partitions})
         nodes = self.leadership.quorum_nodes() if self.leadership.is_active else []
@@ -151,9 +156,15 @@ def format_image(image: MetadataImage, static_config: Mapping[str, str], *, stat
         image.broker_configs.setdefault("", {})[MIN_INSYNC_REPLICAS] = str(level)
 
 
-def _voter(node_id: int, end: int, now_ms: int) -> dict[str, Any]:
+def _voter(node_id: int, end: int, now_ms: int, directory: uuid.UUID | None) -> dict[str, Any]:
     # The stand-in replicates nothing: every voter is reported caught up with the leader.
-    return {"replica_id": node_id, "replica_directory_id": None, "log_end_offset": end, "last_fetch_timestamp": now_ms, "last_caught_up_timestamp": now_ms}
+    return {
+        "replica_id": node_id,
+        "replica_directory_id": directory,
+        "log_end_offset": end,
+        "last_fetch_timestamp": now_ms,
+        "last_caught_up_timestamp": now_ms,
+    }
 
 
 def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]]) -> dict[str, Any]:

@@ -160,3 +160,18 @@ async def test_at_a_follower_unregister_gets_not_controller_and_voter_changes_no
     assert (error, body.error_code, body.error_message) == (ErrorCode.none, ErrorCode.not_leader_or_follower, None)
     error, body = await trio.to_thread.run_sync(follower.envelope, ApiKey.REMOVE_RAFT_VOTER, 0, remove(cluster_id="x"))
     assert (error, body.error_code) == (ErrorCode.none, ErrorCode.inconsistent_cluster_id)  # the cluster id is checked first
+
+
+def _described_directories(h: Handlers) -> list[uuid.UUID | None]:
+    body = build_entity(request_schema(ApiKey.DESCRIBE_QUORUM, 2), {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]})
+    answer = h.by_key[ApiKey.DESCRIBE_QUORUM](body, ADMIN)
+    return [v["replica_directory_id"] for v in answer["topics"][0]["partitions"][0]["current_voters"]]
+
+
+def test_describe_quorum_shows_the_directory_id_the_voter_changes_name() -> None:
+    """A --standalone node's voter has a directory id (kafka-metadata-quorum remove-controller needs it); static voters none."""
+    (directory,) = _described_directories(handlers())
+    assert directory is not None and kafka_uuid.to_text(directory) == directory_id(CLUSTER_ID, 1)
+    message = call(handlers(), ApiKey.REMOVE_RAFT_VOTER, remove(voter_id=1, directory=directory))[1]
+    assert message == f"Cannot remove voter ReplicaKey(id=1, directoryId={directory_id(CLUSTER_ID, 1)}) from the set of voters [ReplicaKey(id=1, directoryId={directory_id(CLUSTER_ID, 1)})]"
+    assert _described_directories(handlers(voters=(1, 2, 3), kraft_version=0)) == [None, None, None]
