@@ -80,6 +80,12 @@ FIRST_FLEXIBLE: dict[int, int] = {
     ApiKey.DESCRIBE_QUORUM: 0,
     ApiKey.UPDATE_FEATURES: 0,
     ApiKey.DESCRIBE_CLUSTER: 0,
+    ApiKey.CREATE_DELEGATION_TOKEN: 2,
+    ApiKey.RENEW_DELEGATION_TOKEN: 2,
+    ApiKey.EXPIRE_DELEGATION_TOKEN: 2,
+    ApiKey.UNREGISTER_BROKER: 0,
+    ApiKey.ADD_RAFT_VOTER: 0,
+    ApiKey.REMOVE_RAFT_VOTER: 0,
 }
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
