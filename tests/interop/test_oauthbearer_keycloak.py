@@ -12,9 +12,9 @@ import pytest
 import trio
 
 from proxy.net.sasl.mechanisms import AuthenticationFailed
+from proxy.net.sasl.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
 from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
-from proxy.upstream.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from tests.interop.keycloak import Keycloak, KeycloakClient, KeycloakToolingMissing, ensure_keycloak, missing_tools
 
 pytestmark = pytest.mark.interop

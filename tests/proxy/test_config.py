@@ -229,7 +229,7 @@ def test_check_config_prints_effective_settings_with_secrets_masked(tmp_path: Pa
 
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_SUPPORTED = "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); Kafka's default is GSSAPI, so set it explicitly"
+_SUPPORTED = "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); Kafka's default is GSSAPI, so set it explicitly"
 
 
 def _credentials_file(tmp_path: Path) -> str:
@@ -331,20 +331,26 @@ def _credentials_file(tmp_path: Path) -> str:
             "Invalid value 'User:proxy;broker' for configuration privileged.principals: 'broker' is not of the form Type:name (e.g. User:proxy)",
         ),
         (
+            {"sasl.mechanism.controller.protocol": "GSSAPI"},
+            "Invalid value 'GSSAPI' for configuration sasl.mechanism.controller.protocol: "
+            f"mechanism GSSAPI is not supported for the proxy's own login {_SUPPORTED}",
+        ),
+        (
             {"sasl.mechanism.controller.protocol": "OAUTHBEARER"},
-            "Invalid value 'OAUTHBEARER' for configuration sasl.mechanism.controller.protocol: "
-            f"mechanism OAUTHBEARER is not supported for the proxy's own login {_SUPPORTED}",
+            "listener CONTROLLER uses OAUTHBEARER but neither listener.name.controller.oauthbearer.sasl.jaas.config nor a JAAS file "
+            "(jaas.config.file, or -Djava.security.auth.login.config= in KAFKA_OPTS) is set",
         ),
         (
             {"sasl.mechanism.controller.protocol": "SCRAM-SHA-256"},
-            "Invalid value None for configuration listener.name.controller.scram-sha-256.sasl.jaas.config: is required",
+            "listener CONTROLLER uses SCRAM-SHA-256 but neither listener.name.controller.scram-sha-256.sasl.jaas.config nor a JAAS file "
+            "(jaas.config.file, or -Djava.security.auth.login.config= in KAFKA_OPTS) is set",
         ),
         (
             {
                 "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
                 "listener.name.controller.scram-sha-512.sasl.jaas.config": f'{_PLAIN_MODULE} required username="p" password="s";',
             },
-            f"Invalid value '[hidden]' for configuration listener.name.controller.scram-sha-512.sasl.jaas.config: expected {_SCRAM_MODULE}",
+            f"listener.name.controller.scram-sha-512.sasl.jaas.config: SCRAM-SHA-512 needs the login module {_SCRAM_MODULE}, found {_PLAIN_MODULE}",
         ),
         (
             {

@@ -17,14 +17,15 @@ in `ServerMechanism.run`, started with its listener (proxy/net/listener.py) and 
 as long as it does.
 """
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import trio
 
 from proxy.net.sasl.client import ClientExchange
-from proxy.net.sasl.jaas import parse_jaas
+from proxy.net.sasl.jaas import JaasFile, JaasLogin, jaas_file_location, java_system_properties, load_jaas_file, select_login
 from proxy.properties import ConfigError, Properties
 
 
@@ -132,18 +133,43 @@ class UsernamePasswordLogin:
         return self.start(self.mechanism, self.username, self.password)
 
 
+def jaas_file(props: Properties, environ: Mapping[str, str] | None = None) -> tuple[JaasFile | None, str | None]:
+    """The JAAS file the configuration names (`jaas.config.file`, which wins, else `-Djava.security.auth.login.config`
+    in KAFKA_OPTS), parsed, and the key that named it; (None, None) when none is named. JaasError (a ConfigError)
+    names the file, line, entry and reason of a bad one."""
+    env = os.environ if environ is None else environ
+    location = jaas_file_location(props.raw, env)
+    if location is None:
+        return None, None
+    path, key = location
+    return load_jaas_file(path, key=key, system_properties=java_system_properties(env)), key
+
+
+def jaas_login(
+    props: Properties, listener: str, mechanism: str, *, role: Literal["server", "client"] = "server", environ: Mapping[str, str] | None = None
+) -> JaasLogin:
+    """Kafka's lookup of the login modules of `listener` and `mechanism`: the property
+    `listener.name.<l>.<mech>.sasl.jaas.config`, then the JAAS file's `<l>.KafkaServer` entry, then `KafkaServer`
+    (proxy.net.sasl.jaas.select_login). The proxy's own login to the controller listener (`role="client"`) is looked
+    up the same way, as a Kafka broker looks up its login to the controllers."""
+    parsed, key = jaas_file(props, environ)
+    return select_login(props.raw, listener, mechanism, parsed, file_key=key, role=role)
+
+
 def username_password(
     props: Properties, listener: str, mechanism: str, module: str, start: Callable[[str, str, str], ClientExchange]
 ) -> UsernamePasswordLogin:
-    """The proxy's own login with the username and password of the controller listener's JAAS entry for `mechanism`."""
-    key = jaas_key(listener, mechanism)
-    jaas = parse_jaas(key, props.require(key))
-    if jaas.module != module:
-        raise ConfigError(key, "[hidden]", f"expected {module}")
-    username = jaas.options.get("username")
-    password = jaas.options.get("password")
+    """The proxy's own login with the username and password of the controller listener's JAAS login for `mechanism`
+    (the property, else the JAAS file's `<controller listener>.KafkaServer` or `KafkaServer` entry)."""
+    login = jaas_login(props, listener, mechanism, role="client")
+    found = login.module
+    where = "" if login.source == login.key else f"{login.source}: "
+    if found is None or found.module != module:
+        raise ConfigError(login.key, "[hidden]", f"{where}expected {module}")
+    username = found.options.get("username")
+    password = found.options.get("password")
     if not username or password is None:
-        raise ConfigError(key, "[hidden]", "the proxy's login needs username and password options")
+        raise ConfigError(login.key, "[hidden]", f"{where}the proxy's login needs username and password options")
     return UsernamePasswordLogin(mechanism, username, password, start)
 
 
@@ -155,6 +181,8 @@ __all__ = [
     "ServerExchange",
     "ServerMechanism",
     "UsernamePasswordLogin",
+    "jaas_file",
     "jaas_key",
+    "jaas_login",
     "username_password",
 ]

@@ -8,12 +8,14 @@ line here.
 from collections.abc import Mapping
 
 from proxy.net.sasl.mechanisms import Mechanism
+from proxy.net.sasl.oauthbearer_mechanism import OAUTHBEARER
 from proxy.net.sasl.plain import PLAIN
 from proxy.net.sasl.scram_mechanism import SCRAM
 
 MECHANISMS: tuple[Mechanism, ...] = (
     PLAIN,
     SCRAM,
+    OAUTHBEARER,
 )
 
 BY_NAME: Mapping[str, Mechanism] = {name: mechanism for mechanism in MECHANISMS for name in mechanism.names}
