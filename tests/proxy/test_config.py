@@ -280,7 +280,7 @@ def _credentials_file(tmp_path: Path) -> str:
                 "sasl.scram.credentials.file": "{credentials}",
                 "listener.name.client.scram-sha-256.sasl.jaas.config": f"{_PLAIN_MODULE} required;",
             },
-            f"Invalid value '[hidden]' for configuration listener.name.client.scram-sha-256.sasl.jaas.config: expected {_SCRAM_MODULE}",
+            f"listener.name.client.scram-sha-256.sasl.jaas.config: SCRAM-SHA-256 needs the login module {_SCRAM_MODULE}, found {_PLAIN_MODULE}",
         ),
         (
             {"security.ip.filter.rule.type": "block", "security.ip.filter.list": "10.0.0.0/8"},

@@ -25,7 +25,15 @@ from typing import Literal, Protocol
 import trio
 
 from proxy.net.sasl.client import ClientExchange
-from proxy.net.sasl.jaas import JaasFile, JaasLogin, jaas_file_location, java_system_properties, load_jaas_file, select_login
+from proxy.net.sasl.jaas import (
+    JaasFile,
+    JaasLogin,
+    jaas_file_location,
+    jaas_property_key,
+    java_system_properties,
+    load_jaas_file,
+    select_login,
+)
 from proxy.properties import ConfigError, Properties
 
 
@@ -152,6 +160,8 @@ def jaas_login(
     `listener.name.<l>.<mech>.sasl.jaas.config`, then the JAAS file's `<l>.KafkaServer` entry, then `KafkaServer`
     (proxy.net.sasl.jaas.select_login). The proxy's own login to the controller listener (`role="client"`) is looked
     up the same way, as a Kafka broker looks up its login to the controllers."""
+    if jaas_property_key(listener, mechanism) in props.raw:
+        return select_login(props.raw, listener, mechanism, role=role)  # the property wins: the file is not read
     parsed, key = jaas_file(props, environ)
     return select_login(props.raw, listener, mechanism, parsed, file_key=key, role=role)
 

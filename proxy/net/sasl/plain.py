@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 import trio
 
 from proxy.net.sasl.client import ClientExchange
-from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE, parse_jaas
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, username_password
-from proxy.properties import ConfigError, Properties
+from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_login, username_password
+from proxy.properties import Properties
 
 NAME = "PLAIN"
 
@@ -55,6 +55,8 @@ class PlainExchange:
 class PlainServer:
     users: dict[str, str] = field(repr=False)
     """The `user_<name>="<password>"` options of the listener's PlainLoginModule."""
+    source: str = ""
+    """Where they were read: the property, or `<file>: entry <name>`."""
 
     def exchange(self, mechanism: str) -> ServerExchange:
         return PlainExchange(self.users)
@@ -64,7 +66,7 @@ class PlainServer:
         return parts[1].decode("utf-8", "replace") if len(parts) == 3 else None
 
     def effective(self) -> dict[str, object]:
-        return {"plain.users": {user: "[hidden]" for user in sorted(self.users)}}
+        return {"plain.users": {user: "[hidden]" for user in sorted(self.users)}, "plain.jaas.login": self.source}
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -95,14 +97,9 @@ class Plain:
     names = (NAME,)
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> PlainServer:
-        key = jaas_key(listener, NAME)
-        text = props.get(key)
-        if text is None:
-            raise ConfigError(key, None, f"listener {listener} enables PLAIN but has no JAAS configuration")
-        entry = parse_jaas(key, text)
-        if entry.module != PLAIN_LOGIN_MODULE:
-            raise ConfigError(key, "[hidden]", f"expected {PLAIN_LOGIN_MODULE}, got {entry.module}")
-        return PlainServer(entry.users)
+        # The property, else the JAAS file's <listener>.KafkaServer, else KafkaServer (never merged), as Kafka.
+        login = jaas_login(props, listener, NAME)
+        return PlainServer(login.users, login.source)
 
     def client(self, props: Properties, listener: str, mechanism: str) -> UsernamePasswordLogin:
         return username_password(props, listener, mechanism, PLAIN_LOGIN_MODULE, plain_client)

@@ -4,6 +4,7 @@ The RFC 5802 primitives live in proxy/net/sasl/scram.py (server) and scram_clien
 this module fits them to the mechanism contract of proxy/net/sasl/mechanisms.py.
 """
 
+import os
 from dataclasses import dataclass, field
 
 import trio
@@ -11,8 +12,8 @@ import trio
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
-from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, parse_jaas
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, username_password
+from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, jaas_file_location
+from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, jaas_login, username_password
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
@@ -97,11 +98,11 @@ class Scram:
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> ScramServerSide:
         for mechanism in enabled:
-            # Accepted as in Kafka, where the server's ScramLoginModule carries no users: they live in the credentials file.
-            key = jaas_key(listener, mechanism)
-            text = props.get(key)
-            if text is not None and parse_jaas(key, text).module != SCRAM_LOGIN_MODULE:
-                raise ConfigError(key, "[hidden]", f"expected {SCRAM_LOGIN_MODULE}")
+            # Kafka's SCRAM server reads no JAAS option (users live in the credentials file), but a login it finds must
+            # fit: the property (ScramLoginModule), else the JAAS file's <listener>.KafkaServer or KafkaServer entry.
+            # With neither the property nor a file, accepted (Kafka would refuse to start).
+            if props.get(jaas_key(listener, mechanism)) is not None or jaas_file_location(props.raw, os.environ) is not None:
+                jaas_login(props, listener, mechanism)
         file_key = props.listener_key(listener, SCRAM_CREDENTIALS_KEY)
         path = props.listener_value(listener, SCRAM_CREDENTIALS_KEY)
         if not path:
