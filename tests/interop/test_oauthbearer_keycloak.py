@@ -5,12 +5,14 @@ client-credentials login gets its tokens there. Marker `interop`."""
 import functools
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import jwt
 import pytest
 import trio
 
+from envelope_proxy.embedded import start_stack
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
@@ -162,3 +164,56 @@ async def test_the_proxys_client_credentials_login_gets_its_token_from_keycloak(
     )
     with pytest.raises(OAuthLoginError, match=r"HTTP 401.*will not attempt further retries"):
         await OAuthTokenProvider(wrong).refresh()
+
+
+
+async def test_confluent_kafka_logs_in_to_the_proxy_with_a_keycloak_token(
+    keycloak: Keycloak, client: KeycloakClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """confluent-kafka's own OIDC login (`sasl.oauthbearer.method=oidc`, client credentials at the realm's token
+    endpoint) logs in to a proxy whose listener validates against the realm's JWKS, and creates a topic on the
+    embedded controller as User:<service account id>; a token for another audience is refused."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    monkeypatch.setenv("KAFKA_OPTS", _kafka_opts(keycloak.jwks_url(REALM))["KAFKA_OPTS"])
+    principal = f"User:{client.service_account_user_id}"
+    outsider = await _call(keycloak.create_client, REALM, "outsider", "outsider-secret", audience="somewhere-else")
+
+    def oidc(address: str, client_id: str, secret: str) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": address,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.client.id": client_id,
+            "sasl.oauthbearer.client.secret": secret,
+            "sasl.oauthbearer.token.endpoint.url": keycloak.token_url(REALM),
+            "socket.timeout.ms": 10000,
+        }
+
+    def work(address: str) -> list[str]:
+        outcomes = []
+        created = AdminClient(oidc(address, client.client_id, client.secret))
+        for future in created.create_topics([NewTopic("keycloak-topic", 1, 1)]).values():
+            future.result(timeout=30)
+            outcomes.append("created")
+        refused = AdminClient(oidc(address, outsider.client_id, outsider.secret))
+        try:
+            refused.list_topics(timeout=5)
+            outcomes.append("outsider listed")
+        except Exception as exc:
+            outcomes.append(f"outsider refused: {type(exc).__name__}")
+        return outcomes
+
+    async with trio.open_nursery() as nursery:
+        stack = await start_stack(
+            nursery,
+            tmp_path / "audit",
+            proxy_overrides={"listener.name.client.sasl.enabled.mechanisms": "OAUTHBEARER", **_broker_properties(keycloak)},
+            controller_overrides={"super.users": f"User:proxy;User:admin;{principal}"},
+        )
+        outcomes = await trio.to_thread.run_sync(work, stack.sasl_address)
+        seen = [(c.api, c.principal, c.resource, c.error_code) for c in stack.controller.image.changes]
+        nursery.cancel_scope.cancel()
+    assert outcomes[0] == "created" and outcomes[1].startswith("outsider refused"), outcomes
+    assert ("CreateTopics", principal, "topic:keycloak-topic", 0) in seen
