@@ -10,9 +10,15 @@ from pathlib import Path
 
 import trio
 
+from controller.config import load_controller_config, parse_controller_config
+from controller.persistence import MetadataStoreError
+from controller.server import EmbeddedController
 from envelope_proxy.authz_cli import add_authz_parser, run_authz
 from envelope_proxy.certs_cli import add_certs_parser, run_certs
+from envelope_proxy.demo import run_demo
 from envelope_proxy.scram_cli import add_scram_parser, run_scram
+from proxy.app import run_proxy
+from proxy.config import load_proxy_config, parse_proxy_config
 from proxy.net.tls.context import ReloadingServerContext
 from proxy.net.tls.settings import listener_contexts
 from proxy.ops.logging import apply_log_format
@@ -90,9 +96,6 @@ def _is_controller(raw: dict[str, str]) -> bool:
 
 
 def _check_config(path: str) -> int:
-    from controller.config import parse_controller_config
-    from proxy.config import parse_proxy_config
-
     raw = load_properties(path)
     if _is_controller(raw):
         effective = {"role": "controller", **parse_controller_config(raw).effective()}
@@ -103,9 +106,6 @@ def _check_config(path: str) -> int:
 
 
 def _run_proxy(path: str) -> int:
-    from proxy.app import run_proxy
-    from proxy.config import load_proxy_config
-
     _apply_log_format(load_properties(path))
     config = load_proxy_config(path)
     contexts = listener_contexts(config.listeners)
@@ -115,10 +115,6 @@ def _run_proxy(path: str) -> int:
 
 
 def _run_controller(path: str) -> int:
-    from controller.config import load_controller_config
-    from controller.persistence import MetadataStoreError
-    from controller.server import EmbeddedController
-
     _apply_log_format(load_properties(path))
     config = load_controller_config(path)
     try:
@@ -176,10 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "controller":
             return _run_controller(args.config)
         if args.command == "demo":
-            from envelope_proxy.demo import run_demo
-
             return run_demo(Path(args.workdir) if args.workdir else None, spark=not args.skip_spark)
         if args.command == "audit":
+            # pyspark is the optional [spark] extra: only `audit` (and the demo's report) load it.
             from spark_audit.job import main as audit_main
 
             return audit_main(audit_args)

@@ -98,6 +98,7 @@ def run_demo(workdir: Path | None, *, spark: bool = True) -> int:
         return 1
     if not spark:
         return 0
+    # pyspark is the optional [spark] extra: loaded only for the report.
     from spark_audit.job import run
     from spark_audit.options import JobOptions
     from spark_audit.text_report import short_summary

@@ -1,1 +1,1 @@
-"""The trio service: listeners, SASL, sessions, upstream, audit, CLI."""
+"""The trio service: listeners, TLS, SASL, sessions, the request path, upstream, audit, operations (the command that starts it: envelope_proxy/)."""
