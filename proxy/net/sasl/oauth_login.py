@@ -448,14 +448,26 @@ class OAuthTokenProvider:
         self.generation = 0
         """How many tokens have been fetched; grows by one with each."""
         self.last_error: str | None = None
+        self._refresh_at_ms: int | None = None
+        """When `token()` fetches a new one although the current one is still valid (Kafka's refresh schedule)."""
 
     def _now_ms(self) -> int:
         return int(self._wall_clock() * 1000)
 
     async def token(self) -> AccessToken:
+        """The current token; a new one when there is none or it has expired, and also when Kafka's refresh time
+        has passed (so links opened without `run` in a nursery still get a fresh token; the old one is kept while
+        it is valid if that refresh fails)."""
         current = self.current
-        if current is not None and current.expiry_ms > self._now_ms():
-            return current
+        now = self._now_ms()
+        if current is not None and current.expiry_ms > now:
+            if self._refresh_at_ms is None or now < self._refresh_at_ms:
+                return current
+            try:
+                return await self.refresh()
+            except OAuthLoginError:
+                self._refresh_at_ms = now + int(RETRY_AFTER_FAILED_REFRESH * 1000)
+                return current
         return await self.refresh()
 
     async def refresh(self) -> AccessToken:
@@ -470,6 +482,7 @@ class OAuthTokenProvider:
                 self.last_error = str(exc)
                 raise
             self.current = token
+            self._refresh_at_ms = next_refresh_ms(self._now_ms(), token, self.settings, self._rng)
             self.generation += 1
             self.last_error = None
             self._changed.set()

@@ -303,3 +303,34 @@ async def test_concurrent_callers_share_one_fetch(autojump_clock: trio.testing.M
                 askers.start_soon(ask)
         assert count == 1 and len({token.value for token in tokens}) == 1
         nursery.cancel_scope.cancel()
+
+
+async def test_without_run_a_login_after_the_refresh_time_gets_a_new_token(autojump_clock: trio.testing.MockClock) -> None:
+    """The registry's client side is used without `run` in a nursery: `token()` follows Kafka's refresh schedule
+    itself, and keeps the valid token when that refresh fails."""
+    key = rsa_key()
+    epoch = 1_800_000_000.0
+
+    def wall() -> float:
+        return epoch + trio.current_time()
+
+    state = {"status": 200, "count": 0}
+
+    def respond(request: Request) -> Answer:
+        state["count"] += 1
+        token = key.sign(claims(f"svc-{state['count']}", now=wall(), lifetime=1000))
+        return Answer(state["status"], f'{{"access_token":"{token}"}}'.encode())
+
+    async with trio.open_nursery() as nursery:
+        server = await start_http(nursery, respond)
+        provider = OAuthTokenProvider(_settings(server.url, refresh_window_jitter=0.0, retry_backoff_max_ms=0), wall_clock=wall)
+        first = await provider.token()
+        await trio.sleep(650)
+        assert await provider.token() is first  # life 1000 s, buffer 300 s: refreshed from 700 s on
+        await trio.sleep(51)
+        second = await provider.token()
+        assert second.principal_name == "svc-2"
+        state["status"] = 503
+        await trio.sleep(801)
+        assert await provider.token() is second and state["count"] > 2  # tried, failed, kept the valid one
+        nursery.cancel_scope.cancel()
