@@ -28,6 +28,7 @@ import yaml
 from controller.config import parse_controller_config
 from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.net.sasl.jaas import parse_jaas
+from proxy.net.sasl.mechanisms import UsernamePasswordLogin
 from proxy.ops.metrics import metric_names
 from tests.deploy.deploy_files import (
     CONTAINER,
@@ -521,7 +522,9 @@ def test_sidecar_properties_are_accepted_by_the_parsers(tmp_path: Path) -> None:
     # The proxy's password is the one the PROXY listener knows, and only that listener knows User:proxy.
     proxy_user = parse_jaas("k", kafka_raw["listener.name.proxy.plain.sasl.jaas.config"]).options
     controller_users = parse_jaas("k", kafka_raw["listener.name.controller.plain.sasl.jaas.config"]).options
-    assert proxy_user == {f"user_{proxy.upstream.username}": proxy.upstream.password}
+    login = proxy.upstream.login
+    assert isinstance(login, UsernamePasswordLogin)
+    assert proxy_user == {f"user_{login.username}": login.password}
     assert f"user_{proxy.upstream.username}" not in controller_users
 
     pod = find(documents, "StatefulSet", "kafka-controller")["spec"]["template"]["spec"]
