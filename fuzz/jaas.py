@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from envelope.errors import ProtocolError
 from fuzz.generate import FIXED, Generated, Site
-from fuzz.targets import Target
+from fuzz.target import Target
 from proxy.net.sasl.jaas import (
     GSSAPI_LOGIN_MODULES,
     OAUTHBEARER_LOGIN_MODULE,

@@ -34,7 +34,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from envelope.errors import ProtocolError
 from fuzz.generate import FIXED, Generated, Site
-from fuzz.targets import Target
+from fuzz.target import Target
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth_validation import (
     ALLOWED_ALGORITHMS,

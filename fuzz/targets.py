@@ -12,11 +12,9 @@ No assert, KeyError or enum error may stand between a client and its answer.
 """
 
 import ipaddress
-import random
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from apiversions import kio_range, parse_response
 from authz import AclAuthorizer, AclBinding, Operation, PatternType, PermissionType, RequestContext, ResourceType
@@ -27,7 +25,6 @@ from controller.handlers import Handlers
 from controller.image import MetadataImage, Topic
 from controller.leadership import Leadership
 from envelope.apis import FORWARDABLE, ApiKey
-from envelope.bounded import plan_of
 from envelope.build import build_entity
 from envelope.codec import (
     decode_body,
@@ -42,7 +39,9 @@ from envelope.errors import ProtocolError, UnsupportedApiError
 from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import unwrap, unwrap_request, wrap
-from fuzz.generate import Generated, body
+from fuzz.jaas import targets as jaas_family
+from fuzz.oauthbearer import targets as oauthbearer_family
+from fuzz.target import Target
 from proxy.forward.service import own_ranges
 
 
@@ -68,20 +67,6 @@ def decode_controller_response(api_key: int, api_version: int) -> Callable[[byte
             decode_response_body(api_key, api_version, frame)
 
     return decode
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One decode path and a valid input for it: `prefix` + a generated body."""
-
-    name: str
-    schema: type[object]
-    prefix: bytes
-    decode: Callable[[bytes], None]
-
-    def valid(self, rng: random.Random) -> tuple[bytes, Generated]:
-        generated = body(plan_of(self.schema), rng)
-        return self.prefix, generated
 
 
 def _request_prefix(api_key: int, version: int) -> bytes:
@@ -180,17 +165,13 @@ def controller_targets() -> list[Target]:
 
 
 def jaas_targets() -> list[Target]:
-    """The JAAS file, sasl.jaas.config and KAFKA_OPTS parsers (fuzz/jaas.py, which builds on Target)."""
-    from fuzz.jaas import targets as jaas
-
-    return jaas()
+    """The JAAS file, sasl.jaas.config and KAFKA_OPTS parsers (fuzz/jaas.py)."""
+    return jaas_family()
 
 
 def oauthbearer_targets() -> list[Target]:
-    """OAUTHBEARER's client-first message, token validator and JWKS parser (fuzz/oauthbearer.py, which builds on Target)."""
-    from fuzz.oauthbearer import targets as oauthbearer
-
-    return oauthbearer()
+    """OAUTHBEARER's client-first message, token validator and JWKS parser (fuzz/oauthbearer.py)."""
+    return oauthbearer_family()
 
 
 FAMILIES: dict[str, Callable[[], list[Target]]] = {
