@@ -14,6 +14,7 @@ from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller
 from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
 from tests.interop.kafka_quorum import KafkaQuorum
+from tests.interop.keycloak import Keycloak, KeycloakToolingMissing, ensure_keycloak
 
 NODE_FIXTURES = ("kafka_node", "kafka_node_acl", "own_kafka_node")
 
@@ -68,6 +69,22 @@ def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaQuor
     timeout = float(os.environ.get("KAFKA_NODE_STARTUP_TIMEOUT", "180"))
     with KafkaQuorum(tmp_path_factory.mktemp("kafka-quorum"), lib_dir=lib, startup_timeout=timeout) as quorum:
         yield quorum
+
+
+@pytest.fixture(scope="session")
+def keycloak_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
+    """One Keycloak for the whole run (it takes 20 s and more to start); each suite makes a realm of its own."""
+    if "java" in missing_tools():
+        _skip_or_fail("java not installed: Keycloak needs Java 17+")
+    try:
+        home = ensure_keycloak()
+    except KeycloakToolingMissing as exc:
+        _skip_or_fail(str(exc))
+        raise  # unreachable: skip/fail raise
+    # under pytest's basetemp, so keycloak.log outlives the session for post-mortems
+    with Keycloak(home=home, workdir=tmp_path_factory.mktemp("keycloak")) as server:
+        print(f"Keycloak {server.version} ready in {server.startup_seconds} s")
+        yield server
 
 
 @pytest.fixture

@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+
+# The same tooling as the Kafka node's: java, mvn and the shared cache folder.
+from tests.interop.kafka_node import _cache_root, _free_port, _java, missing_tools
 
 __all__ = [
     "KEYCLOAK_VERSION",
@@ -87,33 +89,6 @@ class KeycloakError(RuntimeError):
 
 
 # --------------------------------------------------------------------------- the distribution
-
-
-def missing_tools() -> list[str]:
-    """Names of the required executables (java, mvn) that are not available."""
-    missing = []
-    if _java() is None:
-        missing.append("java")
-    if shutil.which("mvn") is None:
-        missing.append("mvn")
-    return missing
-
-
-def _java() -> str | None:
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = Path(home) / "bin" / "java"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return shutil.which("java")
-
-
-def _cache_root() -> Path:
-    override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kafka-envelope-proxy"
 
 
 def keycloak_home(version: str = KEYCLOAK_VERSION) -> Path:
@@ -467,12 +442,6 @@ class KeycloakAdmin:
 
 
 # --------------------------------------------------------------------------- the server
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class Keycloak(KeycloakAdmin):

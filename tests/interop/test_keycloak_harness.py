@@ -4,43 +4,26 @@ the claims the test chose, and key rotation that changes the kid. Marker `intero
 import base64
 import hmac
 import json
-import os
 import time
-from collections.abc import Iterator
 
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from tests.interop.keycloak import Keycloak, KeycloakClient, KeycloakToolingMissing, ensure_keycloak, missing_tools
+from tests.interop.keycloak import Keycloak, KeycloakClient
 
 pytestmark = pytest.mark.interop
 
-REALM = "kafka"
+REALM = "kafka-harness"  # a realm of its own in the run's Keycloak
 AUDIENCE = "kafka-cluster"
 LIFESPAN = 120
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def keycloak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
-    if "java" in missing_tools():
-        _skip_or_fail("java not installed: Keycloak needs Java 17+")
-    try:
-        home = ensure_keycloak()
-    except KeycloakToolingMissing as exc:
-        _skip_or_fail(str(exc))
-        raise  # unreachable: skip/fail raise
-    # under pytest's basetemp, so keycloak.log outlives the session for post-mortems
-    with Keycloak(home=home, workdir=tmp_path_factory.mktemp("keycloak")) as server:
-        print(f"Keycloak {server.version} ready in {server.startup_seconds} s")
-        server.create_realm(REALM, access_token_lifespan=LIFESPAN)
-        yield server
+def keycloak(keycloak_server: Keycloak) -> Keycloak:
+    """The run's Keycloak, with this suite's realm."""
+    keycloak_server.create_realm(REALM, access_token_lifespan=LIFESPAN)
+    return keycloak_server
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,7 @@ the proxy's validator against the realm's JWKS URL, key rotation is followed wit
 client-credentials login gets its tokens there. Marker `interop`."""
 
 import functools
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,34 +16,21 @@ from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
 from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
-from tests.interop.keycloak import Keycloak, KeycloakClient, KeycloakToolingMissing, ensure_keycloak, missing_tools
+from tests.interop.keycloak import Keycloak, KeycloakClient
 
 pytestmark = pytest.mark.interop
 
-REALM = "kafka"
+REALM = "kafka-oauthbearer"  # a realm of its own in the run's Keycloak
 AUDIENCE = "kafka-cluster"
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 T = TypeVar("T")
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def keycloak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
-    if "java" in missing_tools():
-        _skip_or_fail("java not installed: Keycloak needs Java 17+")
-    try:
-        home = ensure_keycloak()
-    except KeycloakToolingMissing as exc:
-        _skip_or_fail(str(exc))
-        raise  # unreachable: skip/fail raise
-    with Keycloak(home=home, workdir=tmp_path_factory.mktemp("keycloak-oauthbearer")) as server:
-        server.create_realm(REALM, access_token_lifespan=300)
-        yield server
+def keycloak(keycloak_server: Keycloak) -> Keycloak:
+    """The run's Keycloak, with this suite's realm."""
+    keycloak_server.create_realm(REALM, access_token_lifespan=300)
+    return keycloak_server
 
 
 @pytest.fixture(scope="module")
