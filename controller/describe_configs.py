@@ -122,6 +122,14 @@ def _entry(
     }
 
 
+def _described_by(key: ConfigKey | None, include_documentation: bool) -> dict[str, Any]:
+    """An entry's type and documentation from its definition (an unknown config has neither)."""
+    return {
+        "config_type": key.type_id if key else UNKNOWN_CONFIG_TYPE,
+        "documentation": (key.documentation if key else None) if include_documentation else None,
+    }
+
+
 def _listed(names: Iterable[str], wanted: list[str] | None) -> list[str]:
     """The names Kafka lists, in its order; a non-empty key list keeps only those."""
     return [n for n in names if not wanted or n in wanted]
@@ -237,8 +245,7 @@ class ConfigDescriber:
                     sensitive=sensitive,
                     synonyms=synonyms,
                     include_synonyms=include_synonyms,
-                    config_type=key.type_id if key else UNKNOWN_CONFIG_TYPE,
-                    documentation=(key.documentation if key else None) if include_documentation else None,
+                    **_described_by(key, include_documentation),
                 )
             )
         return entries
@@ -331,8 +338,7 @@ class ConfigDescriber:
                     sensitive=False,
                     synonyms=synonyms,
                     include_synonyms=include_synonyms,
-                    config_type=key.type_id if key else UNKNOWN_CONFIG_TYPE,
-                    documentation=(key.documentation if key else None) if include_documentation else None,
+                    **_described_by(key, include_documentation),
                 )
             )
         return entries
@@ -369,8 +375,7 @@ class ConfigDescriber:
                     sensitive=sensitive,
                     synonyms=synonyms,
                     include_synonyms=include_synonyms,
-                    config_type=key.type_id if key else UNKNOWN_CONFIG_TYPE,
-                    documentation=(key.documentation if key else None) if include_documentation else None,
+                    **_described_by(key, include_documentation),
                 )
             )
         return entries
