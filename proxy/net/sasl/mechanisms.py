@@ -52,6 +52,12 @@ class ServerExchange(Protocol):
     @property
     def user(self) -> str | None: ...
 
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        """When the credential this login presented stops being valid (milliseconds since the epoch: a token's `exp`,
+        a Kerberos ticket's end time), which caps the session's lifetime (KIP-368); None when it does not expire."""
+        ...
+
     def evaluate(self, token: bytes) -> bytes:
         """The challenge (or final answer) for `token`; AuthenticationFailed ends the exchange."""
         ...

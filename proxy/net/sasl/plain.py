@@ -44,6 +44,10 @@ class PlainExchange:
     def complete(self) -> bool:
         return self.user is not None
 
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        return None  # a password does not expire
+
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise AuthenticationFailed("Authentication failed: PLAIN takes a single token")

@@ -34,6 +34,10 @@ class ScramExchange:
     def user(self) -> str | None:
         return self._server.username
 
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        return None  # a password does not expire
+
     def evaluate(self, token: bytes) -> bytes:
         try:
             return self._server.evaluate(token)
