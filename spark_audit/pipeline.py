@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -21,7 +20,7 @@ from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
 from spark_audit.session import build_session
 from spark_audit.text_report import print_report
-from spark_audit.view import flatten, requests
+from spark_audit.view import flatten, mark_requests
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
@@ -204,40 +203,37 @@ def _write_text(path: str, text: str) -> None:
 def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> dict[str, Any]:
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     store = read_store(spark, layout.records)
-    flat = flatten(store).persist(StorageLevel.MEMORY_AND_DISK)
-    # Most reports start from these two; Spark reuses a cached plan wherever an identical one recurs.
-    shared = [requests(flat).persist(StorageLevel.MEMORY_AND_DISK), reports.closing_events(flat).persist(StorageLevel.MEMORY_AND_DISK)]
-    try:
-        window = Window.of(flat, options.reports)
-        written = {
-            name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
-            for name, frame in _report_frames(flat, options.reports, window).items()
+    # The flat view, with each request's row marked, is written once and read back by every
+    # report: nothing is cached, so memory does not grow with the store (docs/performance-audit.md).
+    flat_path = layout.work("flat")
+    mark_requests(flatten(store)).write.mode("overwrite").parquet(flat_path)
+    flat = spark.read.parquet(flat_path)
+    window = Window.of(flat, options.reports)
+    written = {
+        name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
+        for name, frame in _report_frames(flat, options.reports, window).items()
+    }
+    whatif_summary: dict[str, Any] | None = None
+    if options.whatif is not None:
+        result = replay(spark, flat, options.whatif)
+        written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
+        written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
+        whatif_summary = {
+            "authorizer": options.whatif.authorizer,
+            "acls": len(options.whatif.acls),
+            **result.stats,
+            "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
         }
-        whatif_summary: dict[str, Any] | None = None
-        if options.whatif is not None:
-            result = replay(spark, flat, options.whatif)
-            written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
-            written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
-            whatif_summary = {
-                "authorizer": options.whatif.authorizer,
-                "acls": len(options.whatif.acls),
-                **result.stats,
-                "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
-            }
-            result.release()
-        data = _collect(spark, flat, written, options.reports, layout)
-        auth_failures = reports.closing_events(flat).filter(F.col("isAuthFailure")).count()
-        baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
-        quarantined = read_quarantine(spark, layout.quarantine).count()
-        summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
-        summary["authentication_failures"] = auth_failures
-        if whatif_summary is not None:
-            summary["whatif"] = whatif_summary
-        data = replace(data, summary=summary)
-    finally:
-        for frame in shared:
-            frame.unpersist()
-        flat.unpersist()
+        result.release()
+    data = _collect(spark, flat, written, options.reports, layout)
+    auth_failures = reports.closing_events(flat).filter(F.col("isAuthFailure")).count()
+    baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
+    quarantined = read_quarantine(spark, layout.quarantine).count()
+    summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
+    summary["authentication_failures"] = auth_failures
+    if whatif_summary is not None:
+        summary["whatif"] = whatif_summary
+    data = replace(data, summary=summary)
     _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if options.html:
         _write_text(layout.html, render(data))
