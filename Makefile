@@ -50,12 +50,13 @@ test: $(STAMP) tools lint typecheck layers
 deploy-check: $(STAMP) tools
 	$(PY) -m pytest -q tests/deploy
 
-# On-demand benchmark of the Spark audit job against a single-process DuckDB baseline (not part of `make test`).
-# N=10000000 for the large run; prints JSON.
-N ?= 1000000
+# On-demand benchmark of the Spark audit job on realistic records, beside a plain ingest and a JSON -> Parquet
+# floor in the same run (not part of `make test`). N=1000000 for one size; AUDIT_ARGS=--compare adds DuckDB; prints JSON.
+N ?= 1000000,5000000
+AUDIT_ARGS ?=
 bench-audit: $(STAMP)
 	$(PY) -m pip install -q -e '.[spark,bench]'
-	$(PY) bench/audit/run.py --records $(N)
+	$(PY) bench/audit/run.py --records $(N) $(AUDIT_ARGS)
 
 # On-demand benchmark of forwarding (not part of `make test`): the proxy beside a Kafka broker, direct Envelopes,
 # a zero-work upstream and a bare trio relay, at 1, 8 and 32 connections; prints JSON, also to bench/forwarding/last-run.json.
