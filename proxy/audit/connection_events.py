@@ -1,8 +1,9 @@
 """Connection events: audit records of type `io.github.kafka-envelope-proxy.connection` (docs/audit-schema.md).
 
 One connection gives `connected`, then `authenticated` (SASL or SSL) or
-`authentication-failed`, then `disconnected` with its cause; a connection refused
-as a whole gives `refused` (proxy/net/refusals.py).
+`authentication-failed`, then a `reauthenticated` for each re-authentication (KIP-368),
+then `disconnected` with its cause; a connection refused as a whole gives `refused`
+(proxy/net/refusals.py).
 """
 
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from proxy.net.refusals import RefusalCounter, RefusedConnection
 CONNECTED = "connected"
 REFUSED = "refused"
 AUTHENTICATED = "authenticated"
+REAUTHENTICATED = "reauthenticated"
 AUTHENTICATION_FAILED = "authentication-failed"
 DISCONNECTED = "disconnected"
 

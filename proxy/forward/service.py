@@ -21,7 +21,7 @@ from envelope.apis import FORWARDABLE, ApiKey, api_name
 from envelope.codec import decode_body
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
-from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, AuditedRefusals
+from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
@@ -31,16 +31,17 @@ from proxy.forward.policy import CloseConnection
 from proxy.forward.read_routes import READ_APIS, READ_ROUTES
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
 from proxy.forward.respond import Answer, respond
-from proxy.forward.routing import Route, route
+from proxy.forward.routing import SASL_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
 from proxy.net.connection import KafkaConnection
-from proxy.net.login import ApiVersionsRequest, Login, LoginFailed, refused_connection
+from proxy.net.login import SESSION_EXPIRED, ApiVersionsRequest, Login, LoginFailed, SessionLogin, SessionStep, refused_connection
 from proxy.net.refusals import (
     CAUSE_CLIENT,
     CAUSE_ERROR,
     CAUSE_IDLE,
     CAUSE_PROTOCOL_ERROR,
+    CAUSE_SESSION_EXPIRED,
     CAUSE_SHUTDOWN,
     CAUSE_VERSIONS_CHANGED,
     IP_FILTER,
@@ -49,6 +50,7 @@ from proxy.net.refusals import (
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
+from proxy.net.sasl.machine import illegal_sasl_state
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.pool import ControllerPool, UpstreamEvent
@@ -217,9 +219,10 @@ class ProxyService:
             with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
                 await self.audit.write(session.event(self.settings.node_id, DISCONNECTED, cause=cause))
 
-    async def _login(self, session: Session) -> bool:
+    async def _run_login(self, session: Session, login: Login, *, counted: Any) -> None:
+        """Run a login's (or a re-authentication's) exchange: answer its ApiVersions, audit its failure or refusal;
+        `counted` is the metric its failures count in."""
         conn, listener = session.conn, session.listener
-        login = Login(conn, listener, self.settings.transport)
         async with aclosing(login.events()) as events:
             async for event in events:
                 if isinstance(event, ApiVersionsRequest):
@@ -230,16 +233,22 @@ class ProxyService:
                     login.api_versions_answered(isinstance(answer.outcome, Local) and event.header.api_version in self.advertised()[ApiKey.API_VERSIONS])
                 elif isinstance(event, LoginFailed):
                     if event.failure.error_code == ErrorCode.sasl_authentication_failed:
-                        self.metrics.authentications.labels(listener.name, event.failure.mechanism, "failure").inc()
+                        counted.labels(listener.name, event.failure.mechanism, "failure").inc()
                         self.metrics.connections_refused.labels(listener.name, "auth").inc()
                     await self.audit.write(session.login_failed_event(self.settings.node_id, event.failure))
                 else:
                     await self.on_refused(refused_connection(conn, listener, event))
+
+    async def _login(self, session: Session) -> bool:
+        conn, listener = session.conn, session.listener
+        login = Login(conn, listener, self.settings.transport)
+        await self._run_login(session, login, counted=self.metrics.authentications)
         if login.result is None:
             session.close_cause = login.cause
             return False
         session.principal, session.mechanism = login.result.principal, login.result.mechanism
         session.authenticated = True
+        session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
         if session.mechanism is not None:
             self.metrics.authentications.labels(listener.name, session.mechanism, "success").inc()
             log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
@@ -277,8 +286,33 @@ class ProxyService:
     def _request_audit(self, session: Session, header: RequestHeaderInfo, *, forwarded: bool = False) -> RequestAudit:
         return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding if forwarded else None)
 
+    async def _reauthenticate(self, session: Session, handshake: bytes) -> None:
+        """KIP-368: the session's client logs in again on its connection, with the same mechanism and principal."""
+        conn, listener, mechanism = session.conn, session.listener, session.mechanism
+        assert mechanism is not None  # only SASL sessions expire
+        login = Login.reauthenticate(conn, listener, self.settings.transport, SessionLogin(mechanism, session.principal), handshake)
+        await self._run_login(session, login, counted=self.metrics.reauthentications)
+        if login.result is None:
+            raise CloseConnection("re-authentication failed", login.cause or CAUSE_PROTOCOL_ERROR)
+        session.principal = login.result.principal
+        session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
+        self.metrics.reauthentications.labels(listener.name, mechanism, "success").inc()
+        log.info("connection %s re-authenticated as %s (%s)", conn.connection_id, session.principal, mechanism)
+        await self.audit.write(session.event(self.settings.node_id, REAUTHENTICATED))
+
     async def handle_request(self, session: Session, frame: bytes) -> None:
         header = peek_request_header(frame)
+        if session.expiry.expires_at is not None:  # only sessions with a lifetime (KIP-368) pay for this
+            step = session.expiry.step(header.api_key, trio.current_time())
+            if step is SessionStep.REAUTHENTICATE:
+                await self._reauthenticate(session, frame)
+                return
+            if step is SessionStep.EXPIRED:
+                # Kafka's SocketServer closes the connection unanswered; the record says why.
+                self.metrics.connections_expired.labels(session.listener.name).inc()
+                then = CloseConnection(SESSION_EXPIRED, CAUSE_SESSION_EXPIRED)
+                await self._respond(session, self._request_audit(session, header), self._refusal(session, header, SESSION_EXPIRED, then=then))
+                return
         routed = route(header, self.advertised(), READ_ROUTES)
         audit = self._request_audit(session, header, forwarded=routed.route is Route.FORWARD)
         try:
@@ -287,6 +321,8 @@ class ProxyService:
             elif routed.route is Route.REFUSE:
                 assert routed.reason is not None
                 answer = self._refusal(session, header, routed.reason, then=CloseConnection(routed.reason))
+            elif routed.route is Route.LOCAL and header.api_key in SASL_APIS:
+                answer = self._sasl_after_login(session, header, frame)
             elif routed.route is Route.LOCAL:
                 answer = await self._describe_cluster(session, header, frame)
             elif routed.route is Route.READ:
@@ -318,6 +354,14 @@ class ProxyService:
     def _undecodable(self, session: Session, header: RequestHeaderInfo, exc: ProtocolError) -> Answer:
         """Fail closed: a body that cannot be decoded (or its resources named) is refused, and the connection closed."""
         return self._refusal(session, header, f"request body cannot be decoded: {exc}", then=exc)
+
+    def _sasl_after_login(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
+        """A SASL frame that begins no re-authentication: Kafka's KafkaApis answers ILLEGAL_SASL_STATE and goes on."""
+        try:
+            decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+        except ProtocolError as exc:
+            return self._undecodable(session, header, exc)
+        return Answer(Local(), illegal_sasl_state(header))
 
     async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
         try:

@@ -17,6 +17,7 @@ from proxy.audit.connection_events import (
 )
 from proxy.audit.request_records import Caller
 from proxy.net.connection import KafkaConnection
+from proxy.net.login import SessionExpiry
 from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection, refusal
 from proxy.net.sasl.machine import LoginFailure
 from proxy.net.settings import ListenerConfig
@@ -38,6 +39,8 @@ class Session:
     refusal_audited: bool = False
     """A `refused` record already says why this connection closes."""
     requests: int = 0
+    expiry: SessionExpiry = field(default_factory=SessionExpiry)
+    """KIP-368: when the login's session ends, unless the client re-authenticates."""
     opened: float = field(default_factory=time.monotonic)
     _caller: tuple[tuple[Any, ...], Caller] | None = field(default=None, init=False, repr=False)
 
@@ -88,7 +91,7 @@ class Session:
         return Endpoint(self.listener.name, self.listener.security_protocol, self.conn.peer.host, self.conn.peer.port, self.conn.connection_id)
 
     def event(self, node_id: int, stage: str, *, cause: str | None = None) -> dict[str, Any]:
-        """`connected`, `authenticated` or `disconnected` (with its cause, duration and request count)."""
+        """`connected`, `authenticated`, `reauthenticated` or `disconnected` (with its cause, duration and request count)."""
         closing = stage == DISCONNECTED
         principal = str(self.principal) if self.authenticated and stage != CONNECTED else None
         return ConnectionEvent(
