@@ -153,6 +153,8 @@ class ProxyService:
                 self.metrics.upstream_connection_attempts.labels("failed").inc()
             elif event is UpstreamEvent.RETRY:
                 self.metrics.upstream_request_retries.inc()
+            elif event is UpstreamEvent.REAUTHENTICATED:
+                self.metrics.upstream_reauthentications.inc()
             elif event is UpstreamEvent.VERSIONS_CHANGED:
                 self._versions_changed()
 

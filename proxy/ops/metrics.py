@@ -97,6 +97,11 @@ class ProxyMetrics:
         )
         for result in CONNECTION_RESULTS:  # both series exist from the start, so rate() sees the first failure
             self.upstream_connection_attempts.labels(result)
+        self.upstream_reauthentications = Counter(
+            f"{PREFIX}_upstream_reauthentications",
+            "Times a controller connection logged in again on the same connection before its session expired (KIP-368)",
+            registry=r,
+        )
         self.upstream_request_retries = Counter(
             f"{PREFIX}_upstream_request_retries",
             "Requests sent to the controller again, after their backoff, because their connection was lost or could not be opened",
