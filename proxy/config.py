@@ -44,12 +44,9 @@ class ProxyConfig:
 
     @property
     def forwarding_principal(self) -> str:
-        """The proxy's principal on the controller: its SASL user, else (SSL) its certificate's DN as Kafka's DEFAULT rule names it."""
-        if self.upstream.username:
-            return f"User:{self.upstream.username}"
-        if self.upstream.security_protocol == "SSL" and self.upstream.certificate_dn:
-            return f"User:{self.upstream.certificate_dn}"
-        return "User:ANONYMOUS"
+        """The proxy's principal on the controller as far as it is known at start (proxy/upstream/settings.py); a login
+        that learns its user (OAUTHBEARER) is named by the request path once it logged in."""
+        return self.upstream.principal or "User:ANONYMOUS"
 
     def service(self) -> ServiceSettings:
         """What the request path needs of this configuration."""

@@ -124,6 +124,8 @@ class ProxyService:
         )
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
+        # An OAUTHBEARER login learns the proxy's principal (its token's subject) when it first logs in.
+        self._forwarding_known = upstream.settings.principal is not None
 
     def advertised(self) -> dict[int, VersionRange]:
         """The intersection, computed again only when the controller's ranges change (every request routes on it)."""
@@ -286,7 +288,15 @@ class ProxyService:
     # -- one request ------------------------------------------------------------------------
 
     def _request_audit(self, session: Session, header: RequestHeaderInfo, *, forwarded: bool = False) -> RequestAudit:
-        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding if forwarded else None)
+        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding_side() if forwarded else None)
+
+    def _forwarding_side(self) -> Forwarding:
+        """The proxy's side of a forwarded request's records, named by its principal on the controller."""
+        if not self._forwarding_known and (principal := self.upstream.settings.principal) is not None:
+            self._forwarding = Forwarding(principal, self.upstream.settings.address)
+            self.forwarder.forwarding_principal = principal
+            self._forwarding_known = True
+        return self._forwarding
 
     async def _reauthenticate(self, session: Session, handshake: bytes) -> None:
         """KIP-368: the session's client logs in again on its connection, with the same mechanism and principal."""
