@@ -3,6 +3,7 @@ the proxy's validator against the realm's JWKS URL, key rotation is followed wit
 client-credentials login gets its tokens there. Marker `interop`."""
 
 import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
 from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
+from tests.audit_records import records_under
 from tests.interop.keycloak import Keycloak, KeycloakClient
 
 pytestmark = pytest.mark.interop
@@ -203,3 +205,60 @@ async def test_confluent_kafka_logs_in_to_the_proxy_with_a_keycloak_token(
         nursery.cancel_scope.cancel()
     assert outcomes[0] == "created" and outcomes[1].startswith("outsider refused"), outcomes
     assert ("CreateTopics", principal, "topic:keycloak-topic", 0) in seen
+
+
+REAUTH_REALM = "kafka-reauth"  # tokens that live 8 s: the sessions they open must be renewed
+REAUTH_TOKEN_LIFESPAN = 8
+
+
+async def test_token_expiry_forces_re_authentication_of_a_long_lived_connection(keycloak: Keycloak, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy caps each OAUTHBEARER session at its token's expiry (KIP-368, as Kafka does); confluent-kafka's OIDC
+    login fetches a fresh token from Keycloak and re-authenticates its connection in time, so admin work goes on
+    across several token lifetimes without a refused request or an expired session."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    await _call(keycloak.create_realm, REAUTH_REALM, access_token_lifespan=REAUTH_TOKEN_LIFESPAN)
+    worker = await _call(keycloak.create_client, REAUTH_REALM, "worker", "worker-secret", audience=AUDIENCE)
+    monkeypatch.setenv("KAFKA_OPTS", _kafka_opts(keycloak.jwks_url(REAUTH_REALM))["KAFKA_OPTS"])
+    principal = f"User:{worker.service_account_user_id}"
+    listener = {
+        "listener.name.client.oauthbearer.sasl.jaas.config": f"{LOGIN_MODULE} required;",
+        "listener.name.client.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": keycloak.jwks_url(REAUTH_REALM),
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.audience": AUDIENCE,
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.issuer": keycloak.issuer(REAUTH_REALM),
+    }
+    config = {
+        "sasl.mechanism": "OAUTHBEARER",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": worker.client_id,
+        "sasl.oauthbearer.client.secret": worker.secret,
+        "sasl.oauthbearer.token.endpoint.url": keycloak.token_url(REAUTH_REALM),
+    }
+
+    def work(address: str) -> int:
+        admin = AdminClient({**config, "bootstrap.servers": address})
+        created = 0
+        deadline = time.monotonic() + 3 * REAUTH_TOKEN_LIFESPAN
+        while time.monotonic() < deadline:
+            name = f"long-lived-{created}"
+            admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10)[name].result(timeout=20)
+            created += 1
+            time.sleep(1.0)
+        return created
+
+    audit = tmp_path / "audit"
+    async with trio.open_nursery() as nursery:
+        stack = await start_stack(
+            nursery,
+            audit,
+            proxy_overrides={"listener.name.client.sasl.enabled.mechanisms": "OAUTHBEARER", **listener},
+            controller_overrides={"super.users": f"User:proxy;User:admin;{principal}"},
+        )
+        created = await trio.to_thread.run_sync(work, stack.sasl_address)
+        nursery.cancel_scope.cancel()
+    records = [r["data"] for r in records_under(audit) if r["data"]["methodName"] == "kafka.Connection"]
+    renewed = [r for r in records if r["stage"] == "reauthenticated"]
+    assert created >= 2 * REAUTH_TOKEN_LIFESPAN
+    assert len(renewed) >= 2 and {r["authenticationInfo"]["principal"] for r in renewed} == {principal}
+    assert not [r for r in records if r["stage"] == "disconnected" and r["connection"]["cause"] == "session-expired"]
