@@ -37,10 +37,28 @@ def test_the_example_runs_on_the_brokers_jaas_file(monkeypatch: pytest.MonkeyPat
     assert external.sasl_mechanisms == ("PLAIN", "OAUTHBEARER")
     assert external.max_reauth_ms == {"PLAIN": 86400000, "OAUTHBEARER": 3600000}
     plain = external.sasl_servers["PLAIN"]
-    users = getattr(plain, "users")
+    users = plain.users
     # The listener's own entry (external.KafkaServer) whole: alice, never KafkaServer's broker.
     assert verify_plain(b"\x00alice\x00alice-secret", users) == "alice"
     assert "broker" not in users
     login = config.upstream.login
     assert isinstance(login, UsernamePasswordLogin) and (login.username, login.password) == ("proxy", "proxy-secret")
     assert config.forwarding_principal == "User:proxy"
+
+
+@pytest.mark.parametrize("mechanism", ["plain", "scram-sha-256"])
+def test_a_brokers_custom_callback_handler_is_refused_not_ignored(mechanism: str, tmp_path: Path) -> None:
+    from proxy.net.sasl.credentials import add_user
+    from proxy.properties import ConfigError
+
+    credentials = tmp_path / "scram.json"
+    add_user(credentials, "carol", "carol-secret", mechanisms=["SCRAM-SHA-256"])
+    props = load_properties(EXAMPLE / "proxy.properties")
+    props.update({
+        "listener.name.external.sasl.enabled.mechanisms": mechanism.upper(),
+        "jaas.config.file": str(EXAMPLE / "kafka_server_jaas.conf"),
+        "sasl.scram.credentials.file": str(credentials),
+        f"listener.name.external.{mechanism}.sasl.server.callback.handler.class": "com.example.LdapCallbackHandler",
+    })  # fmt: skip
+    with pytest.raises(ConfigError, match=f"listener.name.external.{mechanism}.sasl.server.callback.handler.class.*cannot run a Java callback handler"):
+        parse_proxy_config(props)

@@ -126,6 +126,15 @@ def jaas_key(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
 
 
+def refuse_custom_callback_handler(props: Properties, listener: str, mechanism: str) -> None:
+    """A mechanism the proxy checks itself cannot run a broker's Java callback handler: refusing the key keeps an
+    operator's custom check from being silently replaced by the JAAS users."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.server.callback.handler.class"
+    value = props.get(key)
+    if value is not None:
+        raise ConfigError(key, value, f"the proxy checks {mechanism} logins itself and cannot run a Java callback handler")
+
+
 @dataclass(frozen=True)
 class UsernamePasswordLogin:
     """The proxy's login with a username and a password (PLAIN, SCRAM): `start` makes the exchange of one login."""
@@ -200,5 +209,6 @@ __all__ = [
     "jaas_file",
     "jaas_key",
     "jaas_login",
+    "refuse_custom_callback_handler",
     "username_password",
 ]

@@ -7,7 +7,14 @@ import trio
 
 from proxy.net.sasl.client import ClientExchange
 from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_login, username_password
+from proxy.net.sasl.mechanisms import (
+    AuthenticationFailed,
+    ServerExchange,
+    UsernamePasswordLogin,
+    jaas_login,
+    refuse_custom_callback_handler,
+    username_password,
+)
 from proxy.properties import Properties
 
 NAME = "PLAIN"
@@ -101,6 +108,7 @@ class Plain:
     names = (NAME,)
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> PlainServer:
+        refuse_custom_callback_handler(props, listener, NAME)
         # The property, else the JAAS file's <listener>.KafkaServer, else KafkaServer (never merged), as Kafka.
         login = jaas_login(props, listener, NAME)
         return PlainServer(login.users, login.source)

@@ -13,7 +13,15 @@ from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, jaas_file_location
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, jaas_login, username_password
+from proxy.net.sasl.mechanisms import (
+    AuthenticationFailed,
+    ServerExchange,
+    UsernamePasswordLogin,
+    jaas_key,
+    jaas_login,
+    refuse_custom_callback_handler,
+    username_password,
+)
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
@@ -102,6 +110,7 @@ class Scram:
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> ScramServerSide:
         for mechanism in enabled:
+            refuse_custom_callback_handler(props, listener, mechanism)
             # Kafka's SCRAM server reads no JAAS option (users live in the credentials file), but a login it finds must
             # fit: the property (ScramLoginModule), else the JAAS file's <listener>.KafkaServer or KafkaServer entry.
             # With neither the property nor a file, accepted (Kafka would refuse to start).
