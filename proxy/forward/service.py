@@ -269,8 +269,11 @@ class ProxyService:
             session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
         try:
             while not session.closing:
-                # The first request must come as soon as a login's would (connections.preauth.idle.ms).
-                timeout = conn.idle_timeout if session.requests else min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout)
+                # Without a login (PLAINTEXT), the first request is all that shows a Kafka client, so it must come as
+                # soon as a login's would (connections.preauth.idle.ms); after a login, only connections.max.idle.ms
+                # applies, as in Kafka.
+                first = not session.requests and session.mechanism is None
+                timeout = min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout) if first else conn.idle_timeout
                 frame = await conn.receive_frame(timeout)
                 if frame is None:
                     return
