@@ -239,10 +239,12 @@ class ProxyService:
             session.close_cause = login.cause
             return False
         session.principal, session.mechanism = login.result.principal, login.result.mechanism
+        session.authentication_id = login.result.authentication_id
         session.authenticated = True
         if session.mechanism is not None:
             self.metrics.authentications.labels(listener.name, session.mechanism, "success").inc()
-            log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+            proved = f", as {session.authentication_id}" if session.authentication_id is not None else ""
+            log.info("connection %s authenticated as %s (%s%s)", conn.connection_id, session.principal, session.mechanism, proved)
             await self.audit.write(session.event(self.settings.node_id, AUTHENTICATED))
         return True
 

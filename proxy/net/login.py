@@ -49,6 +49,8 @@ LoginEvent = ApiVersionsRequest | LoginFailed | Refused
 class Authenticated:
     principal: Principal
     mechanism: str | None
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
 
 
 def refused_connection(conn: KafkaConnection, listener: ListenerConfig, event: Refused) -> RefusedConnection:
@@ -123,7 +125,7 @@ class Login:
                     if isinstance(event, Reply):
                         await conn.send(event.data)
                     elif isinstance(event, LoggedIn):
-                        self.result = Authenticated(event.principal, event.mechanism)
+                        self.result = Authenticated(event.principal, event.mechanism, event.authentication_id)
                     elif isinstance(event, Close):
                         self.cause = event.cause
                         log.info("connection %s from %s: closed before login (%s)", conn.connection_id, conn.peer.host, event.cause)
@@ -131,7 +133,8 @@ class Login:
                             await trio.sleep(transport.failed_auth_delay)
                     elif isinstance(event, LoginFailed):
                         failure = event.failure
-                        log.info("connection %s from %s: %s login failed: %s", conn.connection_id, conn.peer.host, failure.mechanism, failure.message)
+                        why = f"{failure.message} ({failure.reason})" if failure.reason else failure.message
+                        log.info("connection %s from %s: %s login failed: %s", conn.connection_id, conn.peer.host, failure.mechanism, why)
                         yield event  # audited before the client reads its answer
                     elif isinstance(event, Refused):
                         yield self._refused(event)

@@ -59,6 +59,8 @@ class LoginFailure:
     user: str | None
     message: str
     error_code: int
+    reason: str | None = None
+    """Why, for the log only (the client gets `message`); None when the message says it all."""
 
 
 # -- events -------------------------------------------------------------------------------
@@ -98,6 +100,8 @@ class Refused:
 class LoggedIn:
     principal: Principal
     mechanism: str
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,8 @@ class SaslMachine:
         try:
             challenge = exchange.evaluate(token)
         except AuthenticationFailed as exc:
-            failure = LoginFailure(mechanism, self._attempted_user(mechanism), str(exc), ErrorCode.sasl_authentication_failed)
+            reason = exc.reason if exc.reason != str(exc) else None
+            failure = LoginFailure(mechanism, self._attempted_user(mechanism), str(exc), ErrorCode.sasl_authentication_failed, reason)
             return self._end(LoginFailed(failure), *self._failed(header, str(exc)), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
         # error_message "": SaslAuthenticateResponseData's default, which Kafka leaves on every successful step
         reply = Reply(challenge) if header is None else _respond(header, {"error_code": ErrorCode.none, "error_message": "", "auth_bytes": challenge, "session_lifetime": 0})
@@ -200,7 +205,7 @@ class SaslMachine:
         if refusal is not None:
             refused = Refused(PRIVILEGED_PRINCIPAL, refusal, principal, mechanism)
             return self._end(refused, *self._failed(header, f"Authentication failed: {refusal}"), Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True))
-        return self._end(reply, LoggedIn(principal, mechanism))
+        return self._end(reply, LoggedIn(principal, mechanism, exchange.authentication_id))
 
     def _attempted_user(self, mechanism: str) -> str | None:
         return attempted_user(self.listener.sasl_servers[mechanism], mechanism, self._first_token)
