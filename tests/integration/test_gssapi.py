@@ -1,0 +1,209 @@
+"""SASL/GSSAPI end to end against a real MIT KDC (tests/kdc.py, one per session): python-gssapi clients log in to the
+proxy's listener with tickets from the KDC, the principal reaching the controller is the rules' short name, and the
+audit names both; bad tokens, replays, unknown services and bad settings fail as Kafka fails them. The proxy's own
+GSSAPI login is tested against a Kafka node (tests/interop/test_gssapi_kafka.py)."""
+
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import gssapi
+import pytest
+import trio
+
+from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
+from proxy.config import parse_proxy_config
+from proxy.net.sasl.gssapi_mechanism import NO_SECURITY_LAYER, GssapiServer
+from proxy.properties import ConfigError
+from tests.conftest import OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
+from tests.integration import wire
+from tests.integration.conftest import audit_records
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE, CREATE_TOPICS = 17, 36, 19
+SASL_AUTHENTICATION_FAILED = 58
+KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
+RULES = "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
+TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+
+
+def server_jaas(realm: Realm) -> str:
+    return f'{KRB5} required useKeyTab=true storeKey=true keyTab="{realm.service_keytab}" principal="{realm.service_principal}";'
+
+
+def gssapi_overrides(realm: Realm) -> dict[str, str]:
+    return {
+        "listener.name.client.sasl.enabled.mechanisms": "GSSAPI,PLAIN",
+        "listener.name.client.gssapi.sasl.jaas.config": server_jaas(realm),
+        "sasl.kerberos.service.name": SERVICE,
+        "sasl.kerberos.principal.to.local.rules": RULES,
+    }
+
+
+@pytest.fixture
+async def gssapi_stack(nursery: Any, tmp_path: Path, kerberos_realm: Realm) -> EmbeddedStack:
+    return await start_stack(
+        nursery,
+        tmp_path / "audit",
+        proxy_overrides=gssapi_overrides(kerberos_realm),
+        controller_overrides={"super.users": "User:proxy;User:admin;User:alice;User:bob-admin"},
+    )
+
+
+def client_context(realm: Realm, who: str, service: str = f"{SERVICE}@{SERVICE_HOST}") -> gssapi.SecurityContext:
+    store = {"client_keytab": str(realm.keytabs[who]), "ccache": f"MEMORY:test-{who}"}
+    creds = gssapi.Credentials(name=gssapi.Name(realm.principals[who], gssapi.NameType.kerberos_principal), usage="initiate", store=store)
+    target = gssapi.Name(service, gssapi.NameType.hostbased_service)
+    return gssapi.SecurityContext(name=target, creds=creds, usage="initiate", flags=gssapi.RequirementFlag.mutual_authentication)
+
+
+class Login:
+    """One client's SASL/GSSAPI exchange over a raw socket, token by token, recording what it sent."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.correlation = 1
+        self.sent: list[bytes] = []
+
+    def handshake(self) -> int:
+        self.correlation += 1
+        return int(wire.call(self.sock, SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}, self.correlation).error_code)
+
+    def send(self, token: bytes) -> Any:
+        self.sent.append(token)
+        self.correlation += 1
+        return wire.call(self.sock, SASL_AUTHENTICATE, 2, {"auth_bytes": token}, self.correlation)
+
+    def login(self, context: gssapi.SecurityContext, authzid: bytes | None = None) -> Any:
+        """The whole exchange as RFC 4752 has it (the context, then the wrapped negotiation); the last answer."""
+        assert self.handshake() == 0
+        answer = self.send(context.step() or b"")
+        while not context.complete and answer.error_code == 0:
+            # the last step takes the server's mutual-authentication token; the empty token after it asks for the offer
+            answer = self.send(context.step(bytes(answer.auth_bytes)) or b"")
+        if answer.error_code != 0:
+            return answer
+        layers = context.unwrap(bytes(answer.auth_bytes)).message
+        assert layers[0] & NO_SECURITY_LAYER
+        name = str(context.initiator_name).encode() if authzid is None else authzid
+        return self.send(context.wrap(bytes([NO_SECURITY_LAYER, 0, 0, 0]) + name, encrypt=False).message)
+
+
+def create_topic(sock: socket.socket, name: str, correlation_id: int = 100) -> int:
+    body = wire.call(sock, CREATE_TOPICS, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
+    return int(body.topics[0].error_code)
+
+
+async def test_a_kerberos_client_creates_a_topic_as_its_short_name(gssapi_stack: EmbeddedStack, kerberos_realm: Realm, tmp_path: Path) -> None:
+    def work() -> tuple[int, int]:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            answer = Login(sock).login(client_context(kerberos_realm, "alice"))
+            return int(answer.error_code), create_topic(sock, "kerberos-topic")
+
+    assert await trio.to_thread.run_sync(work) == (0, 0)
+    seen = [(c.api, c.principal, c.resource, c.error_code) for c in gssapi_stack.controller.image.changes]
+    assert ("CreateTopics", "User:alice", "topic:kerberos-topic", 0) in seen
+    records = audit_records(tmp_path / "audit")
+    authenticated = next(r for r in records if r["data"]["stage"] == "authenticated")
+    assert authenticated["data"]["authenticationInfo"]["principal"] == "User:alice"
+    assert authenticated["data"]["authenticationInfo"]["mechanism"] == "GSSAPI"
+    assert authenticated["data"]["authenticationInfo"]["authenticationId"] == kerberos_realm.principals["alice"]
+
+
+async def test_a_principal_the_rules_rename_is_audited_with_both_names(gssapi_stack: EmbeddedStack, kerberos_realm: Realm, tmp_path: Path) -> None:
+    def work() -> tuple[int, int]:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            answer = Login(sock).login(client_context(kerberos_realm, "bob-admin"))
+            return int(answer.error_code), create_topic(sock, "renamed-topic")
+
+    assert await trio.to_thread.run_sync(work) == (0, 0)
+    seen = [(c.api, c.principal, c.resource) for c in gssapi_stack.controller.image.changes]
+    assert ("CreateTopics", "User:bob-admin", "topic:renamed-topic") in seen
+    intent = next(r for r in audit_records(tmp_path / "audit") if r["subject"] == "topic:renamed-topic" and r["data"]["stage"] == "intent")
+    assert intent["data"]["authenticationInfo"]["principal"] == "User:bob-admin"
+    assert intent["data"]["authenticationInfo"]["authenticationId"] == "bob/admin@ENVELOPE.TEST"
+
+
+async def test_the_session_is_capped_by_the_ticket_lifetime(kerberos_realm: Realm) -> None:
+    props = {**proxy_properties(9093, Path("/nonexistent")), **gssapi_overrides(kerberos_realm)}
+    (listener, *_) = parse_proxy_config(props).listeners
+    server = listener.sasl_servers["GSSAPI"]
+    assert isinstance(server, GssapiServer)
+    exchange = server.exchange("GSSAPI")
+    context = client_context(kerberos_realm, "alice")
+    exchange.evaluate(context.step() or b"")
+    assert exchange.authentication_id == kerberos_realm.principals["alice"]
+    expiry = exchange.credential_expiry_ms
+    assert expiry is not None
+    # the KDC's tickets last an hour (plus krb5's clock-skew allowance, at most 5 minutes)
+    assert time.time() * 1000 + 3500_000 < expiry <= time.time() * 1000 + 3900_000 + 1000
+
+
+def _failed_login(stack: EmbeddedStack, steps: Any) -> tuple[int, bool]:
+    with wire.connect(stack.sasl_address) as sock:
+        login = Login(sock)
+        assert login.handshake() == 0
+        answer = steps(login)
+        return int(answer.error_code), wire.is_closed(sock)
+
+
+async def test_garbage_tokens_fail_the_login_and_close(gssapi_stack: EmbeddedStack, tmp_path: Path) -> None:
+    code, closed = await trio.to_thread.run_sync(_failed_login, gssapi_stack, lambda login: login.send(b"\x60\x03garbage"))
+    assert (code, closed) == (SASL_AUTHENTICATION_FAILED, True)
+    failed = [r for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "authentication-failed"]
+    assert failed and failed[0]["data"]["authenticationInfo"]["mechanism"] == "GSSAPI"
+
+
+async def test_a_ticket_for_another_service_fails(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
+    context = client_context(kerberos_realm, "alice", service=f"{OTHER_SERVICE}@{SERVICE_HOST}")
+    code, closed = await trio.to_thread.run_sync(_failed_login, gssapi_stack, lambda login: login.send(context.step() or b""))
+    assert (code, closed) == (SASL_AUTHENTICATION_FAILED, True)
+
+
+async def test_an_authorization_id_other_than_the_authenticated_name_is_refused(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
+    def work() -> int:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            return int(Login(sock).login(client_context(kerberos_realm, "carol"), authzid=b"alice@ENVELOPE.TEST").error_code)
+
+    assert await trio.to_thread.run_sync(work) == SASL_AUTHENTICATION_FAILED
+
+
+async def test_replaying_a_whole_login_fails(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
+    """krb5's replay cache (KRB5RCACHEDIR) knows the first token: the replayed login fails at once."""
+
+    def work() -> tuple[int, int]:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            original = Login(sock)
+            assert int(original.login(client_context(kerberos_realm, "alice")).error_code) == 0
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            replay = Login(sock)
+            assert replay.handshake() == 0
+            for step, token in enumerate(original.sent):
+                code = int(replay.send(token).error_code)
+                if code != 0:
+                    return code, step
+            return 0, len(original.sent)
+
+    code, step = await trio.to_thread.run_sync(work)
+    assert (code, step) == (SASL_AUTHENTICATION_FAILED, 0)
+
+
+def test_bad_settings_are_configuration_errors_naming_the_key(kerberos_realm: Realm, tmp_path: Path) -> None:
+    base = {**proxy_properties(9093, tmp_path), **gssapi_overrides(kerberos_realm)}
+    key = "listener.name.client.gssapi.sasl.jaas.config"
+    missing = base | {key: server_jaas(kerberos_realm).replace(str(kerberos_realm.service_keytab), str(tmp_path / "none.keytab"))}
+    with pytest.raises(ConfigError, match="keyTab is not a readable file") as raised:
+        parse_proxy_config(missing)
+    assert raised.value.key == key
+    wrong_principal = base | {key: server_jaas(kerberos_realm).replace(kerberos_realm.service_principal, "nobody/localhost@ENVELOPE.TEST")}
+    with pytest.raises(ConfigError, match=r"no key for nobody/localhost@ENVELOPE\.TEST") as raised:
+        parse_proxy_config(wrong_principal)
+    assert raised.value.key == key
+    with pytest.raises(ConfigError, match="storeKey=true"):
+        parse_proxy_config(base | {key: server_jaas(kerberos_realm).replace("storeKey=true", "storeKey=false")})
+    with pytest.raises(ConfigError, match="Conflicting serviceName") as raised:
+        parse_proxy_config(base | {key: server_jaas(kerberos_realm).replace(";", ' serviceName="other";')})
+    assert raised.value.key == "sasl.kerberos.service.name"
+    with pytest.raises(ConfigError, match="Invalid rule") as raised:
+        parse_proxy_config(base | {"sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/Q"})
+    assert raised.value.key == "sasl.kerberos.principal.to.local.rules"
