@@ -11,6 +11,7 @@ from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
 SERVICE_HOST = "localhost"
+SERVICE_IP = "127.0.0.1"
 OTHER_SERVICE = "other"
 
 
@@ -50,6 +51,7 @@ def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
         service_keytab = workdir / "service.keytab"
         service = kdc.add_principal(f"{SERVICE}/{SERVICE_HOST}", service_keytab)
         kdc.add_principal(f"{OTHER_SERVICE}/{SERVICE_HOST}")  # a service the proxy holds no key of
+        kdc.add_principal(f"{SERVICE}/{SERVICE_IP}", service_keytab)  # for links opened to 127.0.0.1
         keytabs: dict[str, Path] = {}
         principals: dict[str, str] = {}
         for key, name in (("alice", "alice"), ("bob-admin", "bob/admin"), ("proxy", "proxy"), ("carol", "carol")):

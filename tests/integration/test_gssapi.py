@@ -14,8 +14,9 @@ import trio
 
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
 from proxy.config import parse_proxy_config
-from proxy.net.sasl.gssapi_mechanism import NO_SECURITY_LAYER, GssapiServer
-from proxy.properties import ConfigError
+from proxy.net.sasl.client import LoginFailed
+from proxy.net.sasl.gssapi_mechanism import GSSAPI, NO_SECURITY_LAYER, GssapiServer
+from proxy.properties import ConfigError, Properties
 from tests.conftest import OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
 from tests.integration import wire
 from tests.integration.conftest import audit_records
@@ -207,3 +208,45 @@ def test_bad_settings_are_configuration_errors_naming_the_key(kerberos_realm: Re
     with pytest.raises(ConfigError, match="Invalid rule") as raised:
         parse_proxy_config(base | {"sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/Q"})
     assert raised.value.key == "sasl.kerberos.principal.to.local.rules"
+
+
+async def test_the_proxy_logs_in_to_the_controller_with_its_keytab(nursery: Any, tmp_path: Path, kerberos_realm: Realm) -> None:
+    """The embedded controller serves GSSAPI with the same module; the proxy asks the KDC for a ticket to kafka@127.0.0.1
+    with its own keytab, and the controller sees User:proxy forwarding User:alice."""
+    realm = kerberos_realm
+    controller_jaas = server_jaas(realm).replace(realm.service_principal, realm.kdc.principal(f"{SERVICE}/127.0.0.1"))
+    proxy_jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["proxy"]}" principal="{realm.principals["proxy"]}";'
+    stack = await start_stack(
+        nursery,
+        tmp_path / "audit",
+        proxy_overrides={
+            **gssapi_overrides(realm),
+            "sasl.mechanism.controller.protocol": "GSSAPI",
+            "listener.name.controller.gssapi.sasl.jaas.config": proxy_jaas,
+        },
+        controller_overrides={
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "listener.name.controller.gssapi.sasl.jaas.config": controller_jaas,
+            "sasl.kerberos.service.name": SERVICE,
+            "super.users": "User:proxy;User:alice",
+        },
+    )
+
+    def work() -> tuple[int, int]:
+        with wire.connect(stack.sasl_address) as sock:
+            answer = Login(sock).login(client_context(realm, "alice"))
+            return int(answer.error_code), create_topic(sock, "upstream-kerberos")
+
+    assert await trio.to_thread.run_sync(work) == (0, 0)
+    seen = [(c.api, c.principal, c.forwarded_by, c.resource) for c in stack.controller.image.changes]
+    assert ("CreateTopics", "User:alice", "User:proxy", "topic:upstream-kerberos") in seen
+
+
+async def test_a_proxy_principal_without_a_key_fails_its_upstream_login(kerberos_realm: Realm) -> None:
+    realm = kerberos_realm
+    # carol's name with alice's keytab (the login's memory cache holds no ticket of carol's: no test logs in as her with it)
+    jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["alice"]}" principal="{realm.principals["carol"]}";'
+    login = GSSAPI.client(Properties({"listener.name.controller.gssapi.sasl.jaas.config": jaas, "sasl.kerberos.service.name": SERVICE}), "CONTROLLER", "GSSAPI")
+
+    with pytest.raises(LoginFailed, match=r"GSSAPI login of carol@ENVELOPE\.TEST"):
+        await login.exchange("127.0.0.1")
