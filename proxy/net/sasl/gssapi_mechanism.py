@@ -274,11 +274,14 @@ class GssapiLogin:
     """The proxy's login to the controllers with its keytab and principal."""
 
     login: KeytabLogin
+    short_name: str | None = None
+    """The proxy's name by the configured principal.to.local rules: what the controllers call it if theirs are the same
+    (their own rules decide); None when no rule applies."""
     mechanism: str = NAME
 
     @property
     def user(self) -> str | None:
-        return None  # the controller's own rules make the short name
+        return self.short_name
 
     def effective(self) -> dict[str, object]:
         return {f"gssapi.{key}": value for key, value in self.login.effective().items()}
@@ -326,7 +329,12 @@ class Gssapi:
 
     def client(self, props: Properties, listener: str, mechanism: str) -> GssapiLogin:
         jaas = jaas_login(props, listener, NAME, role="client", environ=self._environ)
-        return GssapiLogin(keytab_login(props, listener, jaas, role="client"))
+        login = keytab_login(props, listener, jaas, role="client")
+        try:
+            short_name: str | None = short_namer(props, listener).short_name(KerberosName.parse(login.principal))
+        except NoMatchingRule:
+            short_name = None
+        return GssapiLogin(login, short_name)
 
 
 GSSAPI = Gssapi()
