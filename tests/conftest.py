@@ -13,6 +13,7 @@ SERVICE = "kafka"
 SERVICE_HOST = "localhost"
 SERVICE_IP = "127.0.0.1"
 OTHER_SERVICE = "other"
+BRIEF_TICKET_SECONDS = 4
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Realm:
     """kafka/localhost@REALM: the proxy's listeners (and the Kafka node's controller listener) accept it."""
     service_keytab: Path
     keytabs: dict[str, Path]
-    """Short key (alice, bob-admin, proxy, carol) -> its keytab."""
+    """Short key (alice, bob-admin, proxy, carol, brief: tickets of BRIEF_TICKET_SECONDS) -> its keytab."""
     principals: dict[str, str]
 
 
@@ -57,6 +58,8 @@ def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
         for key, name in (("alice", "alice"), ("bob-admin", "bob/admin"), ("proxy", "proxy"), ("carol", "carol")):
             keytabs[key] = workdir / f"{key}.keytab"
             principals[key] = kdc.add_principal(name, keytabs[key])
+        keytabs["brief"] = workdir / "brief.keytab"  # tickets that expire within the test that uses them
+        principals["brief"] = kdc.add_principal("brief", keytabs["brief"], max_life=f"{BRIEF_TICKET_SECONDS} seconds")
         with pytest.MonkeyPatch.context() as patch:
             for name in ("KRB5_CONFIG", "KRB5RCACHEDIR"):
                 patch.setenv(name, kdc.env[name])

@@ -17,7 +17,7 @@ from proxy.config import parse_proxy_config
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.gssapi_mechanism import GSSAPI, NO_SECURITY_LAYER, GssapiServer
 from proxy.properties import ConfigError, Properties
-from tests.conftest import OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
+from tests.conftest import BRIEF_TICKET_SECONDS, OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 
@@ -250,3 +250,40 @@ async def test_a_proxy_principal_without_a_key_fails_its_upstream_login(kerberos
 
     with pytest.raises(LoginFailed, match=r"GSSAPI login of carol@ENVELOPE\.TEST"):
         await login.exchange("127.0.0.1")
+
+
+async def test_an_expired_ticket_fails_and_the_proxys_own_login_gets_a_fresh_one(
+    gssapi_stack: EmbeddedStack, kerberos_realm: Realm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """krb5 accepts a ticket until its end time plus `clockskew`: this test's krb5.conf allows 3 s, and `brief`'s tickets
+    last 4 s. A login whose ticket has expired is refused; the GSSAPI login the proxy uses upstream, asked again after
+    expiry, takes a fresh ticket from its keytab and succeeds."""
+    realm, skew = kerberos_realm, 3
+    short_skew = tmp_path / "krb5-short-skew.conf"
+    short_skew.write_text(realm.kdc.krb5_conf.read_text().replace("[libdefaults]\n", f"[libdefaults]\n clockskew = {skew}\n"))
+    monkeypatch.setenv("KRB5_CONFIG", str(short_skew))
+    jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["brief"]}" principal="{realm.principals["brief"]}";'
+    login = GSSAPI.client(Properties({"listener.name.controller.gssapi.sasl.jaas.config": jaas, "sasl.kerberos.service.name": SERVICE}), "CONTROLLER", "GSSAPI")
+
+    def attempt(exchange: Any) -> int:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            raw = Login(sock)
+            assert raw.handshake() == 0
+            token: bytes | None = exchange.initial()
+            while token is not None:
+                answer = raw.send(token)
+                if answer.error_code != 0:
+                    return int(answer.error_code)
+                token = exchange.respond(bytes(answer.auth_bytes))
+            return 0
+
+    first = await login.exchange(SERVICE_HOST)
+    stale = await login.exchange(SERVICE_HOST)  # made now, with the same ticket, presented after it expired
+    issued = time.monotonic()
+    assert await trio.to_thread.run_sync(attempt, first) == 0
+    await trio.sleep(max(0.0, issued + BRIEF_TICKET_SECONDS + skew + 1.5 - time.monotonic()))
+    with caplog.at_level("INFO", logger="proxy.net.login"):
+        assert await trio.to_thread.run_sync(attempt, stale) == SASL_AUTHENTICATION_FAILED
+    assert "Ticket expired" in caplog.text
+    fresh = await login.exchange(SERVICE_HOST)
+    assert await trio.to_thread.run_sync(attempt, fresh) == 0
