@@ -2,7 +2,7 @@
 proxy with Kerberos, and the proxy logs in with its own keytab to the node's CONTROLLER listener, which has GSSAPI.
 
 The node (one for this module) keeps SASL/PLAIN for its own broker-to-controller link and for the test's direct
-reads; its CONTROLLER listener also enables GSSAPI with the service key kafka/localhost and the same
+reads; its BROKER listener (for direct Kerberos clients, to compare with) and CONTROLLER listener also enable GSSAPI with the service key kafka/localhost and the same
 principal.to.local rules as the proxy. Everything talks to `localhost`, the host the service principal names.
 confluent-kafka cannot take part: its wheel's librdkafka is built without GSSAPI (`builtin.features` lacks
 sasl_gssapi; asking for it fails with "No provider for SASL mechanism GSSAPI ... Current build options: PLAIN SASL_SCRAM
@@ -52,6 +52,8 @@ def kerberos_node(tmp_path_factory: pytest.TempPathFactory, kerberos_realm: Real
     extra = {
         "listener.name.controller.sasl.enabled.mechanisms": "PLAIN,GSSAPI",
         "listener.name.controller.gssapi.sasl.jaas.config": server_jaas(kerberos_realm),
+        "listener.name.broker.sasl.enabled.mechanisms": "PLAIN,GSSAPI",  # direct clients, to compare
+        "listener.name.broker.gssapi.sasl.jaas.config": server_jaas(kerberos_realm),
         "sasl.kerberos.service.name": SERVICE,
         "sasl.kerberos.principal.to.local.rules": RULES,
     }
@@ -109,68 +111,78 @@ def _topic_exists(node: KafkaNode, topic: str) -> bool:
     return topic in metadata.topics
 
 
-def _grant_create(node: KafkaNode, principal: str) -> None:
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
+def _grant(node: KafkaNode, *bindings: Any) -> None:
+    from confluent_kafka.admin import AdminClient
 
-    binding = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, principal, "*", AclOperation.CREATE, AclPermissionType.ALLOW)
     admin = AdminClient(node.client_config("admin"))  # kept: the futures need their client alive
-    for future in admin.create_acls([binding]).values():
+    for future in admin.create_acls(list(bindings)).values():
         future.result(timeout=30)
 
 
-async def test_java_admin_client_and_cli_tools_log_in_with_kerberos(
+def _acls(allowed: str, other_host: str) -> list[Any]:
+    """alice may create topics starting with `allowed` from any host and those starting with `other_host` only from
+    127.0.0.2 (the tests connect from 127.0.0.1); bob-admin may create any topic; carol nothing. The node's
+    authorizer decides for the proxy's forwarded principal and address as for a direct client."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    create, allow = AclOperation.CREATE, AclPermissionType.ALLOW
+    return [
+        AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.PREFIXED, "User:alice", "*", create, allow),
+        AclBinding(ResourceType.TOPIC, other_host, ResourcePatternType.PREFIXED, "User:alice", "127.0.0.2", create, allow),
+        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:bob-admin", "*", create, allow),
+    ]
+
+
+async def test_java_clients_log_in_with_kerberos_and_get_kafkas_decisions(
     gssapi_proxy: Any, kerberos_node: KafkaNode, kerberos_realm: Realm, tmp_path: Path
 ) -> None:
+    """The same programs with the same keytabs, through the proxy and straight to the node's broker listener (which
+    has GSSAPI too): the same outcomes, and through the proxy the audit names both the short and the Kerberos name."""
     realm = kerberos_realm
     if shutil.which("javac") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("javac not installed (required when CI=true)")
         pytest.skip("javac not installed: the Java AdminClient program cannot be compiled")
     lib = f"{_kafka_lib('the Java AdminClient')}/*"
-    bootstrap = f"{SERVICE_HOST}:{gssapi_proxy.listener('CLIENT').port}"
+    proxy = f"{SERVICE_HOST}:{gssapi_proxy.listener('CLIENT').port}"
+    direct = kerberos_node.broker_address
     classes = tmp_path / "classes"
-    java_topic, cli_topic, renamed_topic, denied_topic = unique("krb-java"), unique("krb-cli"), unique("krb-renamed"), unique("krb-denied")
+    alice_prefix, other_host_prefix = unique("krb-alice"), unique("krb-other-host")
+    _grant(kerberos_node, *_acls(alice_prefix, other_host_prefix))
+
+    def run(who: str, bootstrap: str, *topics: str) -> list[str]:
+        config = _client_properties(tmp_path / bootstrap.replace(":", "-"), realm, who, bootstrap)
+        done = _java(realm, f"{classes}:{lib}", "ConfiguredAdmin", str(config), *topics, cwd=tmp_path)
+        outcomes = [line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.split(" ", 1)[0] in topics]
+        return outcomes or [done.stderr[-2000:]]
 
     def work() -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        _grant_create(kerberos_node, "User:alice")  # the node's ACLs decide, for the short names the proxy forwards
-        _grant_create(kerberos_node, "User:bob-admin")
         compiled = subprocess.run(["javac", "-cp", lib, "-d", str(classes), str(JAVA_SOURCE)], capture_output=True, text=True, timeout=TOOL_TIMEOUT, check=False)
         assert compiled.returncode == 0, compiled.stderr
-        done = _java(realm, f"{classes}:{lib}", "ConfiguredAdmin", str(_client_properties(tmp_path, realm, "alice", bootstrap)), java_topic, cwd=tmp_path)
-        seen["java alice"] = done.stdout.strip() or done.stderr[-2000:]
-        done = _java(realm, f"{classes}:{lib}", "ConfiguredAdmin", str(_client_properties(tmp_path, realm, "bob-admin", bootstrap)), renamed_topic, cwd=tmp_path)
-        seen["java bob/admin"] = done.stdout.strip() or done.stderr[-2000:]
-        done = _java(realm, f"{classes}:{lib}", "ConfiguredAdmin", str(_client_properties(tmp_path, realm, "carol", bootstrap)), denied_topic, cwd=tmp_path)
-        seen["java carol"] = done.stdout.strip().split(":")[0]
-        config = _client_properties(tmp_path, realm, "alice", bootstrap)
-        args = ["--bootstrap-server", bootstrap, "--command-config", str(config), "--create", "--topic", cli_topic, "--partitions", "1", "--replication-factor", "1"]
+        seen: dict[str, Any] = {}
+        for path, bootstrap in (("proxy", proxy), ("direct", direct)):
+            (tmp_path / bootstrap.replace(":", "-")).mkdir()
+            seen[f"{path} alice"] = run("alice", bootstrap, f"{alice_prefix}-{path}", f"{other_host_prefix}-{path}")
+            seen[f"{path} bob/admin"] = run("bob-admin", bootstrap, unique("krb-renamed"))
+            seen[f"{path} carol"] = run("carol", bootstrap, unique("krb-carol"))
+        config = _client_properties(tmp_path, realm, "alice", proxy)
+        topic = f"{alice_prefix}-cli"
+        args = ["--bootstrap-server", proxy, "--command-config", str(config), "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1"]
         done = _java(realm, lib, TOPICS, *args, cwd=tmp_path)
-        seen["cli alice"] = (done.returncode, f"Created topic {cli_topic}." in done.stdout + done.stderr)
-        for topic in (java_topic, cli_topic, renamed_topic):
-            seen[f"exists {topic}"] = poll(lambda t=topic: _topic_exists(kerberos_node, t), bool, 30)
-        seen[f"exists {denied_topic}"] = _topic_exists(kerberos_node, denied_topic)
+        seen["cli alice"] = (done.returncode, f"Created topic {topic}." in done.stdout + done.stderr, poll(lambda: _topic_exists(kerberos_node, topic), bool, 30))
         return seen
 
     seen = await trio.to_thread.run_sync(work)
+    expected = {"alice": ["OK", "TopicAuthorizationException"], "bob/admin": ["OK"], "carol": ["TopicAuthorizationException"]}
     assert seen == {
-        "java alice": "create OK",
-        "java bob/admin": "create OK",
-        "java carol": "create TopicAuthorizationException",
-        "cli alice": (0, True),
-        f"exists {java_topic}": True,
-        f"exists {cli_topic}": True,
-        f"exists {renamed_topic}": True,
-        f"exists {denied_topic}": False,
+        **{f"{path} {who}": outcome for path in ("proxy", "direct") for who, outcome in expected.items()},
+        "cli alice": (0, True, True),
     }
     records = audit_records(tmp_path / "audit")
-    intents = {r["subject"]: r["data"]["authenticationInfo"] for r in records if r["data"]["stage"] == "intent"}
-    assert intents[f"topic:{java_topic}"]["principal"] == "User:alice"
-    assert intents[f"topic:{java_topic}"]["authenticationId"] == "alice@ENVELOPE.TEST"
-    assert intents[f"topic:{renamed_topic}"] == {**intents[f"topic:{renamed_topic}"], "principal": "User:bob-admin", "authenticationId": "bob/admin@ENVELOPE.TEST"}
-    assert intents[f"topic:{denied_topic}"]["principal"] == "User:carol"
-    forwarded = {r["data"]["forwardingPrincipal"] for r in records if r["data"]["stage"] == "intent"}
-    assert forwarded == {"User:proxy"}
+    intents = [r["data"]["authenticationInfo"] for r in records if r["data"]["stage"] == "intent"]
+    names = {(info["principal"], info.get("authenticationId")) for info in intents}
+    assert names == {("User:alice", "alice@ENVELOPE.TEST"), ("User:bob-admin", "bob/admin@ENVELOPE.TEST"), ("User:carol", "carol@ENVELOPE.TEST")}
+    assert {r["data"]["forwardingPrincipal"] for r in records if r["data"]["stage"] == "intent"} == {"User:proxy"}
 
 
 def test_confluent_kafkas_wheel_has_no_gssapi() -> None:

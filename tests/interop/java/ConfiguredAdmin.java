@@ -1,8 +1,9 @@
 // A Java AdminClient configured from a properties file (any security settings, e.g. GSSAPI with a keytab), that
-// creates one topic and prints "create OK" or "create <ExceptionClass>: <message>".
+// creates each topic named after it, one at a time, and prints "<topic> OK" or "<topic> <ExceptionClass>" for each.
 
 import java.io.FileInputStream;
 import java.io.InputStream;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
@@ -20,12 +21,15 @@ public final class ConfiguredAdmin {
         try (InputStream in = new FileInputStream(args[0])) {
             props.load(in);
         }
-        String topic = args[1];
         try (Admin admin = Admin.create(props)) {
-            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
-            System.out.println("create OK");
-        } catch (ExecutionException e) {
-            System.out.println("create " + e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+            for (String topic : Arrays.asList(args).subList(1, args.length)) {
+                try {
+                    admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
+                    System.out.println(topic + " OK");
+                } catch (ExecutionException e) {
+                    System.out.println(topic + " " + e.getCause().getClass().getSimpleName());
+                }
+            }
         }
     }
 }
