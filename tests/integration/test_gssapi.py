@@ -287,3 +287,38 @@ async def test_an_expired_ticket_fails_and_the_proxys_own_login_gets_a_fresh_one
     assert "Ticket expired" in caplog.text
     fresh = await login.exchange(SERVICE_HOST)
     assert await trio.to_thread.run_sync(attempt, fresh) == 0
+
+
+async def test_an_unreachable_kdc_fails_the_proxys_login_without_stalling_the_event_loop(
+    kerberos_realm: Realm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    realm = kerberos_realm
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    port = closed.getsockname()[1]
+    unreachable = tmp_path / "krb5-no-kdc.conf"
+    unreachable.write_text(realm.kdc.krb5_conf.read_text().replace(f"127.0.0.1:{realm.kdc.port}", f"127.0.0.1:{port}"))
+    monkeypatch.setenv("KRB5_CONFIG", str(unreachable))
+    # bob/admin: no GSSAPI login of the proxy's kind has cached a ticket of his in this process
+    jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["bob-admin"]}" principal="{realm.principals["bob-admin"]}";'
+    login = GSSAPI.client(Properties({"listener.name.controller.gssapi.sasl.jaas.config": jaas, "sasl.kerberos.service.name": SERVICE}), "CONTROLLER", "GSSAPI")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.sleep(0.001)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tick)
+            with trio.fail_after(60), pytest.raises(LoginFailed, match="Cannot contact any KDC"):
+                try:
+                    await login.exchange(SERVICE_HOST)
+                finally:
+                    during = ticks  # 0 if the exchange had blocked the loop: `tick` had not run yet
+            nursery.cancel_scope.cancel()
+    finally:
+        closed.close()
+    assert during > 0  # the event loop ran while krb5 tried the KDC in a worker thread
