@@ -51,11 +51,12 @@ async def gssapi_stack(nursery: Any, tmp_path: Path, kerberos_realm: Realm) -> E
     )
 
 
-def client_context(realm: Realm, who: str, service: str = f"{SERVICE}@{SERVICE_HOST}") -> gssapi.SecurityContext:
+def client_context(realm: Realm, who: str, service: str = f"{SERVICE}@{SERVICE_HOST}", *, mutual: bool = True) -> gssapi.SecurityContext:
     store = {"client_keytab": str(realm.keytabs[who]), "ccache": f"MEMORY:test-{who}"}
     creds = gssapi.Credentials(name=gssapi.Name(realm.principals[who], gssapi.NameType.kerberos_principal), usage="initiate", store=store)
     target = gssapi.Name(service, gssapi.NameType.hostbased_service)
-    return gssapi.SecurityContext(name=target, creds=creds, usage="initiate", flags=gssapi.RequirementFlag.mutual_authentication)
+    flags = gssapi.RequirementFlag.mutual_authentication if mutual else gssapi.RequirementFlag.out_of_sequence_detection
+    return gssapi.SecurityContext(name=target, creds=creds, usage="initiate", flags=flags)
 
 
 class Login:
@@ -109,6 +110,16 @@ async def test_a_kerberos_client_creates_a_topic_as_its_short_name(gssapi_stack:
     assert authenticated["data"]["authenticationInfo"]["principal"] == "User:alice"
     assert authenticated["data"]["authenticationInfo"]["mechanism"] == "GSSAPI"
     assert authenticated["data"]["authenticationInfo"]["authenticationId"] == kerberos_realm.principals["alice"]
+
+
+async def test_without_mutual_authentication_the_offer_follows_the_first_token(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
+    def work() -> tuple[int, int, int]:
+        with wire.connect(gssapi_stack.sasl_address) as sock:
+            login = Login(sock)
+            answer = login.login(client_context(kerberos_realm, "alice", mutual=False))
+            return int(answer.error_code), len(login.sent), create_topic(sock, "no-mutual-topic")
+
+    assert await trio.to_thread.run_sync(work) == (0, 2, 0)  # the AP-REQ, then the security-layer answer
 
 
 async def test_a_principal_the_rules_rename_is_audited_with_both_names(gssapi_stack: EmbeddedStack, kerberos_realm: Realm, tmp_path: Path) -> None:

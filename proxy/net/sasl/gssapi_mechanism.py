@@ -163,6 +163,8 @@ class GssapiExchange:
             lifetime = self._context.lifetime  # seconds the client's ticket is still valid
             self.credential_expiry_ms = int((time.time() + lifetime) * 1000)
             self._stage = "established"
+            if not reply:
+                return self._offer()  # no mutual-authentication token to send first: the offer goes now, as in the JDK
         return reply or b""
 
     def _offer(self) -> bytes:
