@@ -25,7 +25,7 @@ class Realm:
     """kafka/localhost@REALM: the proxy's listeners (and the Kafka node's controller listener) accept it."""
     service_keytab: Path
     keytabs: dict[str, Path]
-    """Short key (alice, bob-admin, proxy, carol, brief: tickets of BRIEF_TICKET_SECONDS) -> its keytab."""
+    """Short key (alice, bob-admin, proxy, carol; brief and renewing: tickets of BRIEF_TICKET_SECONDS) -> its keytab."""
     principals: dict[str, str]
 
 
@@ -58,8 +58,9 @@ def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
         for key, name in (("alice", "alice"), ("bob-admin", "bob/admin"), ("proxy", "proxy"), ("carol", "carol")):
             keytabs[key] = workdir / f"{key}.keytab"
             principals[key] = kdc.add_principal(name, keytabs[key])
-        keytabs["brief"] = workdir / "brief.keytab"  # tickets that expire within the test that uses them
-        principals["brief"] = kdc.add_principal("brief", keytabs["brief"], max_life=f"{BRIEF_TICKET_SECONDS} seconds")
+        for key in ("brief", "renewing"):  # tickets that expire within the test that uses them (one test each)
+            keytabs[key] = workdir / f"{key}.keytab"
+            principals[key] = kdc.add_principal(key, keytabs[key], max_life=f"{BRIEF_TICKET_SECONDS} seconds")
         with pytest.MonkeyPatch.context() as patch:
             for name in ("KRB5_CONFIG", "KRB5RCACHEDIR"):
                 patch.setenv(name, kdc.env[name])

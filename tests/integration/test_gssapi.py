@@ -333,3 +333,27 @@ async def test_an_unreachable_kdc_fails_the_proxys_login_without_stalling_the_ev
     finally:
         closed.close()
     assert during > 0  # the event loop ran while krb5 tried the KDC in a worker thread
+
+
+async def test_the_proxys_own_login_renews_its_ticket_past_half_its_lifetime(kerberos_realm: Realm) -> None:
+    """krb5 replaces a ticket taken from a keytab once half its lifetime has passed: a login after that presents a
+    new ticket, ending later, while the old one is still valid."""
+    realm = kerberos_realm
+    props = {**proxy_properties(9093, Path("/nonexistent")), **gssapi_overrides(realm)}
+    (listener, *_) = parse_proxy_config(props).listeners
+    server = listener.sasl_servers["GSSAPI"]
+    assert isinstance(server, GssapiServer)
+    jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["renewing"]}" principal="{realm.principals["renewing"]}";'
+    login = GSSAPI.client(Properties({"listener.name.controller.gssapi.sasl.jaas.config": jaas, "sasl.kerberos.service.name": SERVICE}), "CONTROLLER", "GSSAPI")
+
+    async def ticket_end() -> int:
+        exchange = server.exchange("GSSAPI")
+        exchange.evaluate((await login.exchange(SERVICE_HOST)).initial())
+        assert exchange.credential_expiry_ms is not None
+        return exchange.credential_expiry_ms
+
+    first = await ticket_end()
+    issued = time.monotonic()
+    assert await ticket_end() == pytest.approx(first, abs=50)  # the same ticket while it is young
+    await trio.sleep(max(0.0, issued + BRIEF_TICKET_SECONDS * 0.6 - time.monotonic()))
+    assert await ticket_end() >= first + BRIEF_TICKET_SECONDS * 0.5 * 1000
