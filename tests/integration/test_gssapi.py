@@ -3,6 +3,7 @@ proxy's listener with tickets from the KDC, the principal reaching the controlle
 audit names both; bad tokens, replays, unknown services and bad settings fail as Kafka fails them. The proxy's own
 GSSAPI login is tested against a Kafka node (tests/interop/test_gssapi_kafka.py)."""
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -357,3 +358,23 @@ async def test_the_proxys_own_login_renews_its_ticket_past_half_its_lifetime(ker
     assert await ticket_end() == pytest.approx(first, abs=50)  # the same ticket while it is young
     await trio.sleep(max(0.0, issued + BRIEF_TICKET_SECONDS * 0.6 - time.monotonic()))
     assert await ticket_end() >= first + BRIEF_TICKET_SECONDS * 0.5 * 1000
+
+
+def test_check_config_shows_the_listeners_kerberos_settings(kerberos_realm: Realm, tmp_path: Path) -> None:
+    realm = kerberos_realm
+    jaas = f'{KRB5} required useKeyTab=true keyTab="{realm.keytabs["proxy"]}" principal="{realm.principals["proxy"]}";'
+    props = {
+        **proxy_properties(9093, tmp_path),
+        **gssapi_overrides(realm),
+        "sasl.mechanism.controller.protocol": "GSSAPI",
+        "listener.name.controller.gssapi.sasl.jaas.config": jaas,
+    }
+    config = parse_proxy_config(props)
+    shown = json.loads(json.dumps(config.effective()))
+    client = next(listener for listener in shown["listeners"] if listener.get("gssapi.principal"))
+    assert client["gssapi.principal"] == realm.service_principal
+    assert client["gssapi.keyTab"] == str(realm.service_keytab)
+    assert client["gssapi.service.name"] == SERVICE
+    assert client["gssapi.sasl.kerberos.principal.to.local.rules"] == "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
+    assert config.upstream.login is not None and config.upstream.login.user == "proxy"
+    assert realm.principals["proxy"] in json.dumps(shown)
