@@ -5,13 +5,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit bench-forwarding bench-soak fuzz clean
+.PHONY: demo test lint typecheck layers tools krb5 kafka kafka-jars deploy-check bench-audit bench-forwarding bench-soak fuzz clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,test]'
 	touch $(STAMP)
+
+# MIT krb5: python-gssapi builds against libkrb5-dev, and the GSSAPI tests run a KDC of their own (krb5-kdc,
+# kdb5_util and kadmin.local). Installed when missing and we may (root), before the venv; otherwise those tests skip locally.
+krb5:
+	@command -v krb5-config >/dev/null && command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends krb5-kdc krb5-admin-server krb5-user libkrb5-dev) >/dev/null 2>&1; } || echo "MIT krb5 not installed (Debian packages krb5-kdc krb5-admin-server krb5-user libkrb5-dev): python-gssapi cannot build and the Kerberos tests will be skipped (fail when CI=true)"
 
 # kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
 tools:

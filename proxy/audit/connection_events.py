@@ -42,6 +42,7 @@ class ConnectionEvent:
     endpoint: Endpoint
     principal: str | None = None
     mechanism: str | None = None
+    authentication_id: str | None = None
     authorization: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     timings: dict[str, float] | None = None
@@ -63,6 +64,7 @@ class ConnectionEvent:
                 "mechanism": self.mechanism,
                 "listener": where.listener,
                 "securityProtocol": where.security_protocol,
+                **({"authenticationId": self.authentication_id} if self.authentication_id is not None else {}),
             },
             "forwardingPrincipal": None,
             "requestMetadata": {

@@ -40,6 +40,8 @@ class Caller:
     connection_id: str
     software_name: str | None
     software_version: str | None
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name); recorded only then."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,7 @@ class RequestAudit:
                 "mechanism": caller.mechanism,
                 "listener": caller.listener,
                 "securityProtocol": caller.security_protocol,
+                **({"authenticationId": caller.authentication_id} if caller.authentication_id is not None else {}),
             },
             "forwardingPrincipal": forwarding.principal if forwarding else None,
             "requestMetadata": {

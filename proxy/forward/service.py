@@ -251,11 +251,13 @@ class ProxyService:
             session.close_cause = login.cause
             return False
         session.principal, session.mechanism = login.result.principal, login.result.mechanism
+        session.authentication_id = login.result.authentication_id
         session.authenticated = True
         session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
         if session.mechanism is not None:
             self.metrics.authentications.labels(listener.name, session.mechanism, "success").inc()
-            log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+            proved = f", as {session.authentication_id}" if session.authentication_id is not None else ""
+            log.info("connection %s authenticated as %s (%s%s)", conn.connection_id, session.principal, session.mechanism, proved)
             await self.audit.write(session.event(self.settings.node_id, AUTHENTICATED))
         return True
 

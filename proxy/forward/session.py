@@ -29,6 +29,8 @@ class Session:
     listener: ListenerConfig
     principal: Principal = ANONYMOUS
     mechanism: str | None = None
+    authentication_id: str | None = None
+    """The name the client's credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
     software_name: str | None = None
     software_version: str | None = None
     client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
@@ -68,12 +70,13 @@ class Session:
 
     def caller(self) -> Caller:
         """This client as its request records name it; made again only when the login or ApiVersions changed it."""
-        key = (self.principal, self.mechanism, self.software_name, self.software_version)
+        key = (self.principal, self.mechanism, self.authentication_id, self.software_name, self.software_version)
         if self._caller is not None and self._caller[0] == key:
             return self._caller[1]
         caller = Caller(
             principal=str(self.principal),
             mechanism=self.mechanism,
+            authentication_id=self.authentication_id,
             listener=self.listener.name,
             security_protocol=self.listener.security_protocol,
             address=str(self.client_address),
@@ -99,6 +102,7 @@ class Session:
             self.endpoint(),
             principal=principal,
             mechanism=self.mechanism if principal is not None else None,
+            authentication_id=self.authentication_id if principal is not None else None,
             cause=cause,
             duration_ms=(time.monotonic() - self.opened) * 1000 if closing else None,
             requests=self.requests if closing else None,

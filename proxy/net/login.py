@@ -65,6 +65,9 @@ class Authenticated:
     session_lifetime_ms: int | None = None
     """KIP-368: how long the session lasts before it must re-authenticate; None: it does not expire."""
 
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
+
 
 class SessionStep(Enum):
     SERVE = "serve"
@@ -189,7 +192,7 @@ class Login:
                     if isinstance(event, Reply):
                         await conn.send(event.data)
                     elif isinstance(event, LoggedIn):
-                        self.result = Authenticated(event.principal, event.mechanism, event.session_lifetime_ms)
+                        self.result = Authenticated(event.principal, event.mechanism, event.session_lifetime_ms, event.authentication_id)
                     elif isinstance(event, Close):
                         self.cause = event.cause
                         log.info("connection %s from %s: closed before login (%s)", conn.connection_id, conn.peer.host, event.cause)
@@ -197,7 +200,8 @@ class Login:
                             await trio.sleep(transport.failed_auth_delay)
                     elif isinstance(event, LoginFailed):
                         failure = event.failure
-                        log.info("connection %s from %s: %s login failed: %s", conn.connection_id, conn.peer.host, failure.mechanism, failure.message)
+                        why = f"{failure.message} ({failure.reason})" if failure.reason else failure.message
+                        log.info("connection %s from %s: %s login failed: %s", conn.connection_id, conn.peer.host, failure.mechanism, why)
                         yield event  # audited before the client reads its answer
                     elif isinstance(event, Refused):
                         yield self._refused(event)

@@ -38,7 +38,7 @@ CLIENT_ID = "envelope-proxy"
 _RECEIVE_SIZE = 65536
 # Kafka's SaslClientAuthenticator re-authenticates at a random point in this share of the session's lifetime.
 _REAUTH_WINDOW = (0.85, 0.95)
-_SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one, OAUTHBEARER one (two after an error); a server asking for more is not following the mechanism
+_SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one, OAUTHBEARER one (two after an error), GSSAPI three; a server asking for more is not following the mechanism
 
 
 class UpstreamUnavailable(Exception):
@@ -205,7 +205,10 @@ class Link:
             raise UpstreamAuthenticationError(
                 f"{self.server.address} does not accept SASL mechanism {mechanism}: enabled {list(answer.mechanisms)}"
             )
-        login = await login_settings.exchange()
+        try:
+            login = await login_settings.exchange(self.server.host)
+        except LoginFailed as exc:
+            raise UpstreamAuthenticationError(f"the proxy's own {mechanism} login to {self.server.address} could not start: {exc}") from None
         token: bytes | None = login.initial()
         for _ in range(_SASL_ROUND_TRIPS):
             if token is None:
@@ -218,6 +221,8 @@ class Link:
                 token = login.respond(bytes(result.auth_bytes))
             except LoginFailed as exc:
                 raise UpstreamAuthenticationError(f"the proxy's own {mechanism} login to {self.server.address} failed: {exc}") from None
+        if token is None:
+            return  # the last answer completed the login
         raise UpstreamAuthenticationError(f"the {mechanism} exchange with {self.server.address} did not complete")
 
     def _session_lifetime(self, seconds: float) -> None:

@@ -76,6 +76,8 @@ class LoginFailure:
     user: str | None
     message: str
     error_code: int
+    reason: str | None = None
+    """Why, for the log only (the client gets `message`); None when the message says it all."""
 
 
 # -- events -------------------------------------------------------------------------------
@@ -117,6 +119,8 @@ class LoggedIn:
     mechanism: str
     session_lifetime_ms: int | None = None
     """How long the session lasts before it must re-authenticate (KIP-368); None: it does not expire."""
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,8 @@ class SaslMachine:
                 )
         except AuthenticationFailed as exc:
             message = self._worded(str(exc))
-            failure = LoginFailure(mechanism, self._attempted_user(mechanism), message, ErrorCode.sasl_authentication_failed)
+            reason = exc.reason if exc.reason != str(exc) else None
+            failure = LoginFailure(mechanism, self._attempted_user(mechanism), message, ErrorCode.sasl_authentication_failed, reason)
             return self._end(LoginFailed(failure), *self._failed(header, message), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
         lifetime = None
         if principal is not None:
@@ -269,7 +274,7 @@ class SaslMachine:
         if refusal is not None:
             refused = Refused(PRIVILEGED_PRINCIPAL, refusal, principal, mechanism)
             return self._end(refused, *self._failed(header, f"Authentication failed: {refusal}"), Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True))
-        return self._end(reply, LoggedIn(principal, mechanism, lifetime))
+        return self._end(reply, LoggedIn(principal, mechanism, lifetime, exchange.authentication_id))
 
     def _worded(self, message: str) -> str:
         """Kafka's messages name the step they failed in; a re-authentication's say so."""

@@ -58,6 +58,12 @@ class ServerExchange(Protocol):
         a Kerberos ticket's end time), which caps the session's lifetime (KIP-368); None when it does not expire."""
         ...
 
+    @property
+    def authentication_id(self) -> str | None:
+        """The name the credential proved when the mechanism maps it to another one for the principal (GSSAPI: the
+        Kerberos name, alice/admin@REALM, of User:<short name>), for the audit; None when the user is that name."""
+        ...
+
     def evaluate(self, token: bytes) -> bytes:
         """The challenge (or final answer) for `token`; AuthenticationFailed ends the exchange."""
         ...
@@ -99,8 +105,9 @@ class ClientLogin(Protocol):
         """What check-config shows of it (keys of the `controller` entry), secrets hidden."""
         ...
 
-    async def exchange(self) -> ClientExchange:
-        """The exchange of one login (a mechanism may fetch a token first)."""
+    async def exchange(self, server_host: str) -> ClientExchange:
+        """The exchange of one login to the controller at `server_host` (GSSAPI names the service by it; a mechanism
+        may fetch a token first). It may be called again for a link that is open, to log in again (KIP-368)."""
         ...
 
 
@@ -152,7 +159,7 @@ class UsernamePasswordLogin:
     def effective(self) -> dict[str, object]:
         return {"username": self.username, "password": "[hidden]"}
 
-    async def exchange(self) -> ClientExchange:
+    async def exchange(self, server_host: str) -> ClientExchange:
         return self.start(self.mechanism, self.username, self.password)
 
 

@@ -207,6 +207,10 @@ class OAuthBearerServerExchange:
     def credential_expiry_ms(self) -> int | None:
         return None if self.token is None else self.token.lifetime_ms
 
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
+
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise AuthenticationFailed(self._malformed(), "OAUTHBEARER takes a single client message")

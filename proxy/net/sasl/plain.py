@@ -55,6 +55,10 @@ class PlainExchange:
     def credential_expiry_ms(self) -> int | None:
         return None  # a password does not expire
 
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
+
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise AuthenticationFailed("Authentication failed: PLAIN takes a single token")

@@ -46,6 +46,10 @@ class ScramExchange:
     def credential_expiry_ms(self) -> int | None:
         return None  # a password does not expire
 
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
+
     def evaluate(self, token: bytes) -> bytes:
         try:
             return self._server.evaluate(token)

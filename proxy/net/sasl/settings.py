@@ -35,15 +35,14 @@ def reauth_key(props: Properties, listener: str, mechanism: str) -> str:
 def parse_sasl(props: Properties, listener: str) -> SaslSettings:
     mechanisms_key = props.listener_key(listener, "sasl.enabled.mechanisms")
     configured = props.listener_value(listener, "sasl.enabled.mechanisms")
-    # Kafka's default is GSSAPI, which this product does not serve: an unset key is an error below.
-    text = configured or "GSSAPI"
+    text = configured or "GSSAPI"  # Kafka's default
     mechanisms = tuple(dict.fromkeys(m.strip().upper() for m in text.split(",") if m.strip()))
     for mechanism in mechanisms:
         if mechanism not in BY_NAME:
             raise ConfigError(
                 mechanisms_key,
                 configured,
-                f"mechanism {mechanism} is not supported (supported: {', '.join(SUPPORTED_MECHANISMS)}); Kafka's default is GSSAPI, so set it explicitly",
+                f"mechanism {mechanism} is not supported (supported: {', '.join(SUPPORTED_MECHANISMS)})",
             )
     servers: dict[str, ServerMechanism] = {}
     for family in MECHANISMS:
