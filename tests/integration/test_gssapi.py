@@ -378,3 +378,29 @@ def test_check_config_shows_the_listeners_kerberos_settings(kerberos_realm: Real
     assert client["gssapi.sasl.kerberos.principal.to.local.rules"] == "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
     assert config.upstream.login is not None and config.upstream.login.user == "proxy"
     assert realm.principals["proxy"] in json.dumps(shown)
+
+
+async def test_a_kerberos_session_expires_and_re_authenticates_with_a_new_context(nursery: Any, tmp_path: Path, kerberos_realm: Realm) -> None:
+    """KIP-368 with GSSAPI: connections.max.reauth.ms (shorter than the ticket) is the session's lifetime; the client
+    logs in again on its connection with a fresh GSS context and goes on; another principal may not take it over."""
+    overrides = {**gssapi_overrides(kerberos_realm), "listener.name.client.gssapi.connections.max.reauth.ms": "1500"}
+    stack = await start_stack(nursery, tmp_path / "audit", proxy_overrides=overrides, controller_overrides={"super.users": "User:proxy;User:alice"})
+
+    def work() -> tuple[float, float, int, Any]:
+        with wire.connect(stack.sasl_address) as sock:
+            login = Login(sock)
+            first = login.login(client_context(kerberos_realm, "alice"))
+            time.sleep(1.1)
+            renewed = login.login(client_context(kerberos_realm, "alice"))
+            time.sleep(1.0)  # past the first session's end
+            created = create_topic(sock, "renewed-kerberos-topic")
+            time.sleep(1.1)
+            changed = login.login(client_context(kerberos_realm, "carol"))
+            return first.session_lifetime.total_seconds(), renewed.session_lifetime.total_seconds(), created, changed
+
+    first, renewed, created, changed = await trio.to_thread.run_sync(work)
+    assert first == renewed == 1.5
+    assert created == 0
+    assert int(changed.error_code) == 58 and changed.error_message.startswith("Cannot change principals during re-authentication from User.alice")
+    stages = [r["data"]["stage"] for r in audit_records(tmp_path / "audit") if r["data"]["methodName"] == "kafka.Connection"]
+    assert stages.count("reauthenticated") == 1 and "authentication-failed" in stages
