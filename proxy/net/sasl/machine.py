@@ -195,7 +195,7 @@ class SaslMachine:
         reply = Reply(challenge) if header is None else _respond(header, {"error_code": ErrorCode.none, "error_message": "", "auth_bytes": challenge, "session_lifetime": 0})
         if not (exchange.complete and exchange.user is not None):
             return [reply]
-        principal = Principal("User", exchange.user)
+        principal = Principal("User", exchange.user, token_authenticated=exchange.token_authenticated)
         refusal = privileged_refusal(self.listener, principal)
         if refusal is not None:
             refused = Refused(PRIVILEGED_PRINCIPAL, refusal, principal, mechanism)

@@ -58,6 +58,12 @@ class ServerExchange(Protocol):
         a Kerberos ticket's end time), which caps the session's lifetime (KIP-368); None when it does not expire."""
         ...
 
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the login presented a delegation token (SCRAM's `tokenauth=true`): the principal then says so
+        (KafkaPrincipal.tokenAuthenticated), in the Envelope too, and Kafka's token rules apply to it."""
+        ...
+
     def evaluate(self, token: bytes) -> bytes:
         """The challenge (or final answer) for `token`; AuthenticationFailed ends the exchange."""
         ...
