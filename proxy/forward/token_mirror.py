@@ -39,6 +39,8 @@ class TokenMirror:
         self.refresh_seconds = refresh_seconds
         self.caches: list[TokenCache] = []
         self.refreshes = 0
+        self._failing: str | None = None
+        """Why the last refresh failed; None after a success."""
         self._poked = trio.Event()
 
     def poke(self) -> None:
@@ -65,12 +67,22 @@ class TokenMirror:
         ]
         for cache in self.caches:
             cache.replace(tokens)
+        if self._failing is not None:
+            log.info("delegation tokens: read from the upstream again (%d)", len(tokens))
+        self._failing = None
         self.refreshes += 1
         return True
 
     def _failed(self, why: str) -> bool:
-        if any(cache.loaded for cache in self.caches):
-            log.warning("delegation tokens: cannot read them from the upstream (%s); token logins fail until it answers", why)
+        # Said once per outage (the first refresh included), not every period.
+        if self._failing is None:
+            log.warning(
+                "delegation tokens: cannot read them from %s (%s); token logins fail until it answers (it must serve "
+                "DescribeDelegationToken to the proxy: a broker listener in read.bootstrap.servers)",
+                self.path.upstream.settings.address,
+                why,
+            )
+        self._failing = why
         for cache in self.caches:
             cache.clear()
         return False
