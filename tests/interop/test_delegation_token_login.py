@@ -4,7 +4,8 @@
 - its request reaches the controller as the token's owner (the topic is made, the audit names the owner);
 - its attempt to create another token is refused as a broker refuses it (UnsupportedByAuthenticationException);
 - DescribeDelegationToken shows each caller what a Kafka broker shows it (compared with the node's broker);
-- a token expired directly on the node (not through the proxy) stops logging in within `edge.token.refresh.ms`.
+- a token renewed directly on the node (not through the proxy) logs in past its old expiry, and one expired there
+  stops logging in within `edge.token.refresh.ms` of its expiry.
 """
 
 from __future__ import annotations
@@ -97,6 +98,19 @@ async def test_a_token_made_by_the_tool_logs_in_through_the_proxy(target: Target
         assert code == 0, out
         return set(_DESCRIBED.findall(out))
 
+    def elsewhere(command: str, hmac: str, period_ms: int, user: str) -> int:
+        """Renew or expire a token where the proxy does not see it: at the node's broker with the tool, or straight at
+        the embedded controller (which a tool cannot bootstrap from: it lists no broker); the error code, 0 if done."""
+        if target.kind == "kafka":
+            option = "--renew-time-period" if command == "renew" else "--expiry-time-period"
+            code, out = _java(TOKENS, target.read_address, users[user], f"--{command}", "--hmac", hmac, option, str(period_ms))
+            assert code == 0, out
+            return 0
+        api, field = (ApiKey.RENEW_DELEGATION_TOKEN, "renew_period") if command == "renew" else (ApiKey.EXPIRE_DELEGATION_TOKEN, "expiry_time_period")
+        with wire.connect(target.read_address, timeout=30) as sock:
+            assert wire.sasl_plain_login(sock, user, DEFAULT_USERS[user]) == 0
+            return int(wire.call(sock, api, 2, {"hmac": base64.b64decode(hmac), field: period_ms}).error_code)
+
     def work() -> dict[str, Any]:
         seen: dict[str, Any] = {}
         code, out = _java(TOKENS, client, users["admin"], "--create", "--max-life-time-period", "-1", "--renewer-principal", "User:bob")
@@ -112,16 +126,17 @@ async def test_a_token_made_by_the_tool_logs_in_through_the_proxy(target: Target
         seen["describe"] = {user: described(client, user) for user in CALLERS}
         if target.kind == "kafka":
             seen["describe at the broker"] = {user: described(target.read_address, user) for user in CALLERS}
-        # expired where the proxy does not see it: at the node's broker with the tool, or straight at the embedded
-        # controller (which a tool cannot bootstrap from: it lists no broker)
-        if target.kind == "kafka":
-            code, out = _java(TOKENS, target.read_address, users["admin"], "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
-            seen["expire elsewhere"] = (code, out if code else "")
-        else:
-            with wire.connect(target.read_address, timeout=30) as sock:
-                assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-                body = wire.call(sock, ApiKey.EXPIRE_DELEGATION_TOKEN, 2, {"hmac": base64.b64decode(hmac), "expiry_time_period": -1})
-            seen["expire elsewhere"] = (int(body.error_code), "")
+        # renewed elsewhere: the expiry brought forward to 20 s from now, then pushed back by the renewer, both where
+        # the proxy does not see it; past the old expiry the token still logs in (the proxy saw the renewal)
+        shortened_at = time.monotonic()
+        seen["shorten elsewhere"] = elsewhere("expire", hmac, 20_000, "admin")
+        time.sleep(3)
+        seen["renew elsewhere"] = elsewhere("renew", hmac, 600_000, "bob")
+        time.sleep(max(0.0, shortened_at + 22 - time.monotonic()))
+        code, out = _java(TOPICS, tokens, token, "--list")
+        seen["login past the old expiry"] = (code, out if code else "")
+        # expired elsewhere, 2 s from now: refused once that time has passed
+        seen["expire elsewhere"] = elsewhere("expire", hmac, 2_000, "admin")
         started = time.monotonic()
         code, out = _until(lambda: _java(TOPICS, tokens, token, "--list"), lambda r: r[0] != 0, LOGIN_WAIT)
         seen["login after the expiry"] = (code != 0, "SaslAuthenticationException" in out)
@@ -144,7 +159,10 @@ async def test_a_token_made_by_the_tool_logs_in_through_the_proxy(target: Target
             "alice": seen["describe"]["alice"] - visible,
             "bob": seen["describe"]["bob"] | visible,
         },
-        "expire elsewhere": (0, ""),
+        "shorten elsewhere": 0,
+        "renew elsewhere": 0,
+        "login past the old expiry": (0, ""),
+        "expire elsewhere": 0,
         "login after the expiry": (True, True),
     }
     assert visible <= seen["describe"]["admin"] and visible <= seen["describe"]["bob"]
