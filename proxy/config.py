@@ -193,6 +193,7 @@ def _edge(props: Properties) -> EdgeSettings:
         super_users=parse_super_users(props.get("super.users")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
+        token_refresh_seconds=props.int("edge.token.refresh.ms", 5000, minimum=100) / 1000,
         plugin=plugin,
         plugin_name=name if plugin is not None else None,
     )

@@ -65,9 +65,12 @@ class Local:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Refused: the connection closes (or, for a bad client software name, an error is answered)."""
+    """Refused: the connection closes (or an error is answered: a bad client software name, a token request a broker
+    refuses itself), with `code` the answer's error code, decided on `resources`."""
 
     reason: str
+    code: int = ErrorCode.invalid_request
+    resources: list[ResourceAccess] = field(default_factory=list)
     metric: ClassVar[str] = "refused"
     forwarded: ClassVar[bool] = False
 
@@ -230,7 +233,7 @@ class RequestAudit:
         elif isinstance(outcome, Failed):
             await self.failed(outcome.envelope_error, outcome.code, outcome.message)
         elif isinstance(outcome, Refused):
-            await self.refused(outcome.reason)
+            await self.refused(outcome.reason, outcome.code, outcome.resources)
 
     def count(self, metrics: ProxyMetrics, outcome: Outcome) -> None:
         """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
@@ -276,10 +279,10 @@ class RequestAudit:
         data["timings"] = self._timings(forwarded=True)
         await self._write(data, subject_of(self.resources))
 
-    async def refused(self, reason: str) -> None:
-        data = self._data("refused", [])
+    async def refused(self, reason: str, code: int = ErrorCode.invalid_request, resources: Sequence[ResourceAccess] = ()) -> None:
+        data = self._data("refused", list(resources))
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
-        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": ErrorCode.invalid_request, "errors": []}
+        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": code, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
         await self._write(data, None)
 

@@ -23,7 +23,7 @@ from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
-from proxy.audit.request_records import Forwarding, Local, Read, Refused, RequestAudit
+from proxy.audit.request_records import Forwarded, Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.offload import CpuOffload
@@ -34,6 +34,8 @@ from proxy.forward.respond import Answer, respond
 from proxy.forward.routing import SASL_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
+from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
+from proxy.forward.token_mirror import TokenMirror
 from proxy.net.connection import KafkaConnection
 from proxy.net.login import SESSION_EXPIRED, ApiVersionsRequest, Login, LoginFailed, SessionLogin, SessionStep, refused_connection
 from proxy.net.refusals import (
@@ -122,6 +124,7 @@ class ProxyService:
         self.reads = ReadPath(
             read_upstream or upstream, self.edge, node_id=settings.node_id, identity=upstream.identity, offload=self.offload
         )
+        self.tokens = TokenMirror(self.reads, settings.edge.token_refresh_seconds)
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
         # An OAUTHBEARER login learns the proxy's principal (its token's subject) when it first logs in.
@@ -428,4 +431,13 @@ class ProxyService:
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             return self._undecodable(session, header, exc)
-        return await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)
+        if header.api_key in TOKEN_CHANGES:
+            local = await broker_answer(self.edge, session.context(header.client_id), header, body)
+            if local is not None:
+                # What a broker answers itself: audited as refused at the edge, with Kafka's code; nothing forwarded.
+                audit.forwarding = None
+                return Answer(Refused(local.reason, local.code, local.resources), local.frame)
+        answer = await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)
+        if header.api_key in TOKEN_CHANGES and isinstance(answer.outcome, Forwarded):
+            self.tokens.poke()  # token logins see a token made, renewed or expired here at once
+        return answer

@@ -137,6 +137,7 @@ class GssapiExchange:
         self.authentication_id: str | None = None
         """The client's Kerberos name (alice/admin@REALM) once its context is established."""
         self.credential_expiry_ms: int | None = None
+        self.token_authenticated = False  # a ticket is no delegation token
 
     @property
     def complete(self) -> bool:

@@ -250,7 +250,7 @@ class SaslMachine:
         try:
             challenge = exchange.evaluate(token)
             done = exchange.complete and exchange.user is not None
-            principal = Principal("User", exchange.user) if done and exchange.user is not None else None
+            principal = Principal("User", exchange.user, token_authenticated=exchange.token_authenticated) if done and exchange.user is not None else None
             previous = self.reauthenticating
             if principal is not None and previous is not None and (principal.type, principal.name) != (previous.principal.type, previous.principal.name):
                 raise AuthenticationFailed(

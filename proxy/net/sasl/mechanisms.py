@@ -64,6 +64,12 @@ class ServerExchange(Protocol):
         Kerberos name, alice/admin@REALM, of User:<short name>), for the audit; None when the user is that name."""
         ...
 
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the login presented a delegation token (SCRAM's `tokenauth=true`): the principal then says so
+        (KafkaPrincipal.tokenAuthenticated), in the Envelope too, and Kafka's token rules apply to it."""
+        ...
+
     def evaluate(self, token: bytes) -> bytes:
         """The challenge (or final answer) for `token`; AuthenticationFailed ends the exchange."""
         ...

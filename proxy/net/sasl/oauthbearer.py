@@ -204,6 +204,10 @@ class OAuthBearerServerExchange:
         return None if self.token is None else self.token.principal_name
 
     @property
+    def token_authenticated(self) -> bool:
+        return False
+
+    @property
     def credential_expiry_ms(self) -> int | None:
         return None if self.token is None else self.token.lifetime_ms
 

@@ -52,6 +52,10 @@ class PlainExchange:
         return self.user is not None
 
     @property
+    def token_authenticated(self) -> bool:
+        return False
+
+    @property
     def credential_expiry_ms(self) -> int | None:
         return None  # a password does not expire
 

@@ -25,6 +25,7 @@ from proxy.net.sasl.mechanisms import (
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.token_cache import TokenCache
 from proxy.properties import ConfigError, Properties
 
 # -- the server side ---------------------------------------------------------------------
@@ -44,7 +45,11 @@ class ScramExchange:
 
     @property
     def credential_expiry_ms(self) -> int | None:
-        return None  # a password does not expire
+        return self._server.token_expiry_ms  # a delegation token's expiry; a password does not expire
+
+    @property
+    def token_authenticated(self) -> bool:
+        return self._server.token_authenticated
 
     @property
     def authentication_id(self) -> str | None:
@@ -61,9 +66,11 @@ class ScramExchange:
 class ScramServerSide:
     credentials: ScramCredentialSource = field(repr=False)
     """The listener's credentials file, re-read when it changes (`envelope-proxy scram add-user`)."""
+    tokens: TokenCache = field(default_factory=TokenCache, repr=False)
+    """The delegation tokens a `tokenauth=true` login may name, kept current by the proxy (proxy/forward/token_mirror.py)."""
 
     def exchange(self, mechanism: str) -> ServerExchange:
-        return ScramExchange(ScramServer(mechanism, self.credentials.lookup(mechanism)))
+        return ScramExchange(ScramServer(mechanism, self.credentials.lookup(mechanism), tokens=self.tokens.login(mechanism)))
 
     def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
         # client-first: gs2 header (2 attributes), then n=<saslname>,r=<nonce>
