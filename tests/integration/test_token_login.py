@@ -201,3 +201,23 @@ async def test_a_broker_refuses_token_requests_on_plaintext_and_filters_what_eac
     reads = [d for d in records if d["methodName"] == "kafka.DescribeDelegationToken"]
     assert [d["stage"] for d in reads] == ["read"] * 6 and reads[0]["result"]["errorCode"] == not_allowed
     assert not any(alices.hmac.hex() in str(d) for d in records)
+
+
+async def test_a_token_logins_session_ends_with_the_token(nursery: Any, tmp_path: Path) -> None:
+    """KIP-368: a token login's session lasts no longer than its token (ScramSaslServer's credential lifetime)."""
+    stack = await _stack(nursery, tmp_path)
+    client, tokens = _address(stack, "CLIENT"), _address(stack, "TOKENS")
+    made = await trio.to_thread.run_sync(_plain_call, client, "alice", ApiKey.CREATE_DELEGATION_TOKEN, 3, {**_create(), "max_lifetime": 5000})
+    assert made.error_code == ErrorCode.none
+
+    def lifetime() -> float:
+        with wire.connect(tokens, timeout=30) as sock:
+            assert int(wire.call(sock, 17, 1, {"mechanism": SHA256}, correlation_id=1).error_code) == 0
+            scram = ScramClient(SHA256, made.token_id, base64.b64encode(bytes(made.hmac)).decode(), extensions={"tokenauth": "true"})
+            first = wire.call(sock, 36, 2, {"auth_bytes": scram.first()}, correlation_id=2)
+            final = wire.call(sock, 36, 2, {"auth_bytes": scram.final(bytes(first.auth_bytes))}, correlation_id=3)
+            assert int(final.error_code) == 0
+            return float(final.session_lifetime.total_seconds())
+
+    seconds = await trio.to_thread.run_sync(lifetime)
+    assert 0 < seconds <= 5.0
