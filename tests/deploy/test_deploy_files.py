@@ -710,6 +710,57 @@ def test_audit_image() -> None:
     assert _exec_form(entrypoint.arguments) == ["envelope-proxy", "audit"]
 
 
+def _final(name: str, keyword: str) -> list[str]:
+    return [i.arguments for i in final_stage(_containerfile(name)) if i.keyword == keyword]
+
+
+@pytest.mark.parametrize(("file", "kind", "name", "container", "metrics"), [
+    ("sidecar.yaml", "StatefulSet", "kafka-controller", "envelope-proxy", "proxy-metrics"),
+    ("standalone.yaml", "Deployment", "envelope-proxy", "envelope-proxy", "metrics"),
+])  # fmt: skip
+def test_proxy_manifests_agree_with_the_proxy_image(file: str, kind: str, name: str, container: str, metrics: str) -> None:
+    """The user, ports, configuration path, audit volume and health path the image declares are the ones the pod uses
+    (tests/images runs the image with these very mounts)."""
+    documents = load_documents(KUBERNETES / file)
+    template = pod_template(find(documents, kind, name))
+    assert template is not None
+    pod = template["spec"]
+    proxy = _container(documents, kind, name, container)
+    context = {**pod.get("securityContext", {}), **proxy.get("securityContext", {})}
+    user = _final("Containerfile", "USER")[-1]
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == user
+    exposed = {int(port) for arguments in _final("Containerfile", "EXPOSE") for port in arguments.split()}
+    assert {p["containerPort"] for p in proxy["ports"]} == exposed
+    mounts = {m["mountPath"]: m for m in proxy["volumeMounts"]}
+    (volume,) = json.loads(_final("Containerfile", "VOLUME")[0])
+    assert volume in mounts and not mounts[volume].get("readOnly"), "the image's audit VOLUME is the pod's audit mount"
+    (entrypoint,) = _final("Containerfile", "ENTRYPOINT")
+    config = Path(_exec_form(entrypoint)[-1])
+    assert str(config.parent) in mounts and mounts[str(config.parent)].get("readOnly"), "the configuration is mounted read-only"
+    assert "/tmp" in mounts, "a writable /tmp on a read-only root"
+    env = " ".join(_final("Containerfile", "ENV"))
+    healthz = re.search(r"ENVELOPE_PROXY_HEALTHZ=http://127\.0\.0\.1:(\d+)(/\S+)", env)
+    assert healthz and int(healthz.group(1)) == _port(proxy, metrics)
+    assert proxy["livenessProbe"]["httpGet"]["path"] == healthz.group(2) == "/healthz"
+    assert proxy["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert _final("Containerfile", "STOPSIGNAL") == ["SIGTERM"], "the signal the kubelet sends: the proxy drains on it"
+
+
+def test_audit_cronjob_agrees_with_the_audit_image() -> None:
+    template = pod_template(find(load_documents(KUBERNETES / "audit-cronjob.yaml"), "CronJob", "envelope-proxy-audit"))
+    assert template is not None
+    pod = template["spec"]
+    (job,) = pod["containers"]
+    context = {**pod.get("securityContext", {}), **job.get("securityContext", {})}
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == _final("Containerfile.audit", "USER")[-1]
+    env = " ".join(_final("Containerfile.audit", "ENV"))
+    home = re.search(r"HOME=(\S+)", env)
+    assert home and home.group(1) in {m["mountPath"] for m in job["volumeMounts"]}, "Spark writes under HOME: a mounted emptyDir"
+    assert context["readOnlyRootFilesystem"] is True
+    assert _exec_form(_final("Containerfile.audit", "ENTRYPOINT")[0]) == ["envelope-proxy", "audit"]
+    assert job["command"][:2] == ["/bin/sh", "-c"] and "exec envelope-proxy audit" in job["command"][2]
+
+
 @pytest.mark.parametrize("name", ["Containerfile", "Containerfile.audit"])
 def test_hadolint(name: str) -> None:
     hadolint = shutil.which("hadolint")
