@@ -494,3 +494,42 @@ def test_the_audit_image_reports_over_the_audit_volume(stack: Stack) -> None:
     assert summary["intents_without_outcome"] == 0
     assert summary["denials"] >= 1  # bob's CreateTopics
     assert (day / "records").is_dir() and any((day / "records").rglob("*.parquet"))
+
+
+def test_the_sidecar_render_script_runs_in_the_proxy_image(tmp_path: Path) -> None:
+    """sidecar.yaml's init container runs render.sh (sh, sed, mv) in the proxy image, read-only, as uid 10001."""
+    require_images()
+    if os.geteuid() != 0:
+        pytest.skip("IMAGE TESTS NOT RUN: the volumes are chowned to uid 10001 as the kubelet's fsGroup would, which needs root")
+    tmp_path.chmod(0o755)
+    documents = load_documents(KUBERNETES / "sidecar.yaml")
+    template = pod_template(find(documents, "StatefulSet", "kafka-controller"))
+    assert template is not None
+    pod = template["spec"]
+    render = _container(pod, "render", init=True)
+    sources: dict[str, Path] = {}
+    for volume, kind, name in (
+        ("templates", "ConfigMap", "kafka-controller-config"),
+        ("kafka-secrets", "Secret", "kafka-controller-secrets"),
+        ("proxy-secrets", "Secret", "envelope-proxy-secrets"),
+    ):
+        folder = sources[volume] = tmp_path / volume
+        folder.mkdir()
+        doc = find(documents, kind, name)
+        for key, text in (doc.get("data") or doc["stringData"]).items():
+            (folder / key).write_text(text)
+    sources["kafka-rendered"] = _owned_dir(tmp_path / "kafka-rendered", 0o770)
+    sources["proxy-rendered"] = _owned_dir(tmp_path / "proxy-rendered", 0o770)
+    cluster_id = find(documents, "ConfigMap", "kafka-cluster-id")["data"]["cluster.id"]
+    pod_name = "kafka-controller-2"
+    result = engine(
+        "run", "--rm", *_security_options(render, pod), *_mounts(render, pod, sources),
+        "--env", f"POD_NAME={pod_name}", "--env", f"KAFKA_CLUSTER_ID={cluster_id}",
+        "--entrypoint", render["command"][0], PROXY_IMAGE, *render["command"][1:],
+    )  # fmt: skip
+    assert "wrote the configuration of kafka-controller-2" in result.stdout
+    proxy = load_properties(sources["proxy-rendered"] / "proxy.properties")
+    kafka = load_properties(sources["kafka-rendered"] / "controller.properties")
+    assert (kafka["node.id"], proxy["node.id"], proxy["cluster.id"]) == ("2", "1002", cluster_id)
+    assert 'username="proxy"' in proxy["listener.name.proxy.plain.sasl.jaas.config"]
+    assert proxy["listener.name.client.ssl.keystore.location"] == "/etc/envelope-proxy/tls/keystore.p12"
