@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[spark,test]'
+	$(PY) -m pip install -q -e '.[spark,test,kerberos]'
 	touch $(STAMP)
 
 # MIT krb5: python-gssapi builds against libkrb5-dev, and the GSSAPI tests run a KDC of their own (krb5-kdc,

@@ -24,7 +24,13 @@ Blocking: accepting a context with a keytab is CPU work plus krb5's replay cache
 file); it never asks the KDC, so the server side runs on the event loop. The client side
 asks the KDC (a ticket-granting and a service ticket), so `GssapiLogin.exchange` runs its
 first step in a worker thread; the later steps are local.
+
+python-gssapi is the optional `kerberos` extra (it has no wheel and builds against MIT krb5's
+headers, so the container images leave it out): without it this module still loads, and a
+listener or login that enables GSSAPI is a configuration error saying what to install.
 """
+
+from __future__ import annotations
 
 import logging
 import os
@@ -33,9 +39,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-import gssapi
 import trio
-from gssapi.raw.misc import GSSError
+
+try:
+    import gssapi
+    from gssapi.raw.misc import GSSError
+except ImportError:  # the optional [kerberos] extra; Gssapi.server and .client refuse to configure without it
+    gssapi = None  # type: ignore[assignment]
+    GSSError = OSError  # type: ignore[misc,assignment]  # never raised: nothing here runs without python-gssapi
 
 from proxy.net.sasl.client import ClientExchange, LoginFailed
 from proxy.net.sasl.jaas import JaasLogin
@@ -325,12 +336,14 @@ class Gssapi:
         self._environ = environ
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> GssapiServer:
+        _require_gssapi(props.listener_key(listener, "sasl.enabled.mechanisms"))
         jaas = jaas_login(props, listener, NAME, role="server", environ=self._environ)
         login = keytab_login(props, listener, jaas, role="server")
         namer = short_namer(props, listener)
         return GssapiServer(login, namer, acceptor_credentials(login, jaas.key))
 
     def client(self, props: Properties, listener: str, mechanism: str) -> GssapiLogin:
+        _require_gssapi("sasl.mechanism.controller.protocol")
         jaas = jaas_login(props, listener, NAME, role="client", environ=self._environ)
         login = keytab_login(props, listener, jaas, role="client")
         try:
@@ -338,6 +351,11 @@ class Gssapi:
         except NoMatchingRule:
             short_name = None
         return GssapiLogin(login, short_name)
+
+
+def _require_gssapi(key: str) -> None:
+    if gssapi is None:
+        raise ConfigError(key, NAME, "python-gssapi is not installed: pip install 'kafka-envelope-proxy[kerberos]' (it builds against MIT krb5's libkrb5-dev)")
 
 
 GSSAPI = Gssapi()
