@@ -226,10 +226,10 @@ class ProxyService:
             with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
                 await self.audit.write(session.event(self.settings.node_id, DISCONNECTED, cause=cause))
 
-    async def _run_login(self, session: Session, login: Login, *, counted: Any) -> None:
-        """Run a login's (or a re-authentication's) exchange: answer its ApiVersions, audit its failure or refusal;
-        `counted` is the metric its failures count in."""
+    async def _run_login(self, session: Session, login: Login, *, reauthentication: bool = False) -> None:
+        """Run a login's (or a re-authentication's) exchange: answer its ApiVersions, audit its failure or refusal."""
         conn, listener = session.conn, session.listener
+        counted = self.metrics.reauthentications if reauthentication else self.metrics.authentications
         async with aclosing(login.events()) as events:
             async for event in events:
                 if isinstance(event, ApiVersionsRequest):
@@ -249,7 +249,7 @@ class ProxyService:
     async def _login(self, session: Session) -> bool:
         conn, listener = session.conn, session.listener
         login = Login(conn, listener, self.settings.transport)
-        await self._run_login(session, login, counted=self.metrics.authentications)
+        await self._run_login(session, login)
         if login.result is None:
             session.close_cause = login.cause
             return False
@@ -311,7 +311,7 @@ class ProxyService:
         conn, listener, mechanism = session.conn, session.listener, session.mechanism
         assert mechanism is not None  # only SASL sessions expire
         login = Login.reauthenticate(conn, listener, self.settings.transport, SessionLogin(mechanism, session.principal), handshake)
-        await self._run_login(session, login, counted=self.metrics.reauthentications)
+        await self._run_login(session, login, reauthentication=True)
         if login.result is None:
             raise CloseConnection("re-authentication failed", login.cause or CAUSE_PROTOCOL_ERROR)
         session.principal = login.result.principal
