@@ -5,13 +5,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools kafka kafka-jars deploy-check bench-audit bench-forwarding bench-soak fuzz clean
+.PHONY: demo test lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak fuzz clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[spark,test]'
+	$(PY) -m pip install -q -e '.[spark,test,kerberos]'
 	touch $(STAMP)
+
+# MIT krb5: python-gssapi builds against libkrb5-dev, and the GSSAPI tests run a KDC of their own (krb5-kdc,
+# kdb5_util and kadmin.local). Installed when missing and we may (root), before the venv; otherwise those tests skip locally.
+krb5:
+	@command -v krb5-config >/dev/null && command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends krb5-kdc krb5-admin-server krb5-user libkrb5-dev) >/dev/null 2>&1; } || echo "MIT krb5 not installed (Debian packages krb5-kdc krb5-admin-server krb5-user libkrb5-dev): python-gssapi cannot build and the Kerberos tests will be skipped (fail when CI=true)"
 
 # kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
 tools:
@@ -43,12 +48,32 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-test: $(STAMP) tools lint typecheck layers
+# tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
+test: $(STAMP) tools lint typecheck layers image-when-possible
 	$(PY) -m pytest -q
 
 # Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.
 deploy-check: $(STAMP) tools
 	$(PY) -m pytest -q tests/deploy
+
+# A container engine (podman, runc) and mmdebstrap (the base image where no registry is reachable): Debian packages,
+# installed when no engine is there and we may (root with apt-get); otherwise tests/images skips (and fails when CI=true
+# on a machine where they could have been installed).
+image-tools:
+	@command -v podman >/dev/null || command -v docker >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq podman runc mmdebstrap) >/dev/null 2>&1; } || echo "!!! no container engine (podman or docker) and none could be installed: tests/images will be SKIPPED"
+	@command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null && [ "$$(id -u)" = 0 ] && (apt-get install -y -qq mmdebstrap) >/dev/null 2>&1 || true
+
+# The proxy image and the audit image (deploy/container), with podman or docker; the base from Docker Hub, or built
+# from Debian packages where no registry is reachable (tools/container/build_images.py, docs/deploy.md section 2).
+image: $(STAMP) image-tools
+	$(PY) tools/container/build_images.py --python $(PY)
+
+# The images run as the manifests run them: controller and proxy containers, a real client, SIGTERM, the audit job.
+image-test: image
+	$(PY) -m pytest -q tests/images
+
+image-when-possible: $(STAMP) image-tools
+	@if tools/container/engine --version >/dev/null 2>&1; then $(MAKE) --no-print-directory image; else echo "!!! no container engine: the images are not built and tests/images will be SKIPPED"; fi
 
 # On-demand benchmark of the Spark audit job on realistic records, beside a plain ingest and a JSON -> Parquet
 # floor in the same run (not part of `make test`). N=1000000 for one size; AUDIT_ARGS=--compare adds DuckDB; prints JSON.

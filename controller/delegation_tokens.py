@@ -37,12 +37,13 @@ from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext, ResourceType
 from authz.admin_apis import ERROR_TIMESTAMP, token_error_answer
+from authz.token_rules import USER_TYPE, create_token_answer, expiry_answer, owner_or_renewer, same_principal, token_requests_allowed
 from controller.authorize import allowed
 from controller.changes import Change, change_of
 from controller.image import DelegationToken, MetadataImage
 from controller.java_order import string_map_order
 from envelope import kafka_uuid
-from envelope.principal import ANONYMOUS, Principal
+from envelope.principal import Principal
 from proxy.properties import ConfigError, Properties
 
 SECRET_KEY = "delegation.token.secret.key"
@@ -54,7 +55,6 @@ DEFAULT_EXPIRY_TIME_MS = 24 * 60 * 60 * 1000
 DEFAULT_CHECK_INTERVAL_MS = 60 * 60 * 1000
 LONG_MAX = 2**63 - 1
 DELEGATION_TOKEN_METADATA_VERSION = 14  # MetadataVersion.IBP_3_6_IV2, isDelegationTokenSupported
-USER_TYPE = "User"
 UNSET_TIME = 0  # what the control manager's answers hold in a time nobody set
 _MAX_RECORD_STRING = 0x7FFF  # the longest string a metadata record holds (its generated addSize refuses more)
 
@@ -131,53 +131,17 @@ def _java_sum(now: int, duration: int) -> int:
     return total - 2**64 if total > LONG_MAX else total
 
 
-def _same(a: Principal, b: Principal) -> bool:
-    """KafkaPrincipal.equals: type and name (not whether it logged in with a token)."""
-    return (a.type, a.name) == (b.type, b.name)
-
-
 def _owner_or_renewer(token: DelegationToken, principal: Principal) -> bool:
     """DelegationTokenControlManager.allowedToRenew."""
-    return _same(token.owner, principal) or any(_same(r, principal) for r in token.renewers)
+    return same_principal(token.owner, principal) or any(same_principal(r, principal) for r in token.renewers)
 
 
 def _may_describe(token: DelegationToken, principal: Principal) -> bool:
-    """TokenInformation.ownerOrRenewer: the owner, the requester (KIP-373) or a renewer."""
-    return _owner_or_renewer(token, principal) or _same(token.requester, principal)
+    return owner_or_renewer(token.owner, token.requester, token.renewers, principal)
 
 
 def _plain(principal: Principal) -> Principal:
     return Principal(principal.type, principal.name)
-
-
-def token_requests_allowed(ctx: RequestContext, *, broker: bool = False) -> bool:
-    """ControllerApis.allowTokenRequests (or KafkaApis', `broker`): never for a principal that logged in with a token;
-    a direct request (a broker's: any) not over PLAINTEXT, nor over SSL without a client certificate."""
-    if ctx.principal.token_authenticated:
-        return False
-    direct = broker or ctx.forwarding_principal is None
-    protocol = ctx.security_protocol.upper()
-    return not (direct and (protocol == "PLAINTEXT" or (protocol == "SSL" and _same(ctx.principal, ANONYMOUS))))
-
-
-def _token_answer(code: int, owner: Principal, requester: Principal, times: int) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "principal_type": owner.type,
-        "principal_name": owner.name,
-        "token_requester_principal_type": requester.type,
-        "token_requester_principal_name": requester.name,
-        "issue_timestamp": times,
-        "expiry_timestamp": times,
-        "max_timestamp": times,
-        "token_id": "",
-        "hmac": b"",
-    }
-
-
-def _expiry_answer(code: int, expiry: int) -> dict[str, Any]:
-    return {"throttle_time": 0, "error_code": code, "expiry_timestamp": expiry}
 
 
 class DelegationTokenHandlers:
@@ -218,13 +182,13 @@ class DelegationTokenHandlers:
             return {"throttle_time": 0, **token_error_answer(body, {"error_code": ErrorCode.unknown_server_error, "error_message": None})}
         owner = Principal(str(owner_type), str(owner_name)) if owner_name else requester
         if not token_requests_allowed(ctx):
-            return _token_answer(ErrorCode.delegation_token_request_not_allowed, owner, requester, ERROR_TIMESTAMP)
-        if not _same(owner, requester) and not allowed(self.authorizer, ctx, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)):
-            return _token_answer(ErrorCode.delegation_token_authorization_failed, owner, requester, ERROR_TIMESTAMP)
+            return create_token_answer(ErrorCode.delegation_token_request_not_allowed, owner, requester, ERROR_TIMESTAMP)
+        if not same_principal(owner, requester) and not allowed(self.authorizer, ctx, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)):
+            return create_token_answer(ErrorCode.delegation_token_authorization_failed, owner, requester, ERROR_TIMESTAMP)
         if not self.settings.enabled:
-            return _token_answer(ErrorCode.delegation_token_auth_disabled, owner, requester, UNSET_TIME)
+            return create_token_answer(ErrorCode.delegation_token_auth_disabled, owner, requester, UNSET_TIME)
         if not self._supported():
-            return _token_answer(ErrorCode.unsupported_version, owner, requester, UNSET_TIME)
+            return create_token_answer(ErrorCode.unsupported_version, owner, requester, UNSET_TIME)
         now = self.clock()
         lifetime = self.settings.max_lifetime_ms
         if int(body.max_lifetime) > 0:
@@ -234,7 +198,7 @@ class DelegationTokenHandlers:
         renewers: list[Principal] = []
         for renewer in body.renewers:
             if str(renewer.principal_type) != USER_TYPE:
-                return _token_answer(ErrorCode.invalid_principal_type, owner, requester, UNSET_TIME)
+                return create_token_answer(ErrorCode.invalid_principal_type, owner, requester, UNSET_TIME)
             renewers.append(Principal(str(renewer.principal_type), str(renewer.principal_name)))
         if any(len(str(p).encode("utf-8", "surrogatepass")) > _MAX_RECORD_STRING for p in (owner, requester, *renewers)):
             # DelegationTokenRecord cannot hold a principal longer than 32767 bytes: Kafka's controller fails writing it
@@ -244,7 +208,7 @@ class DelegationTokenHandlers:
         token = DelegationToken(token_id, owner, requester, tuple(renewers), now, max_time, expiry)
         self._store("CreateDelegationToken", ctx, token, token_id)
         return {
-            **_token_answer(ErrorCode.none, owner, requester, UNSET_TIME),
+            **create_token_answer(ErrorCode.none, owner, requester, UNSET_TIME),
             "issue_timestamp": now,
             "expiry_timestamp": expiry,
             "max_timestamp": max_time,
@@ -265,40 +229,40 @@ class DelegationTokenHandlers:
 
     def renew_delegation_token(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not token_requests_allowed(ctx):
-            return _expiry_answer(ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP)
+            return expiry_answer(ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP)
         found = self._find(body)
         if isinstance(found, int):
-            return _expiry_answer(found, UNSET_TIME)
+            return expiry_answer(found, UNSET_TIME)
         now = self.clock()
         if found.max_ms < now or found.expiry_ms < now:
-            return _expiry_answer(ErrorCode.delegation_token_expired, UNSET_TIME)
+            return expiry_answer(ErrorCode.delegation_token_expired, UNSET_TIME)
         if not _owner_or_renewer(found, ctx.principal):
-            return _expiry_answer(ErrorCode.delegation_token_owner_mismatch, UNSET_TIME)
+            return expiry_answer(ErrorCode.delegation_token_owner_mismatch, UNSET_TIME)
         period = self.settings.expiry_time_ms
         if int(body.renew_period) > 0:
             period = min(period, int(body.renew_period))
         expiry = min(found.max_ms, _java_sum(now, period))
         self._store("RenewDelegationToken", ctx, replace(found, expiry_ms=expiry), found.token_id)
-        return _expiry_answer(ErrorCode.none, expiry)
+        return expiry_answer(ErrorCode.none, expiry)
 
     def expire_delegation_token(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         if not token_requests_allowed(ctx):
-            return _expiry_answer(ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP)
+            return expiry_answer(ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP)
         found = self._find(body)
         if isinstance(found, int):
-            return _expiry_answer(found, UNSET_TIME)
+            return expiry_answer(found, UNSET_TIME)
         if not _owner_or_renewer(found, ctx.principal):
-            return _expiry_answer(ErrorCode.delegation_token_owner_mismatch, UNSET_TIME)
+            return expiry_answer(ErrorCode.delegation_token_owner_mismatch, UNSET_TIME)
         now = self.clock()
         period = int(body.expiry_time_period)
         if period < 0:  # expire at once
             self._store("ExpireDelegationToken", ctx, None, found.token_id)
-            return _expiry_answer(ErrorCode.none, now)
+            return expiry_answer(ErrorCode.none, now)
         if found.max_ms < now or found.expiry_ms < now:
-            return _expiry_answer(ErrorCode.delegation_token_expired, UNSET_TIME)
+            return expiry_answer(ErrorCode.delegation_token_expired, UNSET_TIME)
         expiry = min(found.max_ms, _saturated_sum(now, period))
         self._store("ExpireDelegationToken", ctx, replace(found, expiry_ms=expiry), found.token_id)
-        return _expiry_answer(ErrorCode.none, expiry)
+        return expiry_answer(ErrorCode.none, expiry)
 
     def sweep(self) -> int:
         """sweepExpiredDelegationTokens: remove every token past its expiry or its maximum time; how many went."""

@@ -32,8 +32,9 @@ from proxy.net.addresses import ControllerAddress
 from proxy.net.connection import KafkaConnection
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
-from proxy.net.login import ApiVersionsRequest, Login, Refused, refused_connection
+from proxy.net.login import ApiVersionsRequest, Login, Refused, SessionExpiry, SessionLogin, SessionStep, refused_connection
 from proxy.net.refusals import RefusalCounter
+from proxy.net.sasl.machine import illegal_sasl_state
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class ControllerConnection:
     principal: Principal = ANONYMOUS
     mechanism: str | None = None
     address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
+    expiry: SessionExpiry = field(default_factory=SessionExpiry)
 
     def __post_init__(self) -> None:
         self.address = self.conn.peer.address
@@ -140,21 +142,22 @@ class EmbeddedController:
     async def handle_connection(self, conn: KafkaConnection, listener: ListenerConfig) -> None:
         session = ControllerConnection(conn, listener)
 
-        login = Login(conn, listener, self.config.transport)
-        async with aclosing(login.events()) as events:
-            async for event in events:
-                if isinstance(event, ApiVersionsRequest):
-                    await conn.send(apiversions.build_response(event.header.api_version, event.header.correlation_id, self.ranges, features=features_of(self.image)))
-                    login.api_versions_answered(event.header.api_version in self.ranges[ApiKey.API_VERSIONS])
-                elif isinstance(event, Refused):
-                    await self.refusals(refused_connection(conn, listener, event))
-        authenticated = login.result
-        if authenticated is None:
+        if not await self._login(session, Login(conn, listener, self.config.transport)):
             return
-        session.principal, session.mechanism = authenticated.principal, authenticated.mechanism
         while (frame := await conn.receive_frame()) is not None:
             header = peek_request_header(frame)
-            if header.api_key == ApiKey.API_VERSIONS:
+            step = session.expiry.step(header.api_key, trio.current_time())
+            if step is SessionStep.REAUTHENTICATE:
+                assert session.mechanism is not None  # only SASL sessions expire
+                relogin = Login.reauthenticate(conn, listener, self.config.transport, SessionLogin(session.mechanism, session.principal), frame)
+                if not await self._login(session, relogin):
+                    return
+            elif step is SessionStep.EXPIRED:
+                log.info("controller: closing connection %s: its session expired without re-authentication (KIP-368)", conn.connection_id)
+                return
+            elif header.api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and header.api_version in self.ranges[header.api_key]:
+                await conn.send(illegal_sasl_state(header))
+            elif header.api_key == ApiKey.API_VERSIONS:
                 await conn.send(apiversions.build_response(header.api_version, header.correlation_id, self.ranges, features=features_of(self.image)))
             elif header.api_key == ApiKey.ENVELOPE:
                 response = self.handle_envelope(session, header, frame)
@@ -168,6 +171,22 @@ class EmbeddedController:
             else:
                 log.info("controller: closing connection %s: api %s v%s not served", conn.connection_id, header.api_key, header.api_version)
                 return
+
+    async def _login(self, session: ControllerConnection, login: Login) -> bool:
+        """Run a login or a re-authentication; the session takes its principal and lifetime when it succeeds."""
+        conn = session.conn
+        async with aclosing(login.events()) as events:
+            async for event in events:
+                if isinstance(event, ApiVersionsRequest):
+                    await conn.send(apiversions.build_response(event.header.api_version, event.header.correlation_id, self.ranges, features=features_of(self.image)))
+                    login.api_versions_answered(event.header.api_version in self.ranges[ApiKey.API_VERSIONS])
+                elif isinstance(event, Refused):
+                    await self.refusals(refused_connection(conn, session.listener, event))
+        if login.result is None:
+            return False
+        session.principal, session.mechanism = login.result.principal, login.result.mechanism
+        session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
+        return True
 
     def _context(
         self,

@@ -8,6 +8,7 @@ import trio
 from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
 from proxy.forward.service import ProxyService
+from proxy.forward.token_mirror import token_caches
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
 from proxy.net.settings import ListenerConfig
@@ -85,6 +86,9 @@ async def run_proxy(
                         )
                     )
                 )
+            caches = token_caches(config.listeners)
+            if caches:
+                await nursery.start(service.tokens.run, caches)
             running.bound = True
             task_status.started(running)
             if shutdown is None:

@@ -44,12 +44,9 @@ class ProxyConfig:
 
     @property
     def forwarding_principal(self) -> str:
-        """The proxy's principal on the controller: its SASL user, else (SSL) its certificate's DN as Kafka's DEFAULT rule names it."""
-        if self.upstream.username:
-            return f"User:{self.upstream.username}"
-        if self.upstream.security_protocol == "SSL" and self.upstream.certificate_dn:
-            return f"User:{self.upstream.certificate_dn}"
-        return "User:ANONYMOUS"
+        """The proxy's principal on the controller as far as it is known at start (proxy/upstream/settings.py); a login
+        that learns its user (OAUTHBEARER) is named by the request path once it logged in."""
+        return self.upstream.principal or "User:ANONYMOUS"
 
     def service(self) -> ServiceSettings:
         """What the request path needs of this configuration."""
@@ -196,6 +193,7 @@ def _edge(props: Properties) -> EdgeSettings:
         super_users=parse_super_users(props.get("super.users")),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
+        token_refresh_seconds=props.int("edge.token.refresh.ms", 5000, minimum=100) / 1000,
         plugin=plugin,
         plugin_name=name if plugin is not None else None,
     )

@@ -41,6 +41,7 @@ AUTHENTICATION_INFO = StructType(
         StructField("mechanism", StringType(), True),
         StructField("listener", StringType(), True),
         StructField("securityProtocol", StringType(), True),
+        StructField("authenticationId", StringType(), True),  # GSSAPI's Kerberos name; absent for other mechanisms
     ]
 )
 

@@ -25,12 +25,14 @@ to bench/forwarding/last-run.json.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,7 +74,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s measured after 1 s of warm-up")
     parser.add_argument("--controller-connections", type=int, default=None, help="the proxy's controller.connections (default: the proxy's)")
     parser.add_argument("--no-kafka", action="store_true", help="only the zero-work rows (no Java needed)")
-    parser.add_argument("--no-relay", action="store_true", help="leave out the trio relay row")
+    parser.add_argument("--no-relay", action="store_true", help="leave out the relay rows")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every row this many times, the rows interleaved in each round (relay, proxy, relay, proxy, ...), and report each figure's median (default %(default)s)",
+    )
+    parser.add_argument("--only", default=None, help="comma-separated row names to measure (default: all)")
     parser.add_argument(
         "--proxy-processes",
         type=int,
@@ -152,6 +161,32 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
     return result
 
 
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each numeric figure's median over the rounds of one row (errors summed); the rounds themselves kept."""
+    if len(runs) == 1:
+        return runs[0]
+    good = [run for run in runs if "error" not in run]
+    if not good:
+        return runs[0]
+    merged: dict[str, Any] = {}
+    for key, value in good[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            merged[key] = round(statistics.median(run[key] for run in good if run.get(key) is not None), 1)
+        elif key == "errors":
+            merged[key] = dict(sum((collections.Counter(run["errors"]) for run in good), collections.Counter()))
+        else:
+            merged[key] = value
+    merged["rounds"] = len(good)
+    merged["rps_by_round"] = [run.get("rps") for run in runs]
+    return merged
+
+
+def _cpu_ratio(results: dict[str, dict[str, Any]], top: str, top_role: str, bottom: str, bottom_role: str) -> float | None:
+    a = results.get(top, {}).get(f"{top_role}_cpu_us_per_request")
+    b = results.get(bottom, {}).get(f"{bottom_role}_cpu_us_per_request")
+    return round(a / b, 3) if a and b else None
+
+
 def _ratio(results: dict[str, dict[str, Any]], top: str, bottom: str) -> float | None:
     a, b = results.get(top, {}).get("rps"), results.get(bottom, {}).get("rps")
     return round(a / b, 3) if a and b else None
@@ -181,6 +216,9 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "broker_over_direct": _ratio(results, "kafka_broker_forwarding", "direct_envelopes_to_controller"),
         "fsync_over_flush": _ratio(results, "proxy_to_zero_work_fsync", "proxy_to_zero_work_flush"),
         "relay_over_proxy": _ratio(results, "trio_relay_to_zero_work", "proxy_to_zero_work_flush"),
+        "envelope_relay_over_proxy": _ratio(results, "envelope_relay_to_zero_work", "proxy_to_zero_work_flush"),
+        "proxy_cpu_per_request_over_envelope_relay": _cpu_ratio(results, "proxy_to_zero_work_flush", "proxy", "envelope_relay_to_zero_work", "relay"),
+        "proxy_cpu_per_request_over_broker": _cpu_ratio(results, "proxy_to_kafka_flush", "proxy", "kafka_broker_forwarding", "kafka"),
         "loadgen_over_proxy": _ratio(results, "loadgen_to_zero_work", "proxy_to_zero_work_flush"),
         "processes_over_broker": _ratio(results, "proxy_processes_to_kafka_flush", "kafka_broker_forwarding"),
         "processes_over_direct": _ratio(results, "proxy_processes_to_kafka_flush", "direct_envelopes_to_controller"),
@@ -203,13 +241,18 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             node = stack.enter_context(KafkaNode(workdir=workdir / "kafka", startup_timeout=180.0))
             rows += kafka_rows(procs, node, args.loadgen, args.controller_connections, args.proxy_processes)
         rows += zero_work_rows(procs, args.loadgen, args.controller_connections, relay=not args.no_relay, processes=args.proxy_processes)
+        if args.only:
+            wanted = {name.strip() for name in args.only.split(",")}
+            rows = [row for row in rows if row.name in wanted]
         points = []
         for connections in args.connections:
-            results: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                _progress(f"{connections:>3} connections: {row.name} ...")
-                results[row.name] = measure(args.loadgen, row, connections, args.duration, args.warmup, args.profile)
-                _progress(f"    {results[row.name].get('rps')} rps, p99 {results[row.name].get('p99_us')} us")
+            runs: dict[str, list[dict[str, Any]]] = {row.name: [] for row in rows}
+            for round_index in range(args.rounds):
+                for row in rows:
+                    _progress(f"{connections:>3} connections, round {round_index + 1}/{args.rounds}: {row.name} ...")
+                    runs[row.name].append(measure(args.loadgen, row, connections, args.duration, args.warmup, args.profile))
+                    _progress(f"    {runs[row.name][-1].get('rps')} rps, p99 {runs[row.name][-1].get('p99_us')} us")
+            results = {name: median_result(found) for name, found in runs.items()}
             points.append({"connections": connections, "results": results, "ratios": ratios(results)})
     return {
         "benchmark": "forwarding",

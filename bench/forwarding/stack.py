@@ -246,6 +246,20 @@ def zero_work_rows(procs: Processes, loadgen: Path, controller_connections: int 
     if processes > 1:
         rows.append(scaled_out_row("proxy_processes_to_zero_work_flush", "the zero-work upstream", procs, zero, loadgen, controller_connections, processes, ()))
     if relay:
+        links = str(controller_connections or 4)
+        address, pid = start_announcing(procs, "envelope-relay", [sys.executable, str(HERE / "envelope_relay.py"), "--upstream", zero, "--links", links])
+        rows.append(
+            Row(
+                "envelope_relay_to_zero_work",
+                "CreateTopics through bench/forwarding/envelope_relay.py: frames read, header peeked, the frame wrapped in an"
+                " Envelope and sent over the proxy's pool (controller.connections links, one envelope in flight each), the"
+                " answer unwrapped; ApiVersions and a PLAIN login answered, nothing audited, counted or authorized. The"
+                " honest floor of a trio forwarder that works as the proxy works",
+                address,
+                client_login(),
+                {"relay": (pid,)},
+            )
+        )
         address, pid = start_announcing(procs, "trio-relay", [sys.executable, str(HERE / "relay.py"), "--upstream", zero])
         rows.append(
             Row(

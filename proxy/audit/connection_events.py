@@ -1,8 +1,9 @@
 """Connection events: audit records of type `io.github.kafka-envelope-proxy.connection` (docs/audit-schema.md).
 
 One connection gives `connected`, then `authenticated` (SASL or SSL) or
-`authentication-failed`, then `disconnected` with its cause; a connection refused
-as a whole gives `refused` (proxy/net/refusals.py).
+`authentication-failed`, then a `reauthenticated` for each re-authentication (KIP-368),
+then `disconnected` with its cause; a connection refused as a whole gives `refused`
+(proxy/net/refusals.py).
 """
 
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from proxy.net.refusals import RefusalCounter, RefusedConnection
 CONNECTED = "connected"
 REFUSED = "refused"
 AUTHENTICATED = "authenticated"
+REAUTHENTICATED = "reauthenticated"
 AUTHENTICATION_FAILED = "authentication-failed"
 DISCONNECTED = "disconnected"
 
@@ -40,6 +42,7 @@ class ConnectionEvent:
     endpoint: Endpoint
     principal: str | None = None
     mechanism: str | None = None
+    authentication_id: str | None = None
     authorization: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     timings: dict[str, float] | None = None
@@ -61,6 +64,7 @@ class ConnectionEvent:
                 "mechanism": self.mechanism,
                 "listener": where.listener,
                 "securityProtocol": where.security_protocol,
+                **({"authenticationId": self.authentication_id} if self.authentication_id is not None else {}),
             },
             "forwardingPrincipal": None,
             "requestMetadata": {

@@ -40,6 +40,8 @@ class Caller:
     connection_id: str
     software_name: str | None
     software_version: str | None
+    authentication_id: str | None = None
+    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name); recorded only then."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +65,12 @@ class Local:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Refused: the connection closes (or, for a bad client software name, an error is answered)."""
+    """Refused: the connection closes (or an error is answered: a bad client software name, a token request a broker
+    refuses itself), with `code` the answer's error code, decided on `resources`."""
 
     reason: str
+    code: int = ErrorCode.invalid_request
+    resources: list[ResourceAccess] = field(default_factory=list)
     metric: ClassVar[str] = "refused"
     forwarded: ClassVar[bool] = False
 
@@ -170,6 +175,7 @@ class RequestAudit:
                 "mechanism": caller.mechanism,
                 "listener": caller.listener,
                 "securityProtocol": caller.security_protocol,
+                **({"authenticationId": caller.authentication_id} if caller.authentication_id is not None else {}),
             },
             "forwardingPrincipal": forwarding.principal if forwarding else None,
             "requestMetadata": {
@@ -227,7 +233,7 @@ class RequestAudit:
         elif isinstance(outcome, Failed):
             await self.failed(outcome.envelope_error, outcome.code, outcome.message)
         elif isinstance(outcome, Refused):
-            await self.refused(outcome.reason)
+            await self.refused(outcome.reason, outcome.code, outcome.resources)
 
     def count(self, metrics: ProxyMetrics, outcome: Outcome) -> None:
         """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
@@ -273,10 +279,10 @@ class RequestAudit:
         data["timings"] = self._timings(forwarded=True)
         await self._write(data, subject_of(self.resources))
 
-    async def refused(self, reason: str) -> None:
-        data = self._data("refused", [])
+    async def refused(self, reason: str, code: int = ErrorCode.invalid_request, resources: Sequence[ResourceAccess] = ()) -> None:
+        data = self._data("refused", list(resources))
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
-        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": ErrorCode.invalid_request, "errors": []}
+        data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": code, "errors": []}
         data["timings"] = {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.0}
         await self._write(data, None)
 

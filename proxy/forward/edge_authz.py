@@ -51,6 +51,8 @@ class EdgeSettings:
     super_users: frozenset[str] = frozenset()
     allow_everyone_if_no_acl_found: bool = False
     refresh_seconds: float = 5.0
+    token_refresh_seconds: float = 5.0
+    """How often the delegation tokens are read from the upstream for token logins (proxy/forward/token_mirror.py)."""
     plugin: Authorizer | None = field(default=None, compare=False, repr=False)
     plugin_name: str | None = None
 
@@ -60,6 +62,7 @@ class EdgeSettings:
             "super.users": sorted(self.super_users),
             "allow.everyone.if.no.acl.found": self.allow_everyone_if_no_acl_found,
             "edge.acl.refresh.ms": int(self.refresh_seconds * 1000),
+            "edge.token.refresh.ms": int(self.token_refresh_seconds * 1000),
             "plugin": self.plugin_name,
         }
 
@@ -72,6 +75,11 @@ class EdgeAuthorizer:
         self._loaded_at = -float("inf")
         self._lock = trio.Lock()
         self.offload = CpuOffload()
+
+    @property
+    def decides(self) -> bool:
+        """Whether a policy decides at all: with `deny` every answer is no, whatever the upstream's ACLs say."""
+        return self.settings.plugin is not None or self.settings.policy != "deny"
 
     def invalidate(self) -> None:
         """An ACL change went through the proxy: the next decision reloads."""

@@ -11,7 +11,7 @@ from typing import Any
 from authz import RequestContext
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
-from proxy.forward import read_cluster_gated, read_configs, read_metadata
+from proxy.forward import read_cluster_gated, read_configs, read_metadata, read_tokens
 from proxy.forward.reads import ReadPath, ReadResult
 from proxy.net.settings import ListenerConfig
 
@@ -23,6 +23,7 @@ READ_ROUTES: Mapping[int, ReadRoute] = {
     ApiKey.DESCRIBE_ACLS: read_cluster_gated.answer,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: read_cluster_gated.answer,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: read_cluster_gated.answer,
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: read_tokens.answer,
 }
 
 READ_APIS = frozenset(READ_ROUTES)

@@ -13,9 +13,10 @@ from apiversions import VersionRange
 from envelope.apis import ApiKey, api_name
 from envelope.header import RequestHeaderInfo
 
-# Answered by the proxy itself: it is the only broker and the controller its clients see.
-LOCAL_APIS = frozenset({ApiKey.DESCRIBE_CLUSTER})
-_SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+# Answered by the proxy itself: it is the only broker and the controller its clients see. SASL frames after the
+# login that begin no re-authentication get Kafka's ILLEGAL_SASL_STATE answer there too.
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+LOCAL_APIS = frozenset({ApiKey.DESCRIBE_CLUSTER, *SASL_APIS})
 
 
 class Route(Enum):
@@ -41,7 +42,7 @@ def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange], rea
     if key == ApiKey.ENVELOPE:
         return Routed(Route.REFUSE, "Envelope is not accepted from clients")
     served = advertised.get(key)
-    if served is None or key in _SASL_APIS:
+    if served is None:
         return Routed(Route.REFUSE, f"API {api_name(key)} is not served by this proxy")
     if header.api_version not in served:
         return Routed(Route.REFUSE, f"version {header.api_version} of {api_name(key)} is not in {served.min}..{served.max}")

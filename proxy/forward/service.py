@@ -21,9 +21,9 @@ from envelope.apis import FORWARDABLE, ApiKey, api_name
 from envelope.codec import decode_body
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
-from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, AuditedRefusals
+from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
-from proxy.audit.request_records import Forwarding, Local, Read, Refused, RequestAudit
+from proxy.audit.request_records import Forwarded, Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.offload import CpuOffload
@@ -31,16 +31,19 @@ from proxy.forward.policy import CloseConnection
 from proxy.forward.read_routes import READ_APIS, READ_ROUTES
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
 from proxy.forward.respond import Answer, respond
-from proxy.forward.routing import Route, route
+from proxy.forward.routing import SASL_APIS, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
+from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
+from proxy.forward.token_mirror import TokenMirror
 from proxy.net.connection import KafkaConnection
-from proxy.net.login import ApiVersionsRequest, Login, LoginFailed, refused_connection
+from proxy.net.login import SESSION_EXPIRED, ApiVersionsRequest, Login, LoginFailed, SessionLogin, SessionStep, refused_connection
 from proxy.net.refusals import (
     CAUSE_CLIENT,
     CAUSE_ERROR,
     CAUSE_IDLE,
     CAUSE_PROTOCOL_ERROR,
+    CAUSE_SESSION_EXPIRED,
     CAUSE_SHUTDOWN,
     CAUSE_VERSIONS_CHANGED,
     IP_FILTER,
@@ -49,6 +52,7 @@ from proxy.net.refusals import (
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
+from proxy.net.sasl.machine import illegal_sasl_state
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.pool import ControllerPool, UpstreamEvent
@@ -120,8 +124,11 @@ class ProxyService:
         self.reads = ReadPath(
             read_upstream or upstream, self.edge, node_id=settings.node_id, identity=upstream.identity, offload=self.offload
         )
+        self.tokens = TokenMirror(self.reads, settings.edge.token_refresh_seconds)
         self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
+        # An OAUTHBEARER login learns the proxy's principal (its token's subject) when it first logs in.
+        self._forwarding_known = upstream.settings.principal is not None
 
     def advertised(self) -> dict[int, VersionRange]:
         """The intersection, computed again only when the controller's ranges change (every request routes on it)."""
@@ -151,6 +158,8 @@ class ProxyService:
                 self.metrics.upstream_connection_attempts.labels("failed").inc()
             elif event is UpstreamEvent.RETRY:
                 self.metrics.upstream_request_retries.inc()
+            elif event is UpstreamEvent.REAUTHENTICATED:
+                self.metrics.upstream_reauthentications.inc()
             elif event is UpstreamEvent.VERSIONS_CHANGED:
                 self._versions_changed()
 
@@ -217,9 +226,10 @@ class ProxyService:
             with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_AUDIT_TIMEOUT):
                 await self.audit.write(session.event(self.settings.node_id, DISCONNECTED, cause=cause))
 
-    async def _login(self, session: Session) -> bool:
+    async def _run_login(self, session: Session, login: Login, *, reauthentication: bool = False) -> None:
+        """Run a login's (or a re-authentication's) exchange: answer its ApiVersions, audit its failure or refusal."""
         conn, listener = session.conn, session.listener
-        login = Login(conn, listener, self.settings.transport)
+        counted = self.metrics.reauthentications if reauthentication else self.metrics.authentications
         async with aclosing(login.events()) as events:
             async for event in events:
                 if isinstance(event, ApiVersionsRequest):
@@ -230,19 +240,27 @@ class ProxyService:
                     login.api_versions_answered(isinstance(answer.outcome, Local) and event.header.api_version in self.advertised()[ApiKey.API_VERSIONS])
                 elif isinstance(event, LoginFailed):
                     if event.failure.error_code == ErrorCode.sasl_authentication_failed:
-                        self.metrics.authentications.labels(listener.name, event.failure.mechanism, "failure").inc()
+                        counted.labels(listener.name, event.failure.mechanism, "failure").inc()
                         self.metrics.connections_refused.labels(listener.name, "auth").inc()
                     await self.audit.write(session.login_failed_event(self.settings.node_id, event.failure))
                 else:
                     await self.on_refused(refused_connection(conn, listener, event))
+
+    async def _login(self, session: Session) -> bool:
+        conn, listener = session.conn, session.listener
+        login = Login(conn, listener, self.settings.transport)
+        await self._run_login(session, login)
         if login.result is None:
             session.close_cause = login.cause
             return False
         session.principal, session.mechanism = login.result.principal, login.result.mechanism
+        session.authentication_id = login.result.authentication_id
         session.authenticated = True
+        session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
         if session.mechanism is not None:
             self.metrics.authentications.labels(listener.name, session.mechanism, "success").inc()
-            log.info("connection %s authenticated as %s (%s)", conn.connection_id, session.principal, session.mechanism)
+            proved = f", as {session.authentication_id}" if session.authentication_id is not None else ""
+            log.info("connection %s authenticated as %s (%s%s)", conn.connection_id, session.principal, session.mechanism, proved)
             await self.audit.write(session.event(self.settings.node_id, AUTHENTICATED))
         return True
 
@@ -256,8 +274,11 @@ class ProxyService:
             session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
         try:
             while not session.closing:
-                # The first request must come as soon as a login's would (connections.preauth.idle.ms).
-                timeout = conn.idle_timeout if session.requests else min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout)
+                # Without a login (PLAINTEXT), the first request is all that shows a Kafka client, so it must come as
+                # soon as a login's would (connections.preauth.idle.ms); after a login, only connections.max.idle.ms
+                # applies, as in Kafka.
+                first = not session.requests and session.mechanism is None
+                timeout = min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout) if first else conn.idle_timeout
                 frame = await conn.receive_frame(timeout)
                 if frame is None:
                     return
@@ -275,10 +296,43 @@ class ProxyService:
     # -- one request ------------------------------------------------------------------------
 
     def _request_audit(self, session: Session, header: RequestHeaderInfo, *, forwarded: bool = False) -> RequestAudit:
-        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding if forwarded else None)
+        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding_side() if forwarded else None)
+
+    def _forwarding_side(self) -> Forwarding:
+        """The proxy's side of a forwarded request's records, named by its principal on the controller."""
+        if not self._forwarding_known and (principal := self.upstream.settings.principal) is not None:
+            self._forwarding = Forwarding(principal, self.upstream.settings.address)
+            self.forwarder.forwarding_principal = principal
+            self._forwarding_known = True
+        return self._forwarding
+
+    async def _reauthenticate(self, session: Session, handshake: bytes) -> None:
+        """KIP-368: the session's client logs in again on its connection, with the same mechanism and principal."""
+        conn, listener, mechanism = session.conn, session.listener, session.mechanism
+        assert mechanism is not None  # only SASL sessions expire
+        login = Login.reauthenticate(conn, listener, self.settings.transport, SessionLogin(mechanism, session.principal), handshake)
+        await self._run_login(session, login, reauthentication=True)
+        if login.result is None:
+            raise CloseConnection("re-authentication failed", login.cause or CAUSE_PROTOCOL_ERROR)
+        session.principal = login.result.principal
+        session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
+        self.metrics.reauthentications.labels(listener.name, mechanism, "success").inc()
+        log.info("connection %s re-authenticated as %s (%s)", conn.connection_id, session.principal, mechanism)
+        await self.audit.write(session.event(self.settings.node_id, REAUTHENTICATED))
 
     async def handle_request(self, session: Session, frame: bytes) -> None:
         header = peek_request_header(frame)
+        if session.expiry.expires_at is not None:  # only sessions with a lifetime (KIP-368) pay for this
+            step = session.expiry.step(header.api_key, trio.current_time())
+            if step is SessionStep.REAUTHENTICATE:
+                await self._reauthenticate(session, frame)
+                return
+            if step is SessionStep.EXPIRED:
+                # Kafka's SocketServer closes the connection unanswered; the record says why.
+                self.metrics.connections_expired.labels(session.listener.name).inc()
+                then = CloseConnection(SESSION_EXPIRED, CAUSE_SESSION_EXPIRED)
+                await self._respond(session, self._request_audit(session, header), self._refusal(session, header, SESSION_EXPIRED, then=then))
+                return
         routed = route(header, self.advertised(), READ_ROUTES)
         audit = self._request_audit(session, header, forwarded=routed.route is Route.FORWARD)
         try:
@@ -287,6 +341,8 @@ class ProxyService:
             elif routed.route is Route.REFUSE:
                 assert routed.reason is not None
                 answer = self._refusal(session, header, routed.reason, then=CloseConnection(routed.reason))
+            elif routed.route is Route.LOCAL and header.api_key in SASL_APIS:
+                answer = self._sasl_after_login(session, header, frame)
             elif routed.route is Route.LOCAL:
                 answer = await self._describe_cluster(session, header, frame)
             elif routed.route is Route.READ:
@@ -318,6 +374,14 @@ class ProxyService:
     def _undecodable(self, session: Session, header: RequestHeaderInfo, exc: ProtocolError) -> Answer:
         """Fail closed: a body that cannot be decoded (or its resources named) is refused, and the connection closed."""
         return self._refusal(session, header, f"request body cannot be decoded: {exc}", then=exc)
+
+    def _sasl_after_login(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
+        """A SASL frame that begins no re-authentication: Kafka's KafkaApis answers ILLEGAL_SASL_STATE and goes on."""
+        try:
+            decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
+        except ProtocolError as exc:
+            return self._undecodable(session, header, exc)
+        return Answer(Local(), illegal_sasl_state(header))
 
     async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
         try:
@@ -367,4 +431,13 @@ class ProxyService:
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             return self._undecodable(session, header, exc)
-        return await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)
+        if header.api_key in TOKEN_CHANGES:
+            local = await broker_answer(self.edge, session.context(header.client_id), header, body)
+            if local is not None:
+                # What a broker answers itself: audited as refused at the edge, with Kafka's code; nothing forwarded.
+                audit.forwarding = None
+                return Answer(Refused(local.reason, local.code, local.resources), local.frame)
+        answer = await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)
+        if header.api_key in TOKEN_CHANGES and isinstance(answer.outcome, Forwarded):
+            self.tokens.poke()  # token logins see a token made, renewed or expired here at once
+        return answer

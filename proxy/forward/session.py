@@ -17,6 +17,7 @@ from proxy.audit.connection_events import (
 )
 from proxy.audit.request_records import Caller
 from proxy.net.connection import KafkaConnection
+from proxy.net.login import SessionExpiry
 from proxy.net.refusals import CAUSE_SHUTDOWN, PROTOCOL_ERROR, RefusedConnection, refusal
 from proxy.net.sasl.machine import LoginFailure
 from proxy.net.settings import ListenerConfig
@@ -28,6 +29,8 @@ class Session:
     listener: ListenerConfig
     principal: Principal = ANONYMOUS
     mechanism: str | None = None
+    authentication_id: str | None = None
+    """The name the client's credential proved when it is not the principal's (GSSAPI: the Kerberos name)."""
     software_name: str | None = None
     software_version: str | None = None
     client_address: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False)
@@ -38,6 +41,8 @@ class Session:
     refusal_audited: bool = False
     """A `refused` record already says why this connection closes."""
     requests: int = 0
+    expiry: SessionExpiry = field(default_factory=SessionExpiry)
+    """KIP-368: when the login's session ends, unless the client re-authenticates."""
     opened: float = field(default_factory=time.monotonic)
     _caller: tuple[tuple[Any, ...], Caller] | None = field(default=None, init=False, repr=False)
 
@@ -65,12 +70,13 @@ class Session:
 
     def caller(self) -> Caller:
         """This client as its request records name it; made again only when the login or ApiVersions changed it."""
-        key = (self.principal, self.mechanism, self.software_name, self.software_version)
+        key = (self.principal, self.mechanism, self.authentication_id, self.software_name, self.software_version)
         if self._caller is not None and self._caller[0] == key:
             return self._caller[1]
         caller = Caller(
             principal=str(self.principal),
             mechanism=self.mechanism,
+            authentication_id=self.authentication_id,
             listener=self.listener.name,
             security_protocol=self.listener.security_protocol,
             address=str(self.client_address),
@@ -88,7 +94,7 @@ class Session:
         return Endpoint(self.listener.name, self.listener.security_protocol, self.conn.peer.host, self.conn.peer.port, self.conn.connection_id)
 
     def event(self, node_id: int, stage: str, *, cause: str | None = None) -> dict[str, Any]:
-        """`connected`, `authenticated` or `disconnected` (with its cause, duration and request count)."""
+        """`connected`, `authenticated`, `reauthenticated` or `disconnected` (with its cause, duration and request count)."""
         closing = stage == DISCONNECTED
         principal = str(self.principal) if self.authenticated and stage != CONNECTED else None
         return ConnectionEvent(
@@ -96,6 +102,7 @@ class Session:
             self.endpoint(),
             principal=principal,
             mechanism=self.mechanism if principal is not None else None,
+            authentication_id=self.authentication_id if principal is not None else None,
             cause=cause,
             duration_ms=(time.monotonic() - self.opened) * 1000 if closing else None,
             requests=self.requests if closing else None,

@@ -91,4 +91,5 @@ CAUSE_AUTHENTICATION_FAILED = "authentication-failed"
 CAUSE_PROTOCOL_ERROR = "protocol-error"
 CAUSE_VERSIONS_CHANGED = "versions-changed"
 CAUSE_PRIVILEGED_PRINCIPAL = "privileged-principal"
+CAUSE_SESSION_EXPIRED = "session-expired"  # KIP-368: a request after the session's lifetime, without re-authentication
 CAUSE_ERROR = "error"

@@ -144,6 +144,8 @@ class ListenerConfig:
     sasl_mechanisms: tuple[str, ...] = ()
     sasl_servers: Mapping[str, ServerMechanism] = field(default_factory=dict, repr=False)
     """Each enabled SASL mechanism -> its server side, as this listener's keys configure it (proxy/net/sasl/registry.py)."""
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    """Each enabled SASL mechanism -> its connections.max.reauth.ms (KIP-368; 0 or absent: not set)."""
     ip_filter: IpFilter | None = None
     ip_filter_key: str = "security.ip.filter.list"  # where the list came from, for the refusal log line
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
@@ -165,6 +167,7 @@ class ListenerConfig:
             "advertised": f"{self.advertised_host}:{self.advertised_port}",
             "security.protocol": self.security_protocol,
             "sasl.enabled.mechanisms": list(self.sasl_mechanisms),
+            **({"connections.max.reauth.ms": dict(self.max_reauth_ms)} if self.uses_sasl else {}),
             **{key: value for server in dict.fromkeys(self.sasl_servers.values()) for key, value in server.effective().items()},
             "security.ip.filter": self.ip_filter.effective() if self.ip_filter else None,
             **self.limits.effective(),
@@ -233,6 +236,7 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         advertised_port=adv.port,
         sasl_mechanisms=sasl.mechanisms if sasl else (),
         sasl_servers=sasl.servers if sasl else {},
+        max_reauth_ms=sasl.max_reauth_ms if sasl else {},
         ip_filter=ip_filter,
         ip_filter_key=list_key,
         limits=limits,

@@ -73,6 +73,15 @@ class ProxyMetrics:
         self.authentications = Counter(
             f"{PREFIX}_authentications", "Logins by mechanism and result", ["listener", "mechanism", "result"], registry=r
         )
+        self.reauthentications = Counter(
+            f"{PREFIX}_reauthentications", "Re-authentications (KIP-368) by mechanism and result", ["listener", "mechanism", "result"], registry=r
+        )
+        self.connections_expired = Counter(
+            f"{PREFIX}_connections_expired",
+            "Connections closed because a request came after the session expired without re-authentication (KIP-368)",
+            ["listener"],
+            registry=r,
+        )
         self.upstream_connected = Gauge(f"{PREFIX}_upstream_connected", "1 while an active controller is known and reachable", registry=r)
         self.upstream_controller_id = Gauge(
             f"{PREFIX}_upstream_active_controller_id", "Node id of the active controller (-1 while none is known)", registry=r
@@ -88,6 +97,11 @@ class ProxyMetrics:
         )
         for result in CONNECTION_RESULTS:  # both series exist from the start, so rate() sees the first failure
             self.upstream_connection_attempts.labels(result)
+        self.upstream_reauthentications = Counter(
+            f"{PREFIX}_upstream_reauthentications",
+            "Times a controller connection logged in again on the same connection before its session expired (KIP-368)",
+            registry=r,
+        )
         self.upstream_request_retries = Counter(
             f"{PREFIX}_upstream_request_retries",
             "Requests sent to the controller again, after their backoff, because their connection was lost or could not be opened",

@@ -22,6 +22,6 @@ def parse_upstream_login(props: Properties, listener: str, protocol: str) -> Cli
         raise ConfigError(
             MECHANISM_KEY,
             mechanism,
-            f"mechanism {mechanism} is not supported for the proxy's own login (supported: {', '.join(SUPPORTED_MECHANISMS)}); Kafka's default is GSSAPI, so set it explicitly",
+            f"mechanism {mechanism} is not supported for the proxy's own login (supported: {', '.join(SUPPORTED_MECHANISMS)})",
         )
     return family.client(props, listener, mechanism)

@@ -49,6 +49,7 @@ class UpstreamEvent(Enum):
     CONNECTED = "connected"  # a connection attempt succeeded (TCP, TLS, ApiVersions, login), discovery ones included
     CONNECT_FAILED = "connect-failed"  # a connection attempt failed
     RETRY = "retry"  # a request is sent again, after its backoff, because its connection was lost or could not be had
+    REAUTHENTICATED = "reauthenticated"  # a connection logged in again before its session expired (KIP-368)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +205,7 @@ class ControllerPool:
             return None
         attempts.append(server)
         sent = trio.current_time()
+        reauthentications = link.reauthentications
         try:
             response = await link.exchange(build, deadline=min(deadline, sent + self.settings.request_timeout))
         except LinkBroken as exc:
@@ -211,6 +213,8 @@ class ControllerPool:
             self._forget(server, f"connection lost: {exc}")
             await self._report(UpstreamEvent.RECONNECT)
             return None
+        if link.reauthentications != reauthentications:
+            await self._report(UpstreamEvent.REAUTHENTICATED)
         self.reconnect_backoff.succeeded(server.address)
         self._idle.append(link)
         return Delivery(response, server, tuple(attempts), queued, trio.current_time() - sent)

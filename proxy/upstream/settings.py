@@ -52,6 +52,17 @@ class UpstreamSettings:
         return self.login.user if self.login is not None else None
 
     @property
+    def principal(self) -> str | None:
+        """The proxy's principal on the controller: its SASL user, else (SSL) its certificate's DN as Kafka's DEFAULT
+        rule names it, else User:ANONYMOUS; None while a login that learns its user (OAUTHBEARER: the token's
+        subject) has not logged in yet."""
+        if self.login is not None:
+            return None if self.login.user is None else f"User:{self.login.user}"
+        if self.security_protocol == "SSL" and self.certificate_dn:
+            return f"User:{self.certificate_dn}"
+        return "User:ANONYMOUS"
+
+    @property
     def address(self) -> str:
         """The configured addresses as written in the key."""
         return ",".join(str(server) for server in self.servers)

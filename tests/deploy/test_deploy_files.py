@@ -24,6 +24,8 @@ from typing import Any
 import javaproperties
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from controller.config import parse_controller_config
 from proxy.config import ProxyConfig, parse_proxy_config
@@ -593,12 +595,17 @@ def test_containerfile_basics(name: str) -> None:
 
 
 def test_containerfiles_copy_every_package() -> None:
-    """Each stage that installs the project copies pyproject.toml, its readme and every package setuptools looks for."""
+    """Each stage that installs the project copies pyproject.toml, its readme and every package setuptools finds
+    (`envelope*` matches envelope_proxy too: the package of the `envelope-proxy` entry point)."""
     import tomllib
+    from fnmatch import fnmatch
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     includes = project["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = {pattern.rstrip("*") for pattern in includes}
+    packages = {
+        path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file() and any(fnmatch(path.name, pattern) for pattern in includes)
+    }
+    assert {"envelope", "envelope_proxy", "proxy", "spark_audit"} <= packages
     for name in ("Containerfile", "Containerfile.audit"):
         copied: set[str] = set()
         for ins in _containerfile(name):
@@ -608,6 +615,70 @@ def test_containerfiles_copy_every_package() -> None:
         for source in copied:
             assert (ROOT / source).exists(), f"{name}: COPY {source}, which is not in the repository"
         assert {"pyproject.toml", project["project"]["readme"]} | packages <= copied, f"{name} misses {sorted(packages - copied)}"
+
+
+def _pins(name: str) -> dict[str, str]:
+    """name -> version of a requirements file under deploy/container (following -r), every line `name==version`."""
+    pins: dict[str, str] = {}
+    for line in (CONTAINER / name).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            pins |= _pins(line[3:].strip())
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!-]+)", line)
+        assert match, f"{name}: {line!r} is not pinned as name==version"
+        pins[canonicalize_name(match.group(1))] = match.group(2)
+    return pins
+
+
+@pytest.mark.parametrize(("name", "extras"), [("requirements.txt", ()), ("requirements-audit.txt", ("spark",))])
+def test_image_dependencies_are_pinned_within_pyproject(name: str, extras: tuple[str, ...]) -> None:
+    """Every dependency of pyproject.toml (and of the image's extras) is pinned inside its range, and so is every
+    dependency of a pinned package (as far as this venv has that very version installed to read it from)."""
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = _pins(name)
+    wanted = [Requirement(r) for r in project["dependencies"]]
+    wanted += [Requirement(r) for extra in extras for r in project["optional-dependencies"][extra]]
+    for requirement in wanted:
+        pinned = pins.get(canonicalize_name(requirement.name))
+        assert pinned is not None, f"{name}: {requirement} is not pinned"
+        assert requirement.specifier.contains(pinned, prereleases=True), f"{name}: {requirement.name}=={pinned} is outside {requirement}"
+    for package, version in pins.items():
+        try:
+            installed = distribution(package)
+        except PackageNotFoundError:
+            continue
+        if installed.version != version:
+            continue
+        for line in installed.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            assert canonicalize_name(requirement.name) in pins, f"{name}: {package}=={version} needs {requirement}, which is not pinned"
+
+
+@pytest.mark.parametrize("name", ["Containerfile", "Containerfile.audit"])
+def test_pip_reaches_the_index_through_build_secrets_only(name: str) -> None:
+    """The host's pip settings and CA bundle are secret mounts of the RUN that installs, never files or ENV in a layer;
+    dependencies are installed from the pinned files with --no-deps and checked with `pip check`."""
+    instructions = _containerfile(name)
+    installs = [i for i in instructions if i.keyword == "RUN" and "pip-install.sh" in i.arguments]
+    assert installs, f"{name}: dependencies are installed with deploy/container/pip-install.sh"
+    for ins in installs:
+        for mount in ("--mount=type=secret,id=pip.conf", "--mount=type=secret,id=ca-bundle", "--mount=type=bind,source=deploy/container/wheels"):
+            assert mount in ins.arguments, f"{name}:{ins.line}: {mount}"
+        assert "--no-deps -r /src/deploy/requirements" in ins.arguments
+    for ins in instructions:
+        if ins.keyword in ("ENV", "ARG", "COPY"):
+            assert not re.search(r"pip\.conf|PIP_CONFIG_FILE|PIP_CERT|PIP_INDEX_URL|ca-bundle|SSL_CERT_FILE", ins.arguments), f"{name}:{ins.line}"
+    assert any("pip --python /opt/envelope-proxy/bin/python check" in i.arguments for i in instructions if i.keyword == "RUN")
+    script = (CONTAINER / "pip-install.sh").read_text()
+    assert "/run/secrets/pip.conf" in script and "/run/secrets/ca-bundle" in script and "--find-links /wheels" in script
 
 
 def test_proxy_image() -> None:
@@ -624,18 +695,70 @@ def test_proxy_image() -> None:
     exposed = {port for i in stage if i.keyword == "EXPOSE" for port in i.arguments.split()}
     assert {"9092", "9404"} <= exposed
     installs = " ".join(i.arguments for i in _containerfile("Containerfile") if i.keyword == "RUN")
-    assert "pip install --no-cache-dir ." in installs and "[spark]" not in installs, "no Spark in the proxy image"
+    assert "-r /src/deploy/requirements.txt" in installs and "requirements-audit" not in installs, "no Spark in the proxy image"
+    assert "pyspark" not in _pins("requirements.txt")
 
 
 def test_audit_image() -> None:
     instructions = _containerfile("Containerfile.audit")
     runs = " ".join(i.arguments for i in instructions if i.keyword == "RUN")
-    assert "pip install --no-cache-dir '.[spark]'" in runs
+    assert "-r /src/deploy/requirements-audit.txt" in runs and "pyspark" in _pins("requirements-audit.txt")
     assert re.search(r"apt-get install -y --no-install-recommends openjdk-\d+-jre-headless", runs)
     assert "rm -rf /var/lib/apt/lists/*" in runs
     stage = final_stage(instructions)
     (entrypoint,) = [i for i in stage if i.keyword == "ENTRYPOINT"]
     assert _exec_form(entrypoint.arguments) == ["envelope-proxy", "audit"]
+
+
+def _final(name: str, keyword: str) -> list[str]:
+    return [i.arguments for i in final_stage(_containerfile(name)) if i.keyword == keyword]
+
+
+@pytest.mark.parametrize(("file", "kind", "name", "container", "metrics"), [
+    ("sidecar.yaml", "StatefulSet", "kafka-controller", "envelope-proxy", "proxy-metrics"),
+    ("standalone.yaml", "Deployment", "envelope-proxy", "envelope-proxy", "metrics"),
+])  # fmt: skip
+def test_proxy_manifests_agree_with_the_proxy_image(file: str, kind: str, name: str, container: str, metrics: str) -> None:
+    """The user, ports, configuration path, audit volume and health path the image declares are the ones the pod uses
+    (tests/images runs the image with these very mounts)."""
+    documents = load_documents(KUBERNETES / file)
+    template = pod_template(find(documents, kind, name))
+    assert template is not None
+    pod = template["spec"]
+    proxy = _container(documents, kind, name, container)
+    context = {**pod.get("securityContext", {}), **proxy.get("securityContext", {})}
+    user = _final("Containerfile", "USER")[-1]
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == user
+    exposed = {int(port) for arguments in _final("Containerfile", "EXPOSE") for port in arguments.split()}
+    assert {p["containerPort"] for p in proxy["ports"]} == exposed
+    mounts = {m["mountPath"]: m for m in proxy["volumeMounts"]}
+    (volume,) = json.loads(_final("Containerfile", "VOLUME")[0])
+    assert volume in mounts and not mounts[volume].get("readOnly"), "the image's audit VOLUME is the pod's audit mount"
+    (entrypoint,) = _final("Containerfile", "ENTRYPOINT")
+    config = Path(_exec_form(entrypoint)[-1])
+    assert str(config.parent) in mounts and mounts[str(config.parent)].get("readOnly"), "the configuration is mounted read-only"
+    assert "/tmp" in mounts, "a writable /tmp on a read-only root"
+    env = " ".join(_final("Containerfile", "ENV"))
+    healthz = re.search(r"ENVELOPE_PROXY_HEALTHZ=http://127\.0\.0\.1:(\d+)(/\S+)", env)
+    assert healthz and int(healthz.group(1)) == _port(proxy, metrics)
+    assert proxy["livenessProbe"]["httpGet"]["path"] == healthz.group(2) == "/healthz"
+    assert proxy["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert _final("Containerfile", "STOPSIGNAL") == ["SIGTERM"], "the signal the kubelet sends: the proxy drains on it"
+
+
+def test_audit_cronjob_agrees_with_the_audit_image() -> None:
+    template = pod_template(find(load_documents(KUBERNETES / "audit-cronjob.yaml"), "CronJob", "envelope-proxy-audit"))
+    assert template is not None
+    pod = template["spec"]
+    (job,) = pod["containers"]
+    context = {**pod.get("securityContext", {}), **job.get("securityContext", {})}
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == _final("Containerfile.audit", "USER")[-1]
+    env = " ".join(_final("Containerfile.audit", "ENV"))
+    home = re.search(r"HOME=(\S+)", env)
+    assert home and home.group(1) in {m["mountPath"] for m in job["volumeMounts"]}, "Spark writes under HOME: a mounted emptyDir"
+    assert context["readOnlyRootFilesystem"] is True
+    assert _exec_form(_final("Containerfile.audit", "ENTRYPOINT")[0]) == ["envelope-proxy", "audit"]
+    assert job["command"][:2] == ["/bin/sh", "-c"] and "exec envelope-proxy audit" in job["command"][2]
 
 
 @pytest.mark.parametrize("name", ["Containerfile", "Containerfile.audit"])
@@ -652,7 +775,7 @@ def test_hadolint(name: str) -> None:
 
 def test_guide_mentions_every_deploy_file() -> None:
     guide = (ROOT / "docs" / "deploy.md").read_text()
-    for path in sorted(p for p in DEPLOY.rglob("*") if p.is_file()):
+    for path in sorted(p for p in DEPLOY.rglob("*") if p.is_file() and p.suffix != ".whl"):  # wheels: `make image`'s, not in git
         relative = path.relative_to(ROOT).as_posix()
         assert relative in guide, f"docs/deploy.md does not mention {relative}"
 

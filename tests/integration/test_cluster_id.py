@@ -168,7 +168,7 @@ async def test_a_proxy_without_a_cluster_id_closes_the_connection_rather_than_an
     def metadata_closes() -> bool:
         with wire.connect(address, timeout=30) as sock:
             assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-            sock.sendall(wire.request(ApiKey.METADATA, 12, _metadata_values(12), 3))
+            sock.sendall(wire.encode_frame(wire.request(ApiKey.METADATA, 12, _metadata_values(12), 3)))
             return wire.is_closed(sock)
 
     assert await trio.to_thread.run_sync(metadata_closes)

@@ -283,3 +283,66 @@ async def test_the_proxy_logs_in_to_the_controller_with_oauthbearer(nursery: Any
         while not upstream.connected:
             await trio.sleep(0.02)
     assert login.user == "proxy"
+
+
+async def test_a_tokens_expiry_caps_the_session_and_a_fresh_token_re_authenticates(
+    nursery: Any, tmp_path: Path, idp: tuple[LoopbackHttp, SigningKey]
+) -> None:
+    """KIP-368 with OAUTHBEARER: the session lasts until the token expires (connections.max.reauth.ms is larger), a
+    request after that closes the connection, and a re-authentication with a fresh token for the same subject renews it."""
+    server, key = idp
+    overrides = {**_proxy_overrides(f"{server.url}/certs"), "listener.name.client.oauthbearer.connections.max.reauth.ms": "600000"}
+    stack = await start_stack(nursery, tmp_path / "audit", proxy_overrides=overrides)
+
+    def sessions() -> tuple[float, float, int, bool]:
+        sock = wire.connect(stack.sasl_address)
+        assert _handshake(sock) == 0
+        first = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=3))), 2)
+        time.sleep(1.1)  # re-authentications may begin once a second
+        assert int(wire.call(sock, 17, 1, {"mechanism": MECHANISM}, correlation_id=3).error_code) == 0
+        renewed = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=60))), 4)
+        assert int(renewed.error_code) == 0
+        time.sleep(2.2)  # the first token has expired; the renewed session has not
+        served = wire.call(sock, 60, 0, {"include_cluster_authorized_operations": False}, correlation_id=5)
+        other = wire.connect(stack.sasl_address)
+        assert _handshake(other) == 0
+        assert int(_authenticate(other, build_client_first(key.sign(claims("alice", lifetime=2))), 2).error_code) == 0
+        time.sleep(2.5)
+        other.sendall(wire.encode_frame(wire.request(60, 0, {"include_cluster_authorized_operations": False}, 3)))
+        return first.session_lifetime.total_seconds(), renewed.session_lifetime.total_seconds(), int(served.error_code), wire.is_closed(other)
+
+    first, renewed, served, expired_closed = await trio.to_thread.run_sync(sessions)
+    assert 1.0 < first <= 3.0  # the token's remaining life, not the listener's 600 s
+    assert 50.0 < renewed <= 60.0
+    assert served == 0 and expired_closed
+    reasons = [r["data"]["connection"]["cause"] for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "disconnected"]
+    assert "session-expired" in reasons
+
+
+async def test_the_audit_names_the_proxys_oauthbearer_principal(nursery: Any, tmp_path: Path, idp: tuple[LoopbackHttp, SigningKey]) -> None:
+    """Forwarded requests name the proxy by its token's subject (it is known only once the proxy logged in), not
+    User:ANONYMOUS."""
+    server, key = idp
+    url = f"{server.url}/certs"
+    token_file = tmp_path / "proxy.jwt"
+    token_file.write_text(key.sign(claims("proxy")))
+    token_url = token_file.resolve().as_uri()
+    controller = {"sasl.enabled.mechanisms": MECHANISM, **_validation(url, "controller"), ALLOWED_URLS_PROPERTY: url}
+    proxy = {
+        "sasl.mechanism.controller.protocol": MECHANISM,
+        "listener.name.controller.oauthbearer.sasl.jaas.config": JAAS,
+        "sasl.oauthbearer.token.endpoint.url": token_url,
+        ALLOWED_URLS_PROPERTY: token_url,
+    }
+    stack = await start_stack(nursery, tmp_path / "audit", proxy_overrides=proxy, controller_overrides=controller)
+
+    def create() -> int:
+        sock = wire.connect(stack.sasl_address)
+        assert wire.sasl_plain_login(sock, "admin", "admin-secret") == 0
+        values = {"topics": [{"name": "named", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": False}
+        return int(wire.call(sock, 19, 5, values, correlation_id=3).topics[0].error_code)
+
+    assert await trio.to_thread.run_sync(create) == 0
+    records = [r["data"] for r in audit_records(tmp_path / "audit") if r["data"]["methodName"] == "kafka.CreateTopics"]
+    assert {r["stage"] for r in records} == {"intent", "outcome"}
+    assert {r["forwardingPrincipal"] for r in records} == {"User:proxy"}

@@ -2,7 +2,7 @@
 proxy, in front of a Kafka 4.3.1 node and in front of the embedded controller: the controller makes the token for the
 client (never for the proxy), a renewer renews it, a stranger is refused, the owner expires it.
 
-Describing tokens is a read the proxy does not serve yet (DescribeDelegationToken); it is left out here.
+Describing tokens and logging in with one: tests/interop/test_delegation_token_login.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ the proxy's validator against the realm's JWKS URL, key rotation is followed wit
 client-credentials login gets its tokens there. Marker `interop`."""
 
 import functools
-from collections.abc import Callable
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,11 +13,16 @@ import jwt
 import pytest
 import trio
 
-from envelope_proxy.embedded import start_stack
+from envelope_proxy.embedded import proxy_properties, start_stack
+from proxy.app import run_proxy
+from proxy.config import parse_proxy_config
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth_login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
 from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
 from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
+from tests.audit_records import records_under
+from tests.interop.conftest import _kafka_lib
+from tests.interop.kafka_node import KafkaNode, _free_port, ensure_kafka_jars
 from tests.interop.keycloak import Keycloak, KeycloakClient
 
 pytestmark = pytest.mark.interop
@@ -132,7 +139,7 @@ async def test_the_proxys_client_credentials_login_gets_its_token_from_keycloak(
         token = provider.current
         assert token is not None, provider.last_error
         # Keycloak's scope claim is one space-separated string, which Kafka keeps as a single scope
-        assert token.principal_name == client.service_account_user_id and token.scopes == frozenset({"profile email"})
+        assert token.principal_name == client.service_account_user_id and len(token.scopes) == 1 and set(next(iter(token.scopes)).split()) == {"profile", "email"}
         assert token.expiry_ms - (token.start_ms or 0) == 300_000
         # the exchange a controller link would run, checked by the proxy's own server side
         exchange = await provider.client_exchange()
@@ -203,3 +210,183 @@ async def test_confluent_kafka_logs_in_to_the_proxy_with_a_keycloak_token(
         nursery.cancel_scope.cancel()
     assert outcomes[0] == "created" and outcomes[1].startswith("outsider refused"), outcomes
     assert ("CreateTopics", principal, "topic:keycloak-topic", 0) in seen
+
+
+REAUTH_REALM = "kafka-reauth"  # tokens that live 8 s: the sessions they open must be renewed
+REAUTH_TOKEN_LIFESPAN = 8
+
+
+async def test_token_expiry_forces_re_authentication_of_a_long_lived_connection(keycloak: Keycloak, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy caps each OAUTHBEARER session at its token's expiry (KIP-368, as Kafka does); confluent-kafka's OIDC
+    login fetches a fresh token from Keycloak and re-authenticates its connection in time, so admin work goes on
+    across several token lifetimes without a refused request or an expired session."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    await _call(keycloak.create_realm, REAUTH_REALM, access_token_lifespan=REAUTH_TOKEN_LIFESPAN)
+    worker = await _call(keycloak.create_client, REAUTH_REALM, "worker", "worker-secret", audience=AUDIENCE)
+    monkeypatch.setenv("KAFKA_OPTS", _kafka_opts(keycloak.jwks_url(REAUTH_REALM))["KAFKA_OPTS"])
+    principal = f"User:{worker.service_account_user_id}"
+    listener = {
+        "listener.name.client.oauthbearer.sasl.jaas.config": f"{LOGIN_MODULE} required;",
+        "listener.name.client.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": keycloak.jwks_url(REAUTH_REALM),
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.audience": AUDIENCE,
+        "listener.name.client.oauthbearer.sasl.oauthbearer.expected.issuer": keycloak.issuer(REAUTH_REALM),
+    }
+    config = {
+        "sasl.mechanism": "OAUTHBEARER",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": worker.client_id,
+        "sasl.oauthbearer.client.secret": worker.secret,
+        "sasl.oauthbearer.token.endpoint.url": keycloak.token_url(REAUTH_REALM),
+    }
+
+    def work(address: str) -> int:
+        admin = AdminClient({**config, "bootstrap.servers": address})
+        created = 0
+        deadline = time.monotonic() + 3 * REAUTH_TOKEN_LIFESPAN
+        while time.monotonic() < deadline:
+            name = f"long-lived-{created}"
+            admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10)[name].result(timeout=20)
+            created += 1
+            time.sleep(1.0)
+        return created
+
+    audit = tmp_path / "audit"
+    async with trio.open_nursery() as nursery:
+        stack = await start_stack(
+            nursery,
+            audit,
+            proxy_overrides={"listener.name.client.sasl.enabled.mechanisms": "OAUTHBEARER", **listener},
+            controller_overrides={"super.users": f"User:proxy;User:admin;{principal}"},
+        )
+        created = await trio.to_thread.run_sync(work, stack.sasl_address)
+        nursery.cancel_scope.cancel()
+    records = [r["data"] for r in records_under(audit) if r["data"]["methodName"] == "kafka.Connection"]
+    renewed = [r for r in records if r["stage"] == "reauthenticated"]
+    assert created >= 2 * REAUTH_TOKEN_LIFESPAN
+    assert len(renewed) >= 2 and {r["authenticationInfo"]["principal"] for r in renewed} == {principal}
+    assert not [r for r in records if r["stage"] == "disconnected" and r["connection"]["cause"] == "session-expired"]
+
+
+# ------------------------------------------------ a Kafka 4.3.1 node validating the same realm, side by side
+
+
+@pytest.fixture(scope="module")
+def oauth_node(keycloak: Keycloak, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaNode, str]]:
+    """A Kafka node with an OAUTH listener that validates this realm's tokens as a broker operator configures it
+    (and its PLAIN listeners for the proxy and for admin); yields the node and the OAUTH listener's address."""
+    broker, controller, oauth = (_free_port() for _ in range(3))
+    endpoints = f"BROKER://127.0.0.1:{broker},CONTROLLER://127.0.0.1:{controller},OAUTH://127.0.0.1:{oauth}"
+    extra = {
+        "listeners": endpoints,
+        "advertised.listeners": endpoints,
+        "listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
+        "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+        **{key.replace("listener.name.client.", "listener.name.oauth."): value for key, value in _broker_properties(keycloak).items()},
+    }
+    allowed = f"-D{ALLOWED_URLS_PROPERTY}={keycloak.jwks_url(REALM)},{keycloak.token_url(REALM)}"
+    workdir = tmp_path_factory.mktemp("kafka-oauth")
+    with KafkaNode(workdir=workdir, lib_dir=_kafka_lib("a Kafka node"), ports=(broker, controller), extra_properties=extra, jvm_options=(allowed,)) as node:
+        yield node, f"127.0.0.1:{oauth}"
+
+
+def _acl(principal: str, prefix: str, host: str) -> Any:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    return AclBinding(ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, principal, host, AclOperation.CREATE, AclPermissionType.ALLOW)
+
+
+async def test_kafka_and_the_proxy_derive_the_same_principal_and_apply_the_same_host_and_user_acls(
+    oauth_node: tuple[KafkaNode, str], keycloak: Keycloak, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Keycloak client logs in with OIDC to the node's OAUTH listener and to the proxy (validating the same realm)
+    in front of that node. Kafka's authorizer sees the forwarded principal and address as it sees the direct client:
+    a topic the User:<service account> ACL allows from 127.0.0.1 is created both ways, one allowed only from another
+    host and one no ACL allows are refused both ways."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    node, oauth_address = oauth_node
+    member = await _call(keycloak.create_client, REALM, "acl-member", "acl-member-secret", audience=AUDIENCE)
+    principal = f"User:{member.service_account_user_id}"
+    admin = AdminClient(node.client_config("admin"))
+    bindings = [_acl(principal, "kc-", "127.0.0.1"), _acl(principal, "far-", "127.0.0.9")]
+
+    def grant() -> None:
+        for future in admin.create_acls(bindings, request_timeout=30).values():
+            future.result()
+
+    await trio.to_thread.run_sync(grant)
+    monkeypatch.setenv("KAFKA_OPTS", _kafka_opts(keycloak.jwks_url(REALM))["KAFKA_OPTS"])
+    config = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": member.client_id,
+        "sasl.oauthbearer.client.secret": member.secret,
+        "sasl.oauthbearer.token.endpoint.url": keycloak.token_url(REALM),
+    }
+
+    def outcomes(address: str, suffix: str) -> dict[str, str]:
+        client = AdminClient({**config, "bootstrap.servers": address})
+        seen = {}
+        for prefix in ("kc-", "far-", "other-"):
+            name = f"{prefix}{suffix}"
+            try:
+                client.create_topics([NewTopic(name, 1, 1)], request_timeout=15)[name].result(timeout=30)
+                seen[prefix] = "created"
+            except Exception as exc:
+                seen[prefix] = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else type(exc).__name__
+        return seen
+
+    audit = tmp_path / "audit"
+    props = proxy_properties(int(node.controller_address.rsplit(":", 1)[1]), audit)
+    props.update(node.proxy_upstream_properties())
+    props.update({"read.bootstrap.servers": node.broker_address, "listener.name.client.sasl.enabled.mechanisms": "OAUTHBEARER", **_broker_properties(keycloak)})
+    direct = await trio.to_thread.run_sync(outcomes, oauth_address, "direct")
+    async with trio.open_nursery() as nursery:
+        running = await nursery.start(run_proxy, parse_proxy_config(props))
+        listener = running.listener("CLIENT")
+        proxied = await trio.to_thread.run_sync(outcomes, f"{listener.advertised_host}:{listener.port}", "proxied")
+        nursery.cancel_scope.cancel()
+    assert direct == {"kc-": "created", "far-": "TOPIC_AUTHORIZATION_FAILED", "other-": "TOPIC_AUTHORIZATION_FAILED"}
+    assert proxied == direct
+    intents = [r["data"] for r in records_under(audit) if r["data"]["stage"] == "intent"]
+    assert {r["authenticationInfo"]["principal"] for r in intents} == {principal}
+
+
+async def test_kafkas_own_tools_log_in_to_the_proxy_with_keycloak_tokens(keycloak: Keycloak, client: KeycloakClient, tmp_path: Path) -> None:
+    """The Java AdminClient inside Kafka's kafka-topics (TopicCommand), with Kafka's OAuthBearerLoginCallbackHandler
+    doing the client-credentials grant at Keycloak, creates a topic through the proxy as User:<service account>."""
+    principal = f"User:{client.service_account_user_id}"
+    allowed = f"{keycloak.jwks_url(REALM)},{keycloak.token_url(REALM)}"
+    command_config = tmp_path / "oauth-client.properties"
+    command_config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=OAUTHBEARER\n"
+        "sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n"
+        f"sasl.oauthbearer.token.endpoint.url={keycloak.token_url(REALM)}\n"
+        f'sasl.jaas.config={LOGIN_MODULE} required clientId="{client.client_id}" clientSecret="{client.secret}";\n'
+    )
+
+    def kafka_topics(address: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            "java", "-Xmx256m", "-XX:+UseSerialGC", f"-D{ALLOWED_URLS_PROPERTY}={allowed}", "-cp", f"{ensure_kafka_jars()}/*",
+            "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", address, "--command-config", str(command_config),
+            "--create", "--topic", "java-keycloak-topic", "--partitions", "1", "--replication-factor", "1",
+        ]  # fmt: skip
+        return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+
+    async with trio.open_nursery() as nursery:
+        stack = await start_stack(
+            nursery,
+            tmp_path / "audit",
+            proxy_overrides={"listener.name.client.sasl.enabled.mechanisms": "OAUTHBEARER", **_broker_properties(keycloak), ALLOWED_URLS_PROPERTY: allowed},
+            controller_overrides={"super.users": f"User:proxy;User:admin;{principal}"},
+        )
+        done = await trio.to_thread.run_sync(kafka_topics, stack.sasl_address)
+        seen = [(c.api, c.principal, c.resource, c.error_code) for c in stack.controller.image.changes]
+        nursery.cancel_scope.cancel()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Created topic java-keycloak-topic." in done.stdout
+    assert ("CreateTopics", principal, "topic:java-keycloak-topic", 0) in seen

@@ -67,11 +67,11 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
         ({"listeners": "CLIENT://127.0.0.1:70000"}, "listeners", "out of range"),
         ({"advertised.listeners": "NOPE://h:1"}, "advertised.listeners", "NOPE is not among listeners"),
         ({"advertised.listeners": "CLIENT://0.0.0.0:1"}, "advertised.listeners", "wildcard address"),
-        ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms", "GSSAPI is not supported"),
+        ({"sasl.enabled.mechanisms": "KERBEROS"}, "sasl.enabled.mechanisms", "KERBEROS is not supported"),
         ({"node.id": "abc"}, "node.id", "expected an integer"),
         ({"node.id": None}, "node.id", "is required"),
         ({"request.timeout.ms": "0"}, "request.timeout.ms", "at least 1"),
-        ({"sasl.mechanism.controller.protocol": None}, "sasl.mechanism.controller.protocol", "mechanism GSSAPI is not supported for the proxy's own login"),
+        ({"sasl.mechanism.controller.protocol": "NTLM"}, "sasl.mechanism.controller.protocol", "mechanism NTLM is not supported for the proxy's own login"),
         (
             {"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:BOGUS"},
             "listener.security.protocol.map",
@@ -229,7 +229,11 @@ def test_check_config_prints_effective_settings_with_secrets_masked(tmp_path: Pa
 
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_SUPPORTED = "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); Kafka's default is GSSAPI, so set it explicitly"
+_SUPPORTED = "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI)"
+_NO_GSSAPI_LOGIN = (
+    "listener CLIENT uses GSSAPI but neither listener.name.client.gssapi.sasl.jaas.config nor a JAAS file "
+    "(jaas.config.file, or -Djava.security.auth.login.config= in KAFKA_OPTS) is set"
+)
 
 
 def _credentials_file(tmp_path: Path) -> str:
@@ -243,19 +247,13 @@ def _credentials_file(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        (
-            {"sasl.enabled.mechanisms": "GSSAPI"},
-            f"Invalid value 'GSSAPI' for configuration sasl.enabled.mechanisms: mechanism GSSAPI is not supported {_SUPPORTED}",
-        ),
+        ({"sasl.enabled.mechanisms": "GSSAPI"}, _NO_GSSAPI_LOGIN),
         (
             {"listener.name.client.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-1"},
             "Invalid value 'PLAIN,SCRAM-SHA-1' for configuration listener.name.client.sasl.enabled.mechanisms: "
             f"mechanism SCRAM-SHA-1 is not supported {_SUPPORTED}",
         ),
-        (
-            {"sasl.enabled.mechanisms": None},
-            f"Invalid value None for configuration sasl.enabled.mechanisms: mechanism GSSAPI is not supported {_SUPPORTED}",
-        ),
+        ({"sasl.enabled.mechanisms": None}, _NO_GSSAPI_LOGIN),  # Kafka's default
         (
             {"sasl.enabled.mechanisms": "SCRAM-SHA-256"},
             "Invalid value None for configuration sasl.scram.credentials.file: listener CLIENT enables SCRAM-SHA-256 "
@@ -331,9 +329,9 @@ def _credentials_file(tmp_path: Path) -> str:
             "Invalid value 'User:proxy;broker' for configuration privileged.principals: 'broker' is not of the form Type:name (e.g. User:proxy)",
         ),
         (
-            {"sasl.mechanism.controller.protocol": "GSSAPI"},
-            "Invalid value 'GSSAPI' for configuration sasl.mechanism.controller.protocol: "
-            f"mechanism GSSAPI is not supported for the proxy's own login {_SUPPORTED}",
+            {"sasl.mechanism.controller.protocol": "NTLM"},
+            "Invalid value 'NTLM' for configuration sasl.mechanism.controller.protocol: "
+            f"mechanism NTLM is not supported for the proxy's own login {_SUPPORTED}",
         ),
         (
             {"sasl.mechanism.controller.protocol": "OAUTHBEARER"},

@@ -58,6 +58,18 @@ class ServerExchange(Protocol):
         a Kerberos ticket's end time), which caps the session's lifetime (KIP-368); None when it does not expire."""
         ...
 
+    @property
+    def authentication_id(self) -> str | None:
+        """The name the credential proved when the mechanism maps it to another one for the principal (GSSAPI: the
+        Kerberos name, alice/admin@REALM, of User:<short name>), for the audit; None when the user is that name."""
+        ...
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the login presented a delegation token (SCRAM's `tokenauth=true`): the principal then says so
+        (KafkaPrincipal.tokenAuthenticated), in the Envelope too, and Kafka's token rules apply to it."""
+        ...
+
     def evaluate(self, token: bytes) -> bytes:
         """The challenge (or final answer) for `token`; AuthenticationFailed ends the exchange."""
         ...
@@ -99,8 +111,9 @@ class ClientLogin(Protocol):
         """What check-config shows of it (keys of the `controller` entry), secrets hidden."""
         ...
 
-    async def exchange(self) -> ClientExchange:
-        """The exchange of one login (a mechanism may fetch a token first)."""
+    async def exchange(self, server_host: str) -> ClientExchange:
+        """The exchange of one login to the controller at `server_host` (GSSAPI names the service by it; a mechanism
+        may fetch a token first). It may be called again for a link that is open, to log in again (KIP-368)."""
         ...
 
 
@@ -126,6 +139,15 @@ def jaas_key(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
 
 
+def refuse_custom_callback_handler(props: Properties, listener: str, mechanism: str) -> None:
+    """A mechanism the proxy checks itself cannot run a broker's Java callback handler: refusing the key keeps an
+    operator's custom check from being silently replaced by the JAAS users."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.server.callback.handler.class"
+    value = props.get(key)
+    if value is not None:
+        raise ConfigError(key, value, f"the proxy checks {mechanism} logins itself and cannot run a Java callback handler")
+
+
 @dataclass(frozen=True)
 class UsernamePasswordLogin:
     """The proxy's login with a username and a password (PLAIN, SCRAM): `start` makes the exchange of one login."""
@@ -143,7 +165,7 @@ class UsernamePasswordLogin:
     def effective(self) -> dict[str, object]:
         return {"username": self.username, "password": "[hidden]"}
 
-    async def exchange(self) -> ClientExchange:
+    async def exchange(self, server_host: str) -> ClientExchange:
         return self.start(self.mechanism, self.username, self.password)
 
 
@@ -200,5 +222,6 @@ __all__ = [
     "jaas_file",
     "jaas_key",
     "jaas_login",
+    "refuse_custom_callback_handler",
     "username_password",
 ]

@@ -532,7 +532,7 @@ class OAuthTokenProvider:
             READ_TIMEOUT_KEY: settings.read_timeout_ms,
         }
 
-    async def exchange(self) -> OAuthBearerClientExchange:
+    async def exchange(self, server_host: str) -> OAuthBearerClientExchange:
         return await self.client_exchange()
 
     def _delay(self, failed: bool) -> float:

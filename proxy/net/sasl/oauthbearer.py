@@ -204,8 +204,16 @@ class OAuthBearerServerExchange:
         return None if self.token is None else self.token.principal_name
 
     @property
+    def token_authenticated(self) -> bool:
+        return False
+
+    @property
     def credential_expiry_ms(self) -> int | None:
         return None if self.token is None else self.token.lifetime_ms
+
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
 
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:

@@ -7,7 +7,14 @@ import trio
 
 from proxy.net.sasl.client import ClientExchange
 from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_login, username_password
+from proxy.net.sasl.mechanisms import (
+    AuthenticationFailed,
+    ServerExchange,
+    UsernamePasswordLogin,
+    jaas_login,
+    refuse_custom_callback_handler,
+    username_password,
+)
 from proxy.properties import Properties
 
 NAME = "PLAIN"
@@ -45,8 +52,16 @@ class PlainExchange:
         return self.user is not None
 
     @property
+    def token_authenticated(self) -> bool:
+        return False
+
+    @property
     def credential_expiry_ms(self) -> int | None:
         return None  # a password does not expire
+
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
 
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
@@ -101,6 +116,7 @@ class Plain:
     names = (NAME,)
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> PlainServer:
+        refuse_custom_callback_handler(props, listener, NAME)
         # The property, else the JAAS file's <listener>.KafkaServer, else KafkaServer (never merged), as Kafka.
         login = jaas_login(props, listener, NAME)
         return PlainServer(login.users, login.source)

@@ -7,6 +7,7 @@ line here.
 
 from collections.abc import Mapping
 
+from proxy.net.sasl.gssapi_mechanism import GSSAPI
 from proxy.net.sasl.mechanisms import Mechanism
 from proxy.net.sasl.oauthbearer_mechanism import OAUTHBEARER
 from proxy.net.sasl.plain import PLAIN
@@ -16,6 +17,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     PLAIN,
     SCRAM,
     OAUTHBEARER,
+    GSSAPI,
 )
 
 BY_NAME: Mapping[str, Mechanism] = {name: mechanism for mechanism in MECHANISMS for name in mechanism.names}

@@ -27,6 +27,7 @@ __all__ = [
     "ScramCredential",
     "ScramError",
     "ScramServer",
+    "TokenLogin",
     "escape_username",
     "generic_failure_message",
     "make_credential",
@@ -190,6 +191,15 @@ class _ServerState(Enum):
 
 
 @dataclass(frozen=True)
+class TokenLogin:
+    """A delegation token a `tokenauth=true` login names: its SCRAM credential, owner and expiry."""
+
+    credential: ScramCredential
+    owner: str
+    expiry_ms: int
+
+
+@dataclass(frozen=True)
 class _ClientFirst:
     gs2_header: str
     authzid: str | None
@@ -206,8 +216,16 @@ class ScramServer:
     as in Kafka's ScramSaslServer.
     """
 
-    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None], *, nonce: str | None = None) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: Callable[[str], ScramCredential | None],
+        *,
+        nonce: str | None = None,
+        tokens: Callable[[str], TokenLogin | None] | None = None,
+    ) -> None:
         self.mechanism = mechanism
+        self._tokens = tokens
         self._hash_name = _hash_name(mechanism)
         self._lookup = lookup
         if nonce is not None and not _printable(nonce):
@@ -218,6 +236,7 @@ class ScramServer:
         self._server_first: str | None = None
         self._credential: ScramCredential | None = None
         self._username: str | None = None
+        self._token: TokenLogin | None = None
 
     @property
     def complete(self) -> bool:
@@ -225,8 +244,21 @@ class ScramServer:
 
     @property
     def username(self) -> str | None:
-        """The authenticated user; None until the exchange has succeeded."""
-        return self._username if self.complete else None
+        """The authenticated user (ScramSaslServer.getAuthorizationID: a token's owner for a token login); None until
+        the exchange has succeeded."""
+        if not self.complete:
+            return None
+        return self._token.owner if self._token is not None else self._username
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the client logged in with a delegation token (`tokenauth=true`)."""
+        return self.complete and self._token is not None
+
+    @property
+    def token_expiry_ms(self) -> int | None:
+        """The token's expiry time for a token login (ScramSaslServer's CREDENTIAL.LIFETIME.MS); None otherwise."""
+        return self._token.expiry_ms if self.complete and self._token is not None else None
 
     def evaluate(self, token: bytes) -> bytes:
         """Answer the next client token: client-first gives server-first, client-final gives server-final."""
@@ -247,18 +279,27 @@ class ScramServer:
         self._client_first = None
         self._server_first = None
         self._username = None
+        self._token = None
 
     def _reject(self, reason: str) -> ScramError:
         return ScramError(generic_failure_message(self.mechanism), reason)
 
     def _on_client_first(self, token: bytes) -> bytes:
         first = self._parse_client_first(token)
+        login: TokenLogin | None = None
         if first.extensions.get("tokenauth", "").lower() == "true":
-            raise self._reject("Delegation token authentication (tokenauth=true) is not supported")
-        try:
-            credential = self._lookup(first.username)
-        except Exception as exc:
-            raise self._reject(f"Authentication failed: Credentials could not be obtained ({type(exc).__name__})") from exc
+            # Kafka's ScramSaslServer: the user name is the token id, the owner becomes the authorization id.
+            if self._tokens is None:
+                raise self._reject("Delegation token authentication (tokenauth=true) is not served on this listener")
+            login = self._tokens(first.username)
+            if login is None:
+                raise self._reject(f"Token Authentication failed: Invalid tokenId : {_show(first.username)}")
+            credential: ScramCredential | None = login.credential
+        else:
+            try:
+                credential = self._lookup(first.username)
+            except Exception as exc:
+                raise self._reject(f"Authentication failed: Credentials could not be obtained ({type(exc).__name__})") from exc
         if credential is None:
             raise self._reject("Authentication failed: Invalid user credentials")
         if first.authzid is not None and first.authzid != first.username:
@@ -271,6 +312,7 @@ class ScramServer:
         self._client_first = first
         self._server_first = server_first
         self._credential = credential
+        self._token = login
         self._state = _ServerState.RECEIVE_CLIENT_FINAL_MESSAGE
         return server_first.encode("ascii")
 

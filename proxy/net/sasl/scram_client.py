@@ -5,6 +5,7 @@ It shares the primitives of proxy/net/sasl/scram.py, the server side."""
 import binascii
 import hashlib
 import hmac
+from collections.abc import Mapping
 from enum import Enum
 
 from proxy.net.sasl.scram import (
@@ -38,7 +39,9 @@ class _ClientState(Enum):
 class ScramClient:
     """The proxy's login to the controller; also proves the server knows our keys."""
 
-    def __init__(self, mechanism: str, username: str, password: str, *, nonce: str | None = None) -> None:
+    def __init__(
+        self, mechanism: str, username: str, password: str, *, nonce: str | None = None, extensions: Mapping[str, str] | None = None
+    ) -> None:
         self.mechanism = mechanism
         self._hash_name = _hash_name(mechanism)
         if not username:
@@ -46,6 +49,8 @@ class ScramClient:
         if nonce is not None and not _printable(nonce):
             raise ValueError(f"Invalid client nonce {nonce!r}: must be printable ASCII without ','")
         self.username = username
+        self._extensions = dict(extensions or {})
+        """Sent after the nonce, as Kafka's ScramExtensions (`tokenauth=true` for a delegation token login)."""
         self._password = password
         self._nonce = nonce if nonce is not None else _new_nonce()
         self._state = _ClientState.SEND_CLIENT_FIRST_MESSAGE
@@ -71,7 +76,8 @@ class ScramClient:
     def first(self) -> bytes:
         """The client-first message (gs2 header 'n,,': no channel binding, no authzid)."""
         self._expect(_ClientState.SEND_CLIENT_FIRST_MESSAGE)
-        self._bare = f"n={escape_username(self.username)},r={self._nonce}"
+        extensions = "".join(f",{name}={value}" for name, value in self._extensions.items())
+        self._bare = f"n={escape_username(self.username)},r={self._nonce}{extensions}"
         self._state = _ClientState.RECEIVE_SERVER_FIRST_MESSAGE
         return f"n,,{self._bare}".encode()
 

@@ -13,10 +13,19 @@ from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, jaas_file_location
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerExchange, UsernamePasswordLogin, jaas_key, jaas_login, username_password
+from proxy.net.sasl.mechanisms import (
+    AuthenticationFailed,
+    ServerExchange,
+    UsernamePasswordLogin,
+    jaas_key,
+    jaas_login,
+    refuse_custom_callback_handler,
+    username_password,
+)
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.token_cache import TokenCache
 from proxy.properties import ConfigError, Properties
 
 # -- the server side ---------------------------------------------------------------------
@@ -36,7 +45,15 @@ class ScramExchange:
 
     @property
     def credential_expiry_ms(self) -> int | None:
-        return None  # a password does not expire
+        return self._server.token_expiry_ms  # a delegation token's expiry; a password does not expire
+
+    @property
+    def token_authenticated(self) -> bool:
+        return self._server.token_authenticated
+
+    @property
+    def authentication_id(self) -> str | None:
+        return None  # the principal's name is the one the credential proved
 
     def evaluate(self, token: bytes) -> bytes:
         try:
@@ -49,9 +66,11 @@ class ScramExchange:
 class ScramServerSide:
     credentials: ScramCredentialSource = field(repr=False)
     """The listener's credentials file, re-read when it changes (`envelope-proxy scram add-user`)."""
+    tokens: TokenCache = field(default_factory=TokenCache, repr=False)
+    """The delegation tokens a `tokenauth=true` login may name, kept current by the proxy (proxy/forward/token_mirror.py)."""
 
     def exchange(self, mechanism: str) -> ServerExchange:
-        return ScramExchange(ScramServer(mechanism, self.credentials.lookup(mechanism)))
+        return ScramExchange(ScramServer(mechanism, self.credentials.lookup(mechanism), tokens=self.tokens.login(mechanism)))
 
     def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
         # client-first: gs2 header (2 attributes), then n=<saslname>,r=<nonce>
@@ -102,6 +121,7 @@ class Scram:
 
     def server(self, props: Properties, listener: str, enabled: tuple[str, ...]) -> ScramServerSide:
         for mechanism in enabled:
+            refuse_custom_callback_handler(props, listener, mechanism)
             # Kafka's SCRAM server reads no JAAS option (users live in the credentials file), but a login it finds must
             # fit: the property (ScramLoginModule), else the JAAS file's <listener>.KafkaServer or KafkaServer entry.
             # With neither the property nor a file, accepted (Kafka would refuse to start).

@@ -7,7 +7,10 @@ from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.registry import BY_NAME, MECHANISMS, SUPPORTED_MECHANISMS
 from proxy.properties import ConfigError, Properties
 
-__all__ = ["SUPPORTED_MECHANISMS", "SaslSettings", "parse_sasl"]
+__all__ = ["REAUTH_KEY", "SUPPORTED_MECHANISMS", "SaslSettings", "parse_sasl", "reauth_key"]
+
+
+REAUTH_KEY = "connections.max.reauth.ms"
 
 
 @dataclass(frozen=True)
@@ -15,20 +18,31 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     servers: Mapping[str, ServerMechanism] = field(default_factory=dict, repr=False)
     """Each enabled mechanism name -> its server side (the names of one family, SCRAM's two, share one)."""
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    """Each enabled mechanism name -> its `connections.max.reauth.ms` (KIP-368); 0: sessions end only with their credential."""
+
+
+def reauth_key(props: Properties, listener: str, mechanism: str) -> str:
+    """The key that sets `connections.max.reauth.ms` for `mechanism` on `listener`, as Kafka looks it up: the listener
+    and mechanism prefix (`listener.name.<l>.<mech>.`), then the listener prefix, then the key alone."""
+    prefix = f"listener.name.{listener.lower()}."
+    for key in (f"{prefix}{mechanism.lower()}.{REAUTH_KEY}", f"{prefix}{REAUTH_KEY}"):
+        if key in props.raw:
+            return key
+    return REAUTH_KEY
 
 
 def parse_sasl(props: Properties, listener: str) -> SaslSettings:
     mechanisms_key = props.listener_key(listener, "sasl.enabled.mechanisms")
     configured = props.listener_value(listener, "sasl.enabled.mechanisms")
-    # Kafka's default is GSSAPI, which this product does not serve: an unset key is an error below.
-    text = configured or "GSSAPI"
+    text = configured or "GSSAPI"  # Kafka's default
     mechanisms = tuple(dict.fromkeys(m.strip().upper() for m in text.split(",") if m.strip()))
     for mechanism in mechanisms:
         if mechanism not in BY_NAME:
             raise ConfigError(
                 mechanisms_key,
                 configured,
-                f"mechanism {mechanism} is not supported (supported: {', '.join(SUPPORTED_MECHANISMS)}); Kafka's default is GSSAPI, so set it explicitly",
+                f"mechanism {mechanism} is not supported (supported: {', '.join(SUPPORTED_MECHANISMS)})",
             )
     servers: dict[str, ServerMechanism] = {}
     for family in MECHANISMS:
@@ -36,4 +50,5 @@ def parse_sasl(props: Properties, listener: str) -> SaslSettings:
         if enabled:
             server = family.server(props, listener, enabled)
             servers.update(dict.fromkeys(enabled, server))
-    return SaslSettings(mechanisms, servers)
+    max_reauth_ms = {mechanism: props.int(reauth_key(props, listener, mechanism), 0, minimum=0) for mechanism in mechanisms}
+    return SaslSettings(mechanisms, servers, max_reauth_ms)

@@ -263,6 +263,18 @@ async def test_a_silent_connection_is_closed_after_preauth_idle(proxy: Proxy, au
     assert proxy.disconnect_cause(client) == "idle"
 
 
+async def test_after_a_login_a_quiet_connection_waits_for_connections_max_idle_ms_as_in_kafka(proxy: Proxy, autojump_clock: MockClock) -> None:
+    # Kafka has no deadline for an authenticated connection's first request: only connections.max.idle.ms.
+    client = proxy.connect("CLIENT")
+    assert int((await client.sasl_plain("alice", "alice-secret")).error_code) == 0
+    await trio.sleep(PREAUTH_IDLE_SECONDS * 3)
+    assert int((await client.call(60, 0, {"include_cluster_authorized_operations": False}, correlation_id=9)).error_code) == 0
+    logged_in = trio.current_time()
+    await client.assert_closed()
+    assert trio.current_time() - logged_in == pytest.approx(proxy.listener("CLIENT").idle_timeout)
+    assert proxy.disconnect_cause(client) == "idle"
+
+
 async def test_drain_lets_the_request_in_flight_finish_then_wait_drained_returns(proxy: Proxy, autojump_clock: MockClock) -> None:
     release = trio.Event()
 

@@ -3,7 +3,7 @@ SaslAuthenticate frames through the SASL machine), the client side, and KIP-368'
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -184,6 +184,7 @@ class _OAuthListener:
     name: str = "CLIENT"
     sasl_mechanisms: tuple[str, ...] = ("OAUTHBEARER",)
     privileged_principals: frozenset[str] = frozenset()
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
 
 
 def _answer(events: list[Any]) -> Any:

@@ -18,6 +18,7 @@ from proxy.net.sasl.scram import (
     unescape_username,
 )
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.token_cache import TokenCache, TokenInfo
 
 # RFC 7677 section 3.
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
@@ -296,12 +297,64 @@ def test_bad_username_escapes_are_errors(escaped: str) -> None:
     assert "bad escape in user name" in info.value.reason
 
 
-def test_tokenauth_extension_is_refused() -> None:
+def test_tokenauth_extension_is_refused_where_no_tokens_are_served() -> None:
     server = ScramServer(SHA256, lambda user: pytest.fail("lookup must not run for a token login"))
     with pytest.raises(ScramError) as info:
         server.evaluate(b"n,,n=tokenid,r=abc,tokenauth=true")
     assert str(info.value) == GENERIC_256
     assert "tokenauth" in info.value.reason
+
+
+def _token_cache(now: list[int]) -> TokenCache:
+    cache = TokenCache(clock=lambda: now[0])
+    cache.replace([TokenInfo("tok-1", "alice", b"\x01" * 64, expiry_ms=2_000, max_ms=5_000)])
+    return cache
+
+
+def _token_login(server: ScramServer, mechanism: str, token_id: str, password: str, tokenauth: str = "true") -> None:
+    client = ScramClient(mechanism, token_id, password, extensions={"tokenauth": tokenauth})
+    client.verify(server.evaluate(client.final(server.evaluate(client.first()))))
+
+
+@pytest.mark.parametrize("mechanism", [SHA256, "SCRAM-SHA-512"])
+def test_a_delegation_token_logs_in_as_its_owner(mechanism: str) -> None:
+    """ScramSaslServer with tokenauth=true: the token id is the user name, the HMAC (base64) the password, the owner
+    the authorization id; the expiry is the credential's (KIP-368 caps the session by it)."""
+    now = [1_000]
+    cache = _token_cache(now)
+    password = base64.b64encode(b"\x01" * 64).decode()
+    server = ScramServer(mechanism, lambda user: pytest.fail("a token login never reads the password file"), tokens=cache.login(mechanism))
+    _token_login(server, mechanism, "tok-1", password)
+    assert (server.username, server.token_authenticated, server.token_expiry_ms) == ("alice", True, 2_000)
+    # the same token id without tokenauth is an ordinary user, unknown here
+    plain = ScramServer(mechanism, {}.get, tokens=cache.login(mechanism))
+    with pytest.raises(ScramError) as info:
+        _token_login(plain, mechanism, "tok-1", password, tokenauth="false")
+    assert info.value.reason == "Authentication failed: Invalid user credentials"
+
+
+@pytest.mark.parametrize(
+    ("token_id", "password", "now", "reason"),
+    [
+        ("tok-2", "x", 1_000, "Token Authentication failed: Invalid tokenId : 'tok-2'"),
+        ("tok-1", base64.b64encode(b"\x01" * 64).decode(), 2_001, "Token Authentication failed: Invalid tokenId : 'tok-1'"),
+        ("tok-1", base64.b64encode(b"\x02" * 64).decode(), 1_000, "Invalid client credentials"),
+    ],
+    ids=["unknown", "expired", "wrong-hmac"],
+)
+def test_unknown_expired_or_wrong_tokens_fail_with_the_generic_message(token_id: str, password: str, now: int, reason: str) -> None:
+    cache = _token_cache([now])
+    server = ScramServer(SHA256, {}.get, tokens=cache.login(SHA256))
+    with pytest.raises(ScramError) as info:
+        _token_login(server, SHA256, token_id, password)
+    assert (str(info.value), info.value.reason) == (GENERIC_256, reason)
+    assert (server.username, server.token_authenticated) == (None, False)
+
+
+def test_a_cleared_cache_accepts_no_token() -> None:
+    cache = _token_cache([1_000])
+    cache.clear()
+    assert cache.login(SHA256)("tok-1") is None and not cache.loaded
 
 
 def test_unknown_extensions_are_ignored_but_signed() -> None:

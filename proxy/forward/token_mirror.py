@@ -1,0 +1,105 @@
+"""The upstream's delegation tokens, mirrored for the SCRAM listeners' token logins (`tokenauth=true`).
+
+A Kafka broker learns each token from the metadata log. The proxy asks the read upstream (a broker listener, or
+the embedded controller) DescribeDelegationToken for every owner under its own identity, every
+`edge.token.refresh.ms`, and at once after a token change it forwarded. So a token created, renewed or expired
+through any broker is seen within that period (plus one request's time), and one made through the proxy at
+once. The proxy's principal must be able to describe every token (a super user, or DESCRIBE_TOKENS on the owners);
+a token it cannot see cannot log in. When the upstream cannot answer, or answers an error, no token logs in until
+it answers again (fail closed: an expiry made meanwhile must not be missed).
+"""
+
+import logging
+from collections.abc import Iterable
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from envelope.apis import ApiKey
+from proxy.forward.reads import ReadPath, ReadUnavailable
+from proxy.net.sasl.scram_mechanism import ScramServerSide
+from proxy.net.sasl.token_cache import TokenCache, TokenInfo
+from proxy.net.settings import ListenerConfig
+
+log = logging.getLogger(__name__)
+
+DESCRIBE_VERSION = 3
+"""The newest DescribeDelegationToken Kafka 4.3 serves; upstream_call steps down to what the upstream speaks."""
+
+
+def token_caches(listeners: Iterable[ListenerConfig]) -> list[TokenCache]:
+    """The token cache of every listener that serves SCRAM."""
+    servers = {server for listener in listeners for server in listener.sasl_servers.values() if isinstance(server, ScramServerSide)}
+    return [server.tokens for server in servers]
+
+
+class TokenMirror:
+    def __init__(self, path: ReadPath, refresh_seconds: float) -> None:
+        self.path = path
+        self.refresh_seconds = refresh_seconds
+        self.caches: list[TokenCache] = []
+        self.refreshes = 0
+        self._failing: str | None = None
+        """Why the last refresh failed; None after a success."""
+        self._poked = trio.Event()
+
+    def poke(self) -> None:
+        """A token changed through the proxy: refresh now rather than at the next period."""
+        self._poked.set()
+
+    async def refresh(self) -> bool:
+        """One snapshot of the upstream's tokens into every cache; False (and every cache emptied) when it failed."""
+        try:
+            response = await self.path.upstream_call(ApiKey.DESCRIBE_DELEGATION_TOKEN, DESCRIBE_VERSION, {"owners": None})
+        except ReadUnavailable as exc:
+            return self._failed(str(exc))
+        if int(response.error_code) != ErrorCode.none:
+            return self._failed(f"DescribeDelegationToken answered error {int(response.error_code)}")
+        tokens = [
+            TokenInfo(
+                token_id=str(t.token_id),
+                owner=str(t.principal_name),
+                hmac=bytes(t.hmac),
+                expiry_ms=int(t.expiry_timestamp),
+                max_ms=int(t.max_timestamp),
+            )
+            for t in response.tokens
+        ]
+        for cache in self.caches:
+            cache.replace(tokens)
+        if self._failing is not None:
+            log.info("delegation tokens: read from the upstream again (%d)", len(tokens))
+        self._failing = None
+        self.refreshes += 1
+        return True
+
+    def _failed(self, why: str) -> bool:
+        # Said once per outage (the first refresh included), not every period.
+        if self._failing is None:
+            log.warning(
+                "delegation tokens: cannot read them from %s (%s); token logins fail until it answers (it must serve "
+                "DescribeDelegationToken to the proxy: a broker listener in read.bootstrap.servers)",
+                self.path.upstream.settings.address,
+                why,
+            )
+        self._failing = why
+        for cache in self.caches:
+            cache.clear()
+        return False
+
+    async def run(self, caches: list[TokenCache], *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Refresh every `refresh_seconds`, or when poked, for as long as the proxy runs."""
+        self.caches = caches
+        task_status.started()
+        while True:
+            self._poked = trio.Event()
+            # Bounded: a refresh that hangs is abandoned and counts as failed.
+            with trio.move_on_after(max(self.path.upstream.settings.request_timeout, 1.0)) as waited:
+                await self.refresh()
+            if waited.cancelled_caught:
+                self._failed("no answer in time")
+            with trio.move_on_after(self.refresh_seconds):
+                await self._poked.wait()
+
+
+__all__ = ["TokenMirror", "token_caches"]

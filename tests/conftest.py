@@ -1,0 +1,70 @@
+"""Session-wide fixtures shared by several test folders: one MIT KDC for the whole run (tests/kdc.py)."""
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.kdc import Kdc, KdcError, missing_tools
+
+SERVICE = "kafka"
+SERVICE_HOST = "localhost"
+SERVICE_IP = "127.0.0.1"
+OTHER_SERVICE = "other"
+BRIEF_TICKET_SECONDS = 4
+
+
+@dataclass(frozen=True)
+class Realm:
+    """The test realm: the KDC, and a keytab for each principal the GSSAPI tests use."""
+
+    kdc: Kdc
+    service_principal: str
+    """kafka/localhost@REALM: the proxy's listeners (and the Kafka node's controller listener) accept it."""
+    service_keytab: Path
+    keytabs: dict[str, Path]
+    """Short key (alice, bob-admin, proxy, carol; brief and renewing: tickets of BRIEF_TICKET_SECONDS) -> its keytab."""
+    principals: dict[str, str]
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
+    """A running KDC with its realm, started once per session; KRB5_CONFIG (and the replay cache folder) point at it
+    for this process while it runs, so python-gssapi in the tests and the in-process proxy use it."""
+    missing = missing_tools()
+    if missing:
+        _skip_or_fail(f"MIT krb5 not installed ({', '.join(missing)} missing; Debian: krb5-kdc krb5-admin-server krb5-user; `make krb5`)")
+    workdir = tmp_path_factory.mktemp("kdc")
+    try:
+        kdc = Kdc(workdir).start()
+    except KdcError as exc:
+        _skip_or_fail(f"the KDC did not start: {exc}")
+        raise
+    try:
+        service_keytab = workdir / "service.keytab"
+        service = kdc.add_principal(f"{SERVICE}/{SERVICE_HOST}", service_keytab)
+        kdc.add_principal(f"{OTHER_SERVICE}/{SERVICE_HOST}")  # a service the proxy holds no key of
+        kdc.add_principal(f"{SERVICE}/{SERVICE_IP}", service_keytab)  # for links opened to 127.0.0.1
+        keytabs: dict[str, Path] = {}
+        principals: dict[str, str] = {}
+        for key, name in (("alice", "alice"), ("bob-admin", "bob/admin"), ("proxy", "proxy"), ("carol", "carol")):
+            keytabs[key] = workdir / f"{key}.keytab"
+            principals[key] = kdc.add_principal(name, keytabs[key])
+        for key in ("brief", "renewing"):  # tickets that expire within the test that uses them (one test each)
+            keytabs[key] = workdir / f"{key}.keytab"
+            principals[key] = kdc.add_principal(key, keytabs[key], max_life=f"{BRIEF_TICKET_SECONDS} seconds")
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("KRB5_CONFIG", "KRB5RCACHEDIR"):
+                patch.setenv(name, kdc.env[name])
+            patch.setenv("KRB5CCNAME", f"MEMORY:envelope-tests-{os.getpid()}")
+            yield Realm(kdc, service, service_keytab, keytabs, principals)
+    finally:
+        kdc.stop()
