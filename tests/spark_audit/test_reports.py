@@ -11,7 +11,6 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_audit import reports
 from spark_audit.options import parse_instant
-from spark_audit.view import mark_requests
 from tests.spark_audit.records import request, rid, ts
 from tests.spark_audit.scenario import BASELINE, RECORDS, flat_of
 
@@ -20,14 +19,10 @@ pytestmark = pytest.mark.spark
 D = date(2026, 11, 21)
 
 
-@pytest.fixture(scope="module", params=["derived", "marked"])
-def flat(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[DataFrame]:
+@pytest.fixture(scope="module")
+def flat(spark: SparkSession) -> Iterator[DataFrame]:
     # a malformed line and a record written twice must not change any report
-    frame = flat_of(spark, [*RECORDS, "garbage {", RECORDS[4], RECORDS[16]])
-    if request.param == "marked":
-        # as the job reads it: each request's row marked once, so that requests() is a filter
-        frame = mark_requests(frame)
-    frame = frame.cache()
+    frame = flat_of(spark, [*RECORDS, "garbage {", RECORDS[4], RECORDS[16]]).cache()
     yield frame
     frame.unpersist()
 
