@@ -100,7 +100,7 @@ def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> Inges
     stats = IngestStats("batch", batches=1)
     stats.lines, stats.origins, stats.records, stats.malformed = _count(parsed)
     quarantine_of(parsed).write.mode("overwrite").json(layout.quarantine)
-    _with_date(deduplicate_rare(records_of(parsed))).write.mode("overwrite").partitionBy("date").parquet(layout.records)
+    _with_date(deduplicate_rare(records_of(parsed), layout.work("duplicated-ids"))).write.mode("overwrite").partitionBy("date").parquet(layout.records)
     stats.stored = read_store(spark, layout.records).count()
     stats.duplicates = stats.records - stats.stored
     return stats
