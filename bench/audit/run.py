@@ -4,13 +4,14 @@ Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master l
 (or `make bench-audit`). Prints one JSON object on stdout; progress goes to stderr.
 
 For each size it writes realistic audit files (generate.py: nodes rotating hourly over days,
-Zipf-skewed principals, connections, brute-force bursts, every edge case), then runs, each
-in its own process with the resident memory of the whole process tree (Python driver, JVM,
-Python workers) sampled every 0.2 s, one after the other in the same run:
+Zipf-skewed principals, connections, brute-force bursts, every edge case), then, one after
+the other in the same run, each process with the resident memory of its whole tree (Python
+driver, JVM, Python workers) sampled every 0.2 s:
 
-- session_start: the job's Spark session started and stopped;
-- ingest_floor: every line read with the job's fixed schema into the noop sink (plain ingest);
-- parquet_floor: the same read written once as Parquet;
+- floors.py, one process: session_start (from the process's start until the job's Spark session
+  is ready), then ingest_floor (every line read with the job's fixed schema into the noop sink:
+  a plain ingest) and parquet_floor (the same read written once as Parquet), each reported with
+  the session's time added, as a process doing only that would take;
 - spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML).
 
 ``ratios`` divide the job's time by each floor's; ``scaling`` compares the largest size with
@@ -62,6 +63,10 @@ def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], 
     except json.JSONDecodeError:
         output = None
     return summary, output
+
+
+def _timing(seconds: float, records: int) -> dict[str, Any]:
+    return {"seconds": round(seconds, 2), "records_per_second": round(records / seconds) if seconds else None}
 
 
 def _compare(spark: dict[str, Any] | None, duck: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -126,15 +131,18 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
     python = sys.executable
     floors = HERE / "floors.py"
     result: dict[str, Any] = {"records": records, "input": info}
-    result["session_start"], _ = _step("session start", [python, str(floors), "session", str(source), "--master", args.master], records)
-    result["ingest_floor"], _ = _step(
-        "plain ingest with the schema (noop sink)", [python, str(floors), "ingest", str(source), "--master", args.master], records
-    )
-    result["parquet_floor"], _ = _step(
-        "JSON -> Parquet",
-        [python, str(floors), "parquet", str(source), "--master", args.master, "--output", str(workdir / "floor-parquet")],
+    process, seconds = _step(
+        "floors (session, plain ingest, JSON -> Parquet)",
+        [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master],
         records,
     )
+    if seconds is None:
+        result["session_start"] = result["ingest_floor"] = result["parquet_floor"] = process
+    else:
+        result["floors_process"] = process
+        result["session_start"] = _timing(seconds["session"], records)
+        result["ingest_floor"] = _timing(seconds["session"] + seconds["ingest"], records)
+        result["parquet_floor"] = _timing(seconds["session"] + seconds["parquet"], records)
     shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
     job_command = [python, "-m", "spark_audit", "--input", str(source), "--output", str(out), "--master", args.master, "--quiet"]
     if args.no_html:
@@ -149,7 +157,9 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
         "job_over_parquet_floor": _ratio(result["spark_job"], result["parquet_floor"]),
     }
     if args.compare:
-        spark_reports, spark_out = _step("spark_reports", [python, str(HERE / "spark_reports.py"), str(source), "--master", args.master], records)
+        spark_reports, spark_out = _step(
+            "spark_reports", [python, str(HERE / "spark_reports.py"), str(source), "--master", args.master], records
+        )
         result["spark_reports"] = spark_reports
         if importlib.util.find_spec("duckdb") is None:
             result["duckdb_reports"] = {"skipped": "duckdb is not installed: pip install -e '.[bench]'"}
@@ -171,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated input sizes in lines, each measured in this run (default 1000000,5000000)",
     )
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--workdir", type=Path, help="where inputs and outputs go (default: a temporary folder, removed); inputs are reused")
+    parser.add_argument(
+        "--workdir", type=Path, help="where inputs and outputs go (default: a temporary folder, removed); inputs are reused"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the job's outputs")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-html", action="store_true", help="run the job with --no-html")

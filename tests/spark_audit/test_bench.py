@@ -40,8 +40,11 @@ def test_bench_prints_json(tmp_path: Path) -> None:
     for run in result["runs"]:
         given = run["input"]
         assert given["good"] + given["malformed"] + given["blank"] + given["duplicates"] == run["records"]
-        for step in ("session_start", "ingest_floor", "parquet_floor", "spark_job", "spark_reports"):
+        for step in ("floors_process", "spark_job", "spark_reports"):
             assert run[step]["records_per_second"] > 0 and run[step]["peak_rss_mb"] > 0, step
+        for floor in ("session_start", "ingest_floor", "parquet_floor"):
+            assert run[floor]["records_per_second"] > 0, floor
+        assert run["session_start"]["seconds"] < run["ingest_floor"]["seconds"] < run["floors_process"]["seconds"]
         assert run["spark_job"]["summary"]["records"] == given["good"]
         assert run["spark_job"]["summary"]["malformed"] == given["malformed"]
         assert run["ratios"]["job_over_ingest_floor"] > 0
