@@ -29,17 +29,12 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from proxy.audit.bounds import RecordLimits, encode_bounded
-from proxy.audit.ids import new_id, utc_now
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits, encode_bounded
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import Properties
 
 log = logging.getLogger(__name__)
 
-REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
-CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
-EVENT_TYPE = REQUEST_EVENT_TYPE
-SCHEMA_VERSION = 2
 SCHEMA_RESOURCE = "record.schema.json"
 
 # Stages of request records an excluded principal does not get; refusals of a request stay (protocol abuse).
@@ -54,20 +49,6 @@ _MAX_BATCH = 512
 _QUEUE_SIZE = 4096
 _RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
 _STILL_FAILING_LOG_INTERVAL = 30.0
-
-
-def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, event_type: str = REQUEST_EVENT_TYPE) -> dict[str, Any]:
-    return {
-        "specversion": "1.0",
-        "id": new_id(),
-        "type": event_type,
-        "source": f"envelope-proxy/{node_id}",
-        "time": utc_now(),
-        "subject": subject,
-        "datacontenttype": "application/json",
-        "schemaversion": SCHEMA_VERSION,
-        "data": data,
-    }
 
 
 def load_schema() -> dict[str, Any]:

@@ -5,7 +5,7 @@ and the resources from the intent to the outcome, so the records of one forwarde
 request always pair up (same `requestId`) and name the same resources.
 
 What a request ended in is one of the outcomes below (`Outcome`); the request path
-hands it, with the answer, to its one respond step (proxy/forward/respond.py), which
+hands it, with the answer, to its one respond step (`ProxyService._respond` in proxy/forward/service.py), which
 calls `record` and then `count` before the answer is sent.
 """
 
@@ -17,12 +17,11 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from authz.actions import ResourceAccess, subject_of
-from envelope.apis import api_label
+from envelope.apis import API_LABELS, UNKNOWN_API
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
-from proxy.audit.bounds import first_entries
-from proxy.audit.ids import new_id
-from proxy.audit.pipeline import AuditLog, make_record
+from proxy.audit.cloudevents import first_entries, make_record, new_id
+from proxy.audit.pipeline import AuditLog
 from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
 
@@ -145,10 +144,11 @@ class RequestAudit:
     queued: float = 0.0
     """Seconds the request waited for a controller connection, over all its attempts."""
 
-    @property
-    def api(self) -> str:
-        """The API's name, with a bounded set of values (audit methodName, metric labels)."""
-        return api_label(self.header.api_key)
+    api: str = field(init=False)
+    """The API's name, with a bounded set of values (audit methodName, metric labels)."""
+
+    def __post_init__(self) -> None:
+        self.api = API_LABELS.get(self.header.api_key, UNKNOWN_API)
 
     def restart(self) -> None:
         self.started = time.perf_counter()
