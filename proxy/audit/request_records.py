@@ -143,6 +143,8 @@ class RequestAudit:
     """The controller whose answer was passed on (or whose NOT_CONTROLLER came last)."""
     queued: float = 0.0
     """Seconds the request waited for a controller connection, over all its attempts."""
+    _prepared: tuple[Caller, dict[str, Any]] | None = field(default=None, init=False, repr=False)
+    """What the intent and the outcome share (who, what, the resources), built once for both."""
 
     api: str = field(init=False)
     """The API's name, with a bounded set of values (audit methodName, metric labels)."""
@@ -163,6 +165,15 @@ class RequestAudit:
         return (time.perf_counter() - self.started) * 1000
 
     def _data(self, stage: str, resources: list[ResourceAccess]) -> dict[str, Any]:
+        paired = stage in ("intent", "outcome") and resources is self.resources
+        if paired and self._prepared is not None and self._prepared[0] is self.caller:
+            shared = dict(self._prepared[1])
+            if "truncated" in shared:  # the outcome adds its own omissions: the intent's record keeps its own
+                truncated = shared["truncated"]
+                shared["truncated"] = {"fields": list(truncated["fields"]), "omitted": dict(truncated["omitted"])}
+            shared["stage"] = stage
+            shared["upstream"] = self._upstream() if self.forwarding else None
+            return shared
         caller, header, forwarding = self.caller, self.header, self.forwarding
         data: dict[str, Any] = {
             "requestId": self.request_id if stage in ("intent", "outcome") else new_id(),
@@ -195,6 +206,8 @@ class RequestAudit:
             "connection": None,
         }
         data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
+        if paired:
+            self._prepared = (caller, dict(data))
         return data
 
     def _upstream(self) -> dict[str, Any]:
@@ -202,12 +215,12 @@ class RequestAudit:
         server, forwarding = self.answered_by, self.forwarding
         if server is None:
             assert forwarding is not None
-            return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": self.attempts}
+            return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": list(self.attempts)}
         return {
             "address": server.address,
             "nodeId": server.node_id,
             "attempts": len(self.attempts),
-            "controllers": self.attempts,
+            "controllers": list(self.attempts),
         }
 
     def _timings(self, *, forwarded: bool = False) -> dict[str, float]:
