@@ -1,6 +1,5 @@
 """The records of one request: the intent and the outcome share who and what, and never each other's omissions."""
 
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -12,44 +11,17 @@ from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError
 from proxy.audit.cloudevents import RecordLimits
-from proxy.audit.pipeline import AuditEntry, AuditLog
+from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Caller, Forwarding, RequestAudit
 from proxy.net.addresses import ControllerAddress
-
-
-class KeepingSink:
-    name = "keeping"
-
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-        self.entries: list[AuditEntry] = []
-
-    async def start(self, nursery: trio.Nursery) -> None:
-        return None
-
-    async def commit(self, batch: Sequence[AuditEntry]) -> None:
-        self.lines.extend(orjson.loads(entry.line) for entry in batch)
-        self.entries.extend(batch)
-
-    def deadline(self) -> float:
-        return float("inf")
-
-    async def tick(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-    def close_now(self) -> None:
-        return None
-
+from tests.proxy.audit.test_pipeline import FlakySink
 
 CALLER = Caller("User:alice", "PLAIN", "CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 50000, "c-1", "librdkafka", "2.16.0")
 HEADER = RequestHeaderInfo(ApiKey.CREATE_TOPICS, 7, 42, "admin", 2, 20)
 
 
 async def _forwarded_pair(names: list[str], failed: list[str], limits: RecordLimits) -> list[dict[str, Any]]:
-    sink = KeepingSink()
+    sink = FlakySink(failures=0)
     log = AuditLog([sink], limits=limits)
     async with trio.open_nursery() as nursery:
         await nursery.start(log.run)
@@ -58,9 +30,10 @@ async def _forwarded_pair(names: list[str], failed: list[str], limits: RecordLim
         audit.delivered([ControllerAddress("c", 9093, 3000)], ControllerAddress("c", 9093, 3000), 0.0)
         await audit.outcome(ErrorCode.none, ErrorCode.none, [ResourceError(name, ErrorCode.topic_already_exists, "exists") for name in failed])
         await log.aclose(5)
+    lines = [orjson.loads(entry.line) for entry in sink.kept]
     # A record stays as it was written, also after the other record of its request was built.
-    assert [orjson.loads(orjson.dumps(entry.record)) for entry in sink.entries] == sink.lines
-    return sink.lines
+    assert [orjson.loads(orjson.dumps(entry.record)) for entry in sink.kept] == lines
+    return lines
 
 
 async def test_the_outcome_names_what_the_intent_names_and_where_the_envelope_went() -> None:
