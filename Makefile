@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak fuzz clean
+.PHONY: demo test lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -97,6 +97,13 @@ bench-forwarding: $(STAMP) kafka-jars
 bench-soak: $(STAMP)
 	cd bench/forwarding/loadgen && $(GO) build -o ../bin/loadgen .
 	$(PY) bench/forwarding/soak.py $(SOAK_ARGS)
+
+# On-demand: 2,000 authenticated connections left idle past connections.preauth.idle.ms; prints JSON with the proxy's
+# memory per idle connection, and fails unless every one is still open. IDLE_ARGS="--connections 500" for fewer.
+IDLE_ARGS ?=
+bench-idle: $(STAMP)
+	cd bench/forwarding/loadgen && $(GO) build -o ../bin/loadgen .
+	$(PY) bench/forwarding/idle.py $(IDLE_ARGS)
 
 # Structure-aware fuzzing of every decoder in worker processes under an address-space limit; prints JSON.
 # `make test` runs a 20,000-input slice (tests/fuzz); this is the long run.

@@ -107,8 +107,11 @@ def _profiler(row: Row, connections: int, duration: float, folder: Path | None) 
     if folder is None or "proxy" not in row.measured:
         return None
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    svg = folder / f"{row.name}-{connections}.svg"
-    argv = [py_spy, "record", "--pid", str(row.measured["proxy"][0]), "--duration", str(max(1, round(duration))), "--nonblocking", "-o", str(svg)]
+    # PROFILE_FORMAT=raw writes collapsed stacks (one line per stack and its count), for summing by function.
+    raw = os.environ.get("PROFILE_FORMAT") == "raw"
+    output = folder / f"{row.name}-{connections}.{'txt' if raw else 'svg'}"
+    argv = [py_spy, "record", "--pid", str(row.measured["proxy"][0]), "--duration", str(max(1, round(duration))), "--nonblocking", "-o", str(output)]
+    argv += ["--format", "raw"] if raw else []
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from proxy.audit.ids import new_id
-from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, AuditLog, make_record
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, make_record, new_id
+from proxy.audit.pipeline import AuditLog
 from proxy.net.refusals import RefusalCounter, RefusedConnection
 
 CONNECTED = "connected"

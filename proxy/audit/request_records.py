@@ -5,7 +5,7 @@ and the resources from the intent to the outcome, so the records of one forwarde
 request always pair up (same `requestId`) and name the same resources.
 
 What a request ended in is one of the outcomes below (`Outcome`); the request path
-hands it, with the answer, to its one respond step (proxy/forward/respond.py), which
+hands it, with the answer, to its one respond step (`ProxyService._respond` in proxy/forward/service.py), which
 calls `record` and then `count` before the answer is sent.
 """
 
@@ -17,12 +17,11 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from authz.actions import ResourceAccess, subject_of
-from envelope.apis import api_label
+from envelope.apis import API_LABELS, UNKNOWN_API
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
-from proxy.audit.bounds import first_entries
-from proxy.audit.ids import new_id
-from proxy.audit.pipeline import AuditLog, make_record
+from proxy.audit.cloudevents import first_entries, make_record, new_id
+from proxy.audit.pipeline import AuditLog
 from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
 
@@ -144,11 +143,14 @@ class RequestAudit:
     """The controller whose answer was passed on (or whose NOT_CONTROLLER came last)."""
     queued: float = 0.0
     """Seconds the request waited for a controller connection, over all its attempts."""
+    _prepared: tuple[Caller, dict[str, Any]] | None = field(default=None, init=False, repr=False)
+    """What the intent and the outcome share (who, what, the resources), built once for both."""
 
-    @property
-    def api(self) -> str:
-        """The API's name, with a bounded set of values (audit methodName, metric labels)."""
-        return api_label(self.header.api_key)
+    api: str = field(init=False)
+    """The API's name, with a bounded set of values (audit methodName, metric labels)."""
+
+    def __post_init__(self) -> None:
+        self.api = API_LABELS.get(self.header.api_key, UNKNOWN_API)
 
     def restart(self) -> None:
         self.started = time.perf_counter()
@@ -163,6 +165,15 @@ class RequestAudit:
         return (time.perf_counter() - self.started) * 1000
 
     def _data(self, stage: str, resources: list[ResourceAccess]) -> dict[str, Any]:
+        paired = stage in ("intent", "outcome") and resources is self.resources
+        if paired and self._prepared is not None and self._prepared[0] is self.caller:
+            shared = dict(self._prepared[1])
+            if "truncated" in shared:  # the outcome adds its own omissions: the intent's record keeps its own
+                truncated = shared["truncated"]
+                shared["truncated"] = {"fields": list(truncated["fields"]), "omitted": dict(truncated["omitted"])}
+            shared["stage"] = stage
+            shared["upstream"] = self._upstream() if self.forwarding else None
+            return shared
         caller, header, forwarding = self.caller, self.header, self.forwarding
         data: dict[str, Any] = {
             "requestId": self.request_id if stage in ("intent", "outcome") else new_id(),
@@ -195,6 +206,8 @@ class RequestAudit:
             "connection": None,
         }
         data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
+        if paired:
+            self._prepared = (caller, dict(data))
         return data
 
     def _upstream(self) -> dict[str, Any]:
@@ -202,12 +215,12 @@ class RequestAudit:
         server, forwarding = self.answered_by, self.forwarding
         if server is None:
             assert forwarding is not None
-            return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": self.attempts}
+            return {"address": forwarding.upstream_address, "nodeId": None, "attempts": len(self.attempts), "controllers": list(self.attempts)}
         return {
             "address": server.address,
             "nodeId": server.node_id,
             "attempts": len(self.attempts),
-            "controllers": self.attempts,
+            "controllers": list(self.attempts),
         }
 
     def _timings(self, *, forwarded: bool = False) -> dict[str, float]:

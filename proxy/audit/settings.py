@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from proxy.audit.bounds import RecordLimits
+from proxy.audit.cloudevents import RecordLimits
 from proxy.audit.pipeline import ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLog, SinkContext, SinkKind
 from proxy.audit.sinks.file import DURABILITY_FLUSH, DURABILITY_MODES, FileSinkSettings
 from proxy.audit.sinks.registry import SINKS

@@ -2,7 +2,7 @@
 
 The client's bytes go into the Envelope untouched. The intent is committed here, before
 the controller sees the request; the outcome is committed by the respond step
-(proxy/forward/respond.py) before the client sees the answer this module returns.
+(`ProxyService._respond`) before the client sees the answer this module returns.
 As Kafka's ForwardingManager, an envelope answered NOT_CONTROLLER (or lost with its
 connection, see proxy/upstream/pool.py) goes to the new active controller until the
 request is `controller.forward.timeout.ms` old; then the client gets REQUEST_TIMED_OUT.
@@ -26,8 +26,7 @@ from proxy.audit.pipeline import AuditUnavailable
 from proxy.audit.request_records import Failed, Forwarded, RequestAudit, Unrecorded
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
-from proxy.forward.policy import CloseConnection, Next, envelope_action
-from proxy.forward.respond import Answer
+from proxy.forward.routing import Answer, CloseConnection, Next, envelope_action
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.backoff import Backoff

@@ -3,7 +3,7 @@
 Requests of one connection are handled one at a time, like a Kafka broker
 (which mutes a channel while its request is in flight), so responses keep
 the order of requests. Each route handler returns what to answer (`Answer`), and one
-respond step (proxy/forward/respond.py) audits, counts and sends it, in that order.
+respond step (`ProxyService._respond`) audits, counts and sends it, in that order.
 """
 
 import logging
@@ -27,11 +27,9 @@ from proxy.audit.request_records import Forwarded, Forwarding, Local, Read, Refu
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.offload import CpuOffload
-from proxy.forward.policy import CloseConnection
 from proxy.forward.read_routes import READ_APIS, READ_ROUTES
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
-from proxy.forward.respond import Answer, respond
-from proxy.forward.routing import SASL_APIS, Route, route
+from proxy.forward.routing import SASL_APIS, Answer, CloseConnection, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
 from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
@@ -253,8 +251,7 @@ class ProxyService:
         if login.result is None:
             session.close_cause = login.cause
             return False
-        session.principal, session.mechanism = login.result.principal, login.result.mechanism
-        session.authentication_id = login.result.authentication_id
+        session.logged_in(login.result.principal, login.result.mechanism, login.result.authentication_id)
         session.authenticated = True
         session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
         if session.mechanism is not None:
@@ -296,7 +293,7 @@ class ProxyService:
     # -- one request ------------------------------------------------------------------------
 
     def _request_audit(self, session: Session, header: RequestHeaderInfo, *, forwarded: bool = False) -> RequestAudit:
-        return RequestAudit(self.audit, self.settings.node_id, session.caller(), header, forwarding=self._forwarding_side() if forwarded else None)
+        return RequestAudit(self.audit, self.settings.node_id, session.caller, header, forwarding=self._forwarding_side() if forwarded else None)
 
     def _forwarding_side(self) -> Forwarding:
         """The proxy's side of a forwarded request's records, named by its principal on the controller."""
@@ -314,7 +311,7 @@ class ProxyService:
         await self._run_login(session, login, reauthentication=True)
         if login.result is None:
             raise CloseConnection("re-authentication failed", login.cause or CAUSE_PROTOCOL_ERROR)
-        session.principal = login.result.principal
+        session.logged_in(login.result.principal, mechanism, session.authentication_id)
         session.expiry.logged_in(login.result.session_lifetime_ms, trio.current_time())
         self.metrics.reauthentications.labels(listener.name, mechanism, "success").inc()
         log.info("connection %s re-authenticated as %s (%s)", conn.connection_id, session.principal, mechanism)
@@ -355,9 +352,17 @@ class ProxyService:
         await self._respond(session, audit, answer)
 
     async def _respond(self, session: Session, audit: RequestAudit, answer: Answer) -> None:
-        if isinstance(answer.outcome, Refused) and answer.then is not None:
+        """The one respond step of every route: the outcome record is committed before the client can read the
+        answer, the metrics count it once, then the answer is sent and what follows it (a close) raised."""
+        outcome = answer.outcome
+        if isinstance(outcome, Refused) and answer.then is not None:
             session.refusal_audited = True  # the `refused` record says why the connection closes
-        await respond(session.conn, audit, self.metrics, answer)
+        await audit.record(outcome)
+        audit.count(self.metrics, outcome)
+        if answer.frame is not None:
+            await session.conn.send(answer.frame)
+        if answer.then is not None:
+            raise answer.then
 
     def _refusal(self, session: Session, header: RequestHeaderInfo, reason: str, *, then: BaseException | None, frame: bytes | None = None) -> Answer:
         conn = session.conn
@@ -407,8 +412,8 @@ class ProxyService:
                 # Kafka's answer; nothing the client chose is kept for later records, and the connection goes on.
                 error = apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request)
                 return self._refusal(session, header, "client software name or version does not match Kafka's pattern", then=None, frame=error)
-            session.software_name, session.software_version = name, version
-            audit.caller = session.caller()
+            session.software(name, version)
+            audit.caller = session.caller
         return Answer(Local(), apiversions.build_response(header.api_version, header.correlation_id, advertised))
 
     async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:

@@ -44,10 +44,12 @@ class Session:
     expiry: SessionExpiry = field(default_factory=SessionExpiry)
     """KIP-368: when the login's session ends, unless the client re-authenticates."""
     opened: float = field(default_factory=time.monotonic)
-    _caller: tuple[tuple[Any, ...], Caller] | None = field(default=None, init=False, repr=False)
+    caller: Caller = field(init=False)
+    """This client as its request records name it."""
 
     def __post_init__(self) -> None:
         self.client_address = self.conn.peer.address
+        self.caller = self._named()
 
     def close_when_idle(self, cause: str = CAUSE_SHUTDOWN) -> None:
         """Close now if waiting for a request, else right after the one in flight (its audit completes)."""
@@ -68,12 +70,19 @@ class Session:
             client_software_version=self.software_version,
         )
 
-    def caller(self) -> Caller:
-        """This client as its request records name it; made again only when the login or ApiVersions changed it."""
-        key = (self.principal, self.mechanism, self.authentication_id, self.software_name, self.software_version)
-        if self._caller is not None and self._caller[0] == key:
-            return self._caller[1]
-        caller = Caller(
+    def logged_in(self, principal: Principal, mechanism: str | None, authentication_id: str | None) -> None:
+        """A login (or a re-authentication) named the client: its records name it so from now on."""
+        self.principal, self.mechanism, self.authentication_id = principal, mechanism, authentication_id
+        self.caller = self._named()
+
+    def software(self, name: str, version: str) -> None:
+        """ApiVersions v3+ named the client's software: its records name it so from now on."""
+        self.software_name, self.software_version = name, version
+        self.caller = self._named()
+
+    def _named(self) -> Caller:
+        # Made when the login or ApiVersions changes it, not per request: every request record reads `caller`.
+        return Caller(
             principal=str(self.principal),
             mechanism=self.mechanism,
             authentication_id=self.authentication_id,
@@ -85,8 +94,6 @@ class Session:
             software_name=self.software_name,
             software_version=self.software_version,
         )
-        self._caller = (key, caller)
-        return caller
 
     # -- connection events ----------------------------------------------------------------
 

@@ -6,7 +6,7 @@ with a non-negative id, a bootstrap server `host:port`; an IPv6 host is written 
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from proxy.properties import ConfigError
 
@@ -25,11 +25,12 @@ class ControllerAddress:
     host: str
     port: int
     node_id: int | None = None
+    address: str = field(init=False, compare=False, repr=False)
+    """`host:port` (`[v6]:port`), made once: every forwarded request's records name it."""
 
-    @property
-    def address(self) -> str:
+    def __post_init__(self) -> None:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        object.__setattr__(self, "address", f"{host}:{self.port}")
 
     def __str__(self) -> str:
         return self.address if self.node_id is None else f"{self.node_id}@{self.address}"

@@ -67,7 +67,8 @@ class ReconnectBackoff:
 
     def __init__(self, backoff: Backoff) -> None:
         self.backoff = backoff
-        self._nodes: dict[str, _NodeFailures] = {}
+        self.failing: dict[str, _NodeFailures] = {}
+        """The nodes whose last connection failed (read-only outside this class)."""
 
     def failed(self, address: str, now: float, *, since: float) -> float:
         """Count a failure of a connection to `address` that was opened (or whose connect began) at `since`;
@@ -77,25 +78,25 @@ class ReconnectBackoff:
         a controller that restarts breaks every idle connection at once, and connects begun together fail
         together; finding them dead one by one must not push the backoff to its maximum at once.
         """
-        node = self._nodes.get(address)
+        node = self.failing.get(address)
         if node is not None and since <= node.last:
             return max(0.0, node.retry_at - now)
         count = 1 if node is None else node.count + 1
         delay = self.backoff.delay(count)
-        self._nodes[address] = _NodeFailures(count, now, now + delay)
+        self.failing[address] = _NodeFailures(count, now, now + delay)
         return delay
 
     def succeeded(self, address: str) -> None:
         """The node answered: its next failure waits the initial backoff again."""
-        self._nodes.pop(address, None)
+        self.failing.pop(address, None)
 
     def failures(self, address: str) -> int:
-        node = self._nodes.get(address)
+        node = self.failing.get(address)
         return 0 if node is None else node.count
 
     def ready_at(self, address: str) -> float:
         """The earliest time for a new connection to `address` (0.0 when it has not failed)."""
-        node = self._nodes.get(address)
+        node = self.failing.get(address)
         return 0.0 if node is None else node.retry_at
 
 

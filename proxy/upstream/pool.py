@@ -215,7 +215,8 @@ class ControllerPool:
             return None
         if link.reauthentications != reauthentications:
             await self._report(UpstreamEvent.REAUTHENTICATED)
-        self.reconnect_backoff.succeeded(server.address)
+        if server.address in self.reconnect_backoff.failing:
+            self.reconnect_backoff.succeeded(server.address)
         self._idle.append(link)
         return Delivery(response, server, tuple(attempts), queued, trio.current_time() - sent)
 
@@ -291,7 +292,8 @@ class ControllerPool:
         """Every connection asks ApiVersions; the ranges that count are those of the newest connection to the
         active controller (a discovery answer from another node says nothing of what the active one speaks)."""
         previous = self.controller_ranges
-        if active:
+        if active and previous != link.ranges:
+            # Kept when equal: what clients are told is computed again only when it changes (service.advertised).
             self.controller_ranges = link.ranges
         await self._report(UpstreamEvent.APIVERSIONS)
         if active and previous is not None and previous != link.ranges:

@@ -11,7 +11,7 @@ from controller.server import EmbeddedController
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties, start_proxy
-from proxy.audit.pipeline import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
 from tests.integration import wire

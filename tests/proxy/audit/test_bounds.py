@@ -6,8 +6,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.audit.bounds import TRUNCATION_MARK, RecordLimits, _bounded_copy, encode, encode_bounded, first_entries
-from proxy.audit.pipeline import make_record
+from proxy.audit.cloudevents import TRUNCATION_MARK, RecordLimits, _bounded_copy, encode, encode_bounded, first_entries, make_record
 from tests.audit_records import assert_valid
 
 

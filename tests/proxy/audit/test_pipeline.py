@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 import trio
 
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, make_record
 from proxy.audit.connection_events import ConnectionEvent, Endpoint
 from proxy.audit.pipeline import (
-    CONNECTION_EVENT_TYPE,
     AuditEntry,
     AuditLog,
     AuditSinkError,
     AuditUnavailable,
-    make_record,
 )
 from proxy.audit.settings import audit_running
 from proxy.audit.sinks import file as audit_file

@@ -8,7 +8,7 @@ from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import wrap
-from proxy.audit.pipeline import CONNECTION_EVENT_TYPE
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE
 from tests.audit_records import assert_valid
 from tests.proxy.forward.harness import (
     CLUSTER_ID,

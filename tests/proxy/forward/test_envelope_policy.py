@@ -3,7 +3,7 @@
 import pytest
 from kio.schema.errors import ErrorCode
 
-from proxy.forward.policy import CloseConnection, EnvelopeAction, Next, envelope_action
+from proxy.forward.routing import CloseConnection, EnvelopeAction, Next, envelope_action
 from proxy.net.refusals import CAUSE_PROTOCOL_ERROR
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from proxy.audit import ids
-from proxy.audit.ids import new_id, utc_now
+from proxy.audit import cloudevents as ids
+from proxy.audit.cloudevents import new_id, utc_now
 
 TIME_FORMAT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$")
 

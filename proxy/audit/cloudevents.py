@@ -1,17 +1,71 @@
-"""Bounds on one audit record: what a client chooses must not decide how big the audit grows.
+"""One audit record as it is written: its CloudEvents 1.0 envelope, id and time, bounds and JSON line.
 
-Every string a client controls (client id, software name and version, the
-principal it tried, resource names, error messages) is capped; long resource
-and error lists keep their first entries and count the rest; and the encoded
-record never exceeds `audit.record.max.bytes`. What was cut is written down in
-`data.truncated`, so a reader knows the record is partial.
+Ids and timestamps must be cheap: a forwarded request makes three ids and two timestamps.
+`uuid.uuid4()` reads 16 bytes from the kernel for every id and `strftime` formats the whole
+date for every record. Here an id is a random UUIDv4 prefix drawn once per process plus a
+counter in the last group, still UUID-shaped and unique per source (74 random bits tell
+processes apart, the counter tells records apart), and the timestamp's second is formatted
+once per second.
+
+What a client chooses must not decide how big the audit grows. Every string a client
+controls (client id, software name and version, the principal it tried, resource names,
+error messages) is capped; long resource and error lists keep their first entries and
+count the rest; and the encoded record never exceeds `audit.record.max.bytes`. What was
+cut is written down in `data.truncated`, so a reader knows the record is partial.
 """
 
+import itertools
+import secrets
+import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
+
+REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
+CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
+SCHEMA_VERSION = 2
+
+_COUNTER_BITS = 48  # the UUID's last group: 12 hex digits
+_PREFIX = str(uuid.uuid4())[:24]  # "xxxxxxxx-xxxx-4xxx-yxxx-": version and variant kept
+_counter = itertools.count(secrets.randbits(_COUNTER_BITS))
+_COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+
+_second = -1
+_second_text = ""
+
+
+def new_id() -> str:
+    """A UUID-shaped id, unique within this process and, with overwhelming odds, across processes."""
+    return f"{_PREFIX}{next(_counter) & _COUNTER_MASK:012x}"
+
+
+def utc_now() -> str:
+    """Now in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ` (the audit schema's `time`)."""
+    global _second, _second_text
+    now = time.time()
+    second = int(now)
+    if second != _second:
+        _second_text = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+        _second = second
+    return f"{_second_text}{int((now - second) * 1000):03d}Z"
+
+
+def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, event_type: str = REQUEST_EVENT_TYPE) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "id": new_id(),
+        "type": event_type,
+        "source": f"envelope-proxy/{node_id}",
+        "time": utc_now(),
+        "subject": subject,
+        "datacontenttype": "application/json",
+        "schemaversion": SCHEMA_VERSION,
+        "data": data,
+    }
+
 
 T = TypeVar("T")
 

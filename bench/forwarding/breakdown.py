@@ -1,0 +1,145 @@
+"""What one forwarded CreateTopics costs the proxy, step by step, in one process: prints JSON.
+
+Each step of the request path runs alone, many times, through the proxy's own code (the same
+functions `ProxyService` calls), and its median time per call is reported. The sum is the
+proxy's Python work beyond what a bare envelope relay also does; what the steps leave out of the
+CPU per request that `run.py` measures is the socket calls and trio's scheduling, which the
+relay pays too. Figures move with the machine's load: compare steps within one run.
+
+    .venv/bin/python bench/forwarding/breakdown.py [--repeat 2000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from envelope.apis import ApiKey
+from envelope.build import build_entity
+from envelope.codec import encode_request, encode_response, request_schema, response_schema
+from envelope.frames import FrameReader, encode_frame
+from envelope.header import peek_request_header
+from envelope.principal import Principal
+from envelope.wrap import unwrap, wrap, wrap_response
+from proxy.audit.pipeline import AuditLog
+from proxy.audit.request_records import Caller, Forwarded, Forwarding, RequestAudit
+from proxy.audit.sinks.file import FileSink
+from proxy.forward.forwarding import _response_errors
+from proxy.forward.read_routes import READ_ROUTES
+from proxy.forward.routing import route
+from proxy.forward.service import _decode_with_resources, own_ranges
+from proxy.net.addresses import ControllerAddress
+from proxy.ops.metrics import ProxyMetrics
+
+VERSION = 7
+CALLER = Caller("User:alice", "PLAIN", "CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 50000, "1", "franz-go", "1.0")
+FORWARDING = Forwarding("User:proxy", "127.0.0.1:9093")
+CONTROLLER = ControllerAddress("127.0.0.1", 9093, 3000)
+
+
+def _create_topics_frame(correlation_id: int) -> bytes:
+    topic = {"name": f"bench-{correlation_id}", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+    body = build_entity(request_schema(ApiKey.CREATE_TOPICS, VERSION), {"topics": [topic], "timeout_ms": 5000, "validate_only": True})
+    return encode_request(body, correlation_id=correlation_id, client_id="loadgen")
+
+
+def _envelope_answer(correlation_id: int) -> tuple[bytes, bytes]:
+    topic: dict[str, Any] = {"name": "bench-1", "topic_id": None, "error_code": ErrorCode.none, "error_message": None, "num_partitions": 1, "replication_factor": 1, "configs": []}
+    schema = response_schema(ApiKey.CREATE_TOPICS, VERSION)
+    embedded = encode_response(build_entity(schema, {"throttle_time": 0, "topics": [topic]}), correlation_id=correlation_id)
+    return embedded, wrap_response(correlation_id, ErrorCode.none, embedded)
+
+
+def _timed(work: Callable[[], Any], repeat: int) -> float:
+    started = time.perf_counter()
+    for _ in range(repeat):
+        work()
+    return (time.perf_counter() - started) / repeat * 1e6
+
+
+async def _timed_async(work: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    started = time.perf_counter()
+    for _ in range(repeat):
+        await work()
+    return (time.perf_counter() - started) / repeat * 1e6
+
+
+async def _one_round(repeat: int, audit_dir: Path) -> dict[str, float]:
+    frame = _create_topics_frame(7)
+    header = peek_request_header(frame)
+    advertised = own_ranges()
+    _, resources = _decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+    principal = Principal("User", "alice")
+    embedded, envelope_answer = _envelope_answer(1)
+    metrics = ProxyMetrics()
+    sink = FileSink(audit_dir, 100, metrics=metrics)
+    log = AuditLog([sink], metrics=metrics)
+    steps: dict[str, float] = {}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        await RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING).intent()  # opens the file
+
+        def read_frame() -> None:
+            reader = FrameReader()
+            reader.feed(encode_frame(frame))
+            reader.next_frame()
+
+        steps["frame: length prefix and reassembly"] = _timed(read_frame, repeat)
+        steps["header peek"] = _timed(lambda: peek_request_header(frame), repeat)
+        steps["route"] = _timed(lambda: route(header, advertised, READ_ROUTES), repeat)
+        steps["decode the request and name its resources (bounded pre-pass + kio)"] = _timed(
+            lambda: _decode_with_resources(header.api_key, header.api_version, frame, header.header_size), repeat
+        )
+        audits = [RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)]
+        steps["request audit object"] = _timed(lambda: RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING), repeat)
+        pending = iter(audits)
+        steps["intent record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).intent(), repeat)
+        steps["envelope wrap"] = _timed(lambda: wrap(frame, principal, IPv4Address("127.0.0.1"), correlation_id=1, client_id="envelope-proxy"), repeat)
+        steps["envelope unwrap"] = _timed(lambda: unwrap(envelope_answer), repeat)
+        steps["decode the answer's errors for the outcome (bounded pre-pass + kio)"] = _timed(
+            lambda: _response_errors(header.api_key, header.api_version, embedded), repeat
+        )
+        for audit in audits:
+            audit.delivered([CONTROLLER], CONTROLLER, 0.0)
+        outcome = Forwarded(ErrorCode.none, ErrorCode.none, [])
+        pending = iter(audits)
+        steps["outcome record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).record(outcome), repeat)
+        steps["request metrics (a counter, three histograms)"] = _timed(lambda: audits[0].count(metrics, outcome), repeat)
+
+        def four_deadlines() -> None:
+            # The request's network waits: the client's frame, the pool's queue, the link's round trip, the answer.
+            for _ in range(4):
+                with trio.CancelScope(deadline=trio.current_time() + 30):
+                    pass
+
+        steps["four cancel scopes with deadlines"] = _timed(four_deadlines, repeat)
+        await log.aclose(5)
+        nursery.cancel_scope.cancel()
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2000, help="calls per step and round (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds; each step's median is reported (default %(default)s)")
+    args = parser.parse_args()
+    rounds: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="breakdown-") as folder:
+        for index in range(args.rounds):
+            rounds.append(trio.run(_one_round, args.repeat, Path(folder) / str(index)))
+    steps = {name: round(statistics.median(r[name] for r in rounds), 2) for name in rounds[0]}
+    print(json.dumps({"benchmark": "forwarding-breakdown", "unit": "us per request", "steps": steps, "sum": round(sum(steps.values()), 1)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
