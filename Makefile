@@ -75,12 +75,13 @@ image-test: image
 image-when-possible: $(STAMP) image-tools
 	@if tools/container/engine --version >/dev/null 2>&1; then $(MAKE) --no-print-directory image; else echo "!!! no container engine: the images are not built and tests/images will be SKIPPED"; fi
 
-# On-demand benchmark of the Spark audit job against a single-process DuckDB baseline (not part of `make test`).
-# N=10000000 for the large run; prints JSON.
-N ?= 1000000
+# On-demand benchmark of the Spark audit job on realistic records, beside a plain ingest and a JSON -> Parquet
+# floor in the same run (not part of `make test`). N=1000000 for one size; AUDIT_ARGS=--compare adds DuckDB; prints JSON.
+N ?= 1000000,5000000
+AUDIT_ARGS ?=
 bench-audit: $(STAMP)
 	$(PY) -m pip install -q -e '.[spark,bench]'
-	$(PY) bench/audit/run.py --records $(N)
+	$(PY) bench/audit/run.py --records $(N) $(AUDIT_ARGS)
 
 # On-demand benchmark of forwarding (not part of `make test`): the proxy beside a Kafka broker, direct Envelopes,
 # a zero-work upstream and a bare trio relay, at 1, 8 and 32 connections; prints JSON, also to bench/forwarding/last-run.json.

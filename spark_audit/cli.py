@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 
 import javaproperties
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
 
+from spark_audit.failure import explain, first_line, log_path, log_tail
 from spark_audit.kafka_connector import KafkaConnectorError, connector_jars
 from spark_audit.options import JobOptions, ReportOptions, parse_duration, parse_instant
 from spark_audit.read import KafkaSource
+from spark_audit.session import DEFAULT_MEMORY, Resources, build_session
 from spark_audit.whatif import Candidate, WhatIfError, parse_properties
 
 PROG = "spark_audit"
+#: Exit status of a run that ran out of memory or disk (2: bad arguments, 1: any other failure).
+EXHAUSTED = 3
+_MEMORY = re.compile(r"^\d+[kmgt]?$", re.IGNORECASE)
 
 
 class UsageError(ValueError):
@@ -43,6 +52,15 @@ def parser() -> argparse.ArgumentParser:
         "--output", required=True, metavar="DIR", help="output directory (records, quarantine, reports, summary.json, report.html)"
     )
     p.add_argument("--master", metavar="URL", help="Spark master, e.g. spark://host:7077 (default: spark-submit's --master, else local[*])")
+    p.add_argument(
+        "--driver-memory",
+        default=DEFAULT_MEMORY,
+        metavar="SIZE",
+        help=f"JVM heap of the driver, and of each executor on a cluster (default: {DEFAULT_MEMORY}; docs/audit-job.md, Memory)",
+    )
+    p.add_argument(
+        "--local-dir", metavar="DIR", help="Spark's scratch space for shuffle and spill files (spark.local.dir; default: /tmp)"
+    )
     p.add_argument(
         "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default: 8 locally, Spark's on a cluster)"
     )
@@ -149,6 +167,8 @@ def options_from(args: argparse.Namespace) -> JobOptions:
         raise UsageError("an input is needed: --input DIR, or --kafka-bootstrap-servers and --kafka-topic")
     elif "://" not in args.input and not os.path.isdir(args.input):
         raise UsageError(f"input directory does not exist: {args.input}")
+    if not _MEMORY.match(args.driver_memory):
+        raise UsageError(f"--driver-memory: {args.driver_memory!r} is not a size like 768m or 2g")
     for name in ("burst_threshold", "top", "max_files_per_trigger", "shuffle_partitions"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -186,17 +206,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, KafkaConnectorError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    # Imported late: argument errors should not wait for (or need) a JVM.
-    from pyspark.sql import SparkSession
-
+    # Imported late: the pipeline (and the HTML renderer) are not needed to reject bad arguments.
     from spark_audit.pipeline import run
-    from spark_audit.session import build_session
 
     # Under spark-submit (which starts this process with a gateway port) its --master applies.
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
     owns_session = SparkSession.getActiveSession() is None
-    spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions)
+    log = log_path(args.output) if owns_session and master is not None else None
+    if log is not None:
+        os.makedirs(args.output, exist_ok=True)
+    resources = Resources(memory=args.driver_memory, local_dir=args.local_dir, log_file=log)
+    spark = None
     try:
+        spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions, resources=resources)
         for path in args.py_file:
             spark.sparkContext.addPyFile(path)
             if path.endswith(".py"):
@@ -208,7 +230,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WhatIfError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except (Py4JError, PySparkException, OSError) as exc:
+        # A page of JVM stack trace helps no one at a terminal: one line says what ran out and what to raise.
+        return _failed(exc, args.driver_memory, log)
     finally:
-        if owns_session:
-            spark.stop()
+        if spark is not None and owns_session:
+            _stop(spark)
     return 0
+
+
+def _failed(exc: BaseException, memory: str, log: str | None) -> int:
+    text = str(exc)
+    details = f" (Spark's log: {log})" if log else ""
+    exhausted = explain(text, log_tail(log))
+    if exhausted is not None:
+        print(f"{PROG}: {exhausted.line(None if 'disk' in exhausted.what else memory)}{details}", file=sys.stderr)
+        return EXHAUSTED
+    print(f"{PROG}: the job failed: {first_line(text)}{details}", file=sys.stderr)
+    return 1
+
+
+def _stop(spark: SparkSession) -> None:
+    """Stop the session; a JVM that already died (out of memory) has nothing left to stop."""
+    try:
+        spark.stop()
+    except (Py4JError, PySparkException, OSError):
+        pass

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, deduplicate, parse, quarantine_of, records_of
+from spark_audit.read import PROBLEM_COLUMN, deduplicate, deduplicate_rare, parse, quarantine_of, records_of
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -89,18 +89,21 @@ def _count(parsed: DataFrame) -> tuple[int, int, int, int]:
 
 
 def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
-    """Parse every line once, write the quarantine and rebuild the store."""
-    parsed = parse(lines).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        stats = IngestStats("batch", batches=1)
-        stats.lines, stats.origins, stats.records, stats.malformed = _count(parsed)
-        quarantine_of(parsed).write.mode("overwrite").json(layout.quarantine)
-        _with_date(deduplicate(records_of(parsed))).write.mode("overwrite").partitionBy("date").parquet(layout.records)
-        stats.stored = read_store(spark, layout.records).count()
-        stats.duplicates = stats.records - stats.stored
-        return stats
-    finally:
-        parsed.unpersist()
+    """Parse every line once into a Parquet staging area, then write the quarantine and rebuild the store from it.
+
+    Nothing is cached: the staging copy is what later steps read, so memory does not grow
+    with the input (Spark spills shuffles to its local directory).
+    """
+    staging = layout.work("parsed")
+    parse(lines).write.mode("overwrite").parquet(staging)
+    parsed = spark.read.parquet(staging)
+    stats = IngestStats("batch", batches=1)
+    stats.lines, stats.origins, stats.records, stats.malformed = _count(parsed)
+    quarantine_of(parsed).write.mode("overwrite").json(layout.quarantine)
+    _with_date(deduplicate_rare(records_of(parsed), layout.work("duplicated-ids"))).write.mode("overwrite").partitionBy("date").parquet(layout.records)
+    stats.stored = read_store(spark, layout.records).count()
+    stats.duplicates = stats.records - stats.stored
+    return stats
 
 
 class _BatchWriter:

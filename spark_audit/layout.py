@@ -42,6 +42,10 @@ class Layout:
     def whatif(self, name: str) -> str:
         return self._join("whatif", name)
 
+    def work(self, name: str) -> str:
+        """Intermediate Parquet the job reads back instead of caching (replaced by each run)."""
+        return self._join("_work", name)
+
     @property
     def default_checkpoint(self) -> str:
         return self._join("_checkpoint")

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -21,7 +20,7 @@ from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
 from spark_audit.session import build_session
 from spark_audit.text_report import print_report
-from spark_audit.view import flatten, requests
+from spark_audit.view import REQUEST_ROW, flatten, request_rows
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
@@ -70,20 +69,48 @@ class Window:
         return cls(first_us, last_us, reports.Baseline(options.baseline_start_us, end))
 
 
-def _report_frames(flat: DataFrame, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
+@dataclass(frozen=True)
+class Sources:
+    """What the reports read: the flat view of the store, and two small tables written once from it.
+
+    Nothing is cached, so memory does not grow with the store: ``flat`` is a projection of the
+    store (each report reads only the columns it needs), and the tables are Parquet under ``_work/``.
+    """
+
+    #: every record, flattened on read
+    flat: DataFrame
+    #: each request's row (:func:`spark_audit.view.request_rows`): what the request reports read
+    requests: DataFrame
+    #: the request rows and connection events that are a denial or an authentication failure:
+    #: everything the denial reports, the bursts and the denial timeline look at
+    alarms: DataFrame
+
+    @classmethod
+    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout) -> Sources:
+        flat = flatten(store)
+        request_rows(flat).write.mode("overwrite").parquet(layout.work("requests"))
+        requests = spark.read.parquet(layout.work("requests"))
+        alarming = F.col("isDenial") | F.col("isAuthFailure")
+        connections = flat.filter(F.col("isConnection") & alarming).withColumn(REQUEST_ROW, F.lit(False))
+        requests.filter(alarming).unionByName(connections).write.mode("overwrite").parquet(layout.work("alarms"))
+        return cls(flat, requests, spark.read.parquet(layout.work("alarms")))
+
+
+def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
     bucket = f"{options.bucket_seconds} seconds"
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
+    flat, requests, alarms = sources.flat, sources.requests, sources.alarms
     return {
-        "requests": reports.requests_by_principal_method_outcome(flat, include_local=options.include_local),
-        "who_did_what": reports.who_did_what(flat, bucket=bucket, include_local=options.include_local),
-        "denials": reports.denials(flat),
-        "denial_ranking": reports.denial_ranking(flat),
-        "bursts": reports.bursts(flat, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
-        "sensitive_changes": reports.sensitive_changes(flat),
-        "impersonation": reports.impersonation(flat),
+        "requests": reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
+        "who_did_what": reports.who_did_what(requests, bucket=bucket, include_local=options.include_local),
+        "denials": reports.denials(alarms),
+        "denial_ranking": reports.denial_ranking(alarms),
+        "bursts": reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
+        "sensitive_changes": reports.sensitive_changes(requests),
+        "impersonation": reports.impersonation(requests),
         "unusual_listeners": reports.unusual_listeners(flat, window.baseline),
         "first_seen_pairs": reports.first_seen_pairs(flat, window.baseline),
-        "intents_without_outcome": reports.intents_without_outcome(flat, before_us=grace_before),
+        "intents_without_outcome": reports.intents_without_outcome(requests, before_us=grace_before),
         "latency": reports.latency(flat),
     }
 
@@ -104,7 +131,7 @@ def _denial_timeline(flat: DataFrame, bucket: str) -> list[tuple[str, str, int]]
     return [(str(b), str(k), int(c)) for b, k, c in collect.rows(grouped.orderBy("bucket", "kind"))]
 
 
-def _collect(spark: SparkSession, flat: DataFrame, written: dict[str, DataFrame], options: ReportOptions, layout: Layout) -> ReportData:
+def _collect(spark: SparkSession, alarms: DataFrame, written: dict[str, DataFrame], options: ReportOptions, layout: Layout) -> ReportData:
     top = options.top
     who = written["who_did_what"]
     ranking = written["denial_ranking"].filter(F.col("rank") <= 10).orderBy("dimension", "rank")
@@ -134,7 +161,7 @@ def _collect(spark: SparkSession, flat: DataFrame, written: dict[str, DataFrame]
         bucket=_seconds_label(options.bucket_seconds),
         activity=[(str(b), str(p), int(n)) for b, p, n in collect.counted(who, ["bucket", "principal"], "requests")],
         heat=[(str(p), str(m), int(n)) for p, m, n in collect.counted(who, ["principal", "method"], "requests")],
-        denial_timeline=_denial_timeline(flat, bucket),
+        denial_timeline=_denial_timeline(alarms, bucket),
         ranking=ranked,
         latency=[(str(m), float(a), float(b), float(c), float(d)) for m, a, b, c, d in latency],
         tables=tables,
@@ -204,40 +231,34 @@ def _write_text(path: str, text: str) -> None:
 def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> dict[str, Any]:
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     store = read_store(spark, layout.records)
-    flat = flatten(store).persist(StorageLevel.MEMORY_AND_DISK)
-    # Most reports start from these two; Spark reuses a cached plan wherever an identical one recurs.
-    shared = [requests(flat).persist(StorageLevel.MEMORY_AND_DISK), reports.closing_events(flat).persist(StorageLevel.MEMORY_AND_DISK)]
-    try:
-        window = Window.of(flat, options.reports)
-        written = {
-            name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
-            for name, frame in _report_frames(flat, options.reports, window).items()
+    sources = Sources.write(spark, store, layout)
+    flat = sources.flat
+    window = Window.of(flat, options.reports)
+    written = {
+        name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
+        for name, frame in _report_frames(sources, options.reports, window).items()
+    }
+    whatif_summary: dict[str, Any] | None = None
+    if options.whatif is not None:
+        result = replay(spark, flat, options.whatif)
+        written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
+        written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
+        whatif_summary = {
+            "authorizer": options.whatif.authorizer,
+            "acls": len(options.whatif.acls),
+            **result.stats,
+            "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
         }
-        whatif_summary: dict[str, Any] | None = None
-        if options.whatif is not None:
-            result = replay(spark, flat, options.whatif)
-            written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
-            written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
-            whatif_summary = {
-                "authorizer": options.whatif.authorizer,
-                "acls": len(options.whatif.acls),
-                **result.stats,
-                "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
-            }
-            result.release()
-        data = _collect(spark, flat, written, options.reports, layout)
-        auth_failures = reports.closing_events(flat).filter(F.col("isAuthFailure")).count()
-        baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
-        quarantined = read_quarantine(spark, layout.quarantine).count()
-        summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
-        summary["authentication_failures"] = auth_failures
-        if whatif_summary is not None:
-            summary["whatif"] = whatif_summary
-        data = replace(data, summary=summary)
-    finally:
-        for frame in shared:
-            frame.unpersist()
-        flat.unpersist()
+        result.release()
+    data = _collect(spark, sources.alarms, written, options.reports, layout)
+    auth_failures = reports.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
+    baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
+    quarantined = read_quarantine(spark, layout.quarantine).count()
+    summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
+    summary["authentication_failures"] = auth_failures
+    if whatif_summary is not None:
+        summary["whatif"] = whatif_summary
+    data = replace(data, summary=summary)
     _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if options.html:
         _write_text(layout.html, render(data))

@@ -5,12 +5,58 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+#: The JVM heap the job asks for (spark.driver.memory; spark.executor.memory on a cluster). With the
+#: JVM's own overhead and the Python driver the whole job stays under 1.5 GiB (docs/audit-job.md, "Memory").
+DEFAULT_MEMORY = "768m"
+
+#: Bounds on the JVM's memory outside its heap, so the process's size follows from the heap alone:
+#: two GC threads for two cores, a modest code cache and metaspace, and capped direct buffers.
+JVM_OPTIONS = (
+    "-XX:+UseParallelGC",
+    "-XX:ParallelGCThreads=2",
+    "-XX:CICompilerCount=2",
+    "-XX:ReservedCodeCacheSize=96m",
+    "-XX:MaxMetaspaceSize=256m",
+    "-XX:MaxDirectMemorySize=256m",
+)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Memory and disk a run may use; applied only to a session this process starts."""
+
+    #: JVM heap of the driver (and of the executors on a cluster), e.g. ``768m``, ``2g``
+    memory: str = DEFAULT_MEMORY
+    #: Spark's scratch directory for shuffle and spill files (spark.local.dir); Spark's default when None
+    local_dir: str | None = None
+    #: where the JVM's stderr (Spark's log, its stack traces) goes instead of the terminal; the terminal when None
+    log_file: str | None = None
+
+    def conf(self) -> dict[str, str]:
+        options = list(JVM_OPTIONS)
+        conf = {
+            "spark.driver.memory": self.memory,
+            "spark.executor.memory": self.memory,
+            "spark.driver.extraJavaOptions": " ".join(options),
+            "spark.executor.extraJavaOptions": " ".join(JVM_OPTIONS),
+            # results brought to the driver are a few report rows; more is a bug, not a reason to grow
+            "spark.driver.maxResultSize": "256m",
+            # smaller input splits and Parquet row groups: less held per task at once
+            "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
+            "spark.hadoop.parquet.block.size": str(32 * 1024 * 1024),
+        }
+        if self.local_dir is not None:
+            conf["spark.local.dir"] = self.local_dir
+        return conf
 
 
 def is_loopback_master(master: str) -> bool:
@@ -21,18 +67,42 @@ def is_loopback_master(master: str) -> bool:
     return host is not None and host in LOOPBACK_HOSTS
 
 
+@contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """Start the JVM (a child process inheriting stderr) with its stderr in ``path``.
+
+    Spark logs to stderr and the JVM prints there too (its module warnings, uncaught
+    errors); in a file, the terminal keeps only what the job itself says.
+    """
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
 def build_session(
     master: str | None = "local[*]",
     *,
     jars: Sequence[str] = (),
     shuffle_partitions: int | None = None,
     conf: Mapping[str, str] | None = None,
+    resources: Resources | None = None,
 ) -> SparkSession:
     """Create (or reuse) the job's SparkSession.
 
     ``master`` None keeps the master spark-submit was given. An existing
     session is reused as it is (tests, notebooks): Spark settings such as
-    ``spark.jars`` only apply to a session this call creates.
+    ``spark.jars`` and ``resources`` only apply to a session this call creates.
     """
     builder = SparkSession.builder.appName("spark_audit")
     if master is not None:
@@ -59,10 +129,17 @@ def build_session(
         # Audit times are UTC: dates, buckets and printed times are derived in UTC.
         .config("spark.sql.session.timeZone", "UTC")
     )
-    for key, value in (conf or {}).items():
+    # Under spark-submit (master None) the JVM already runs with spark-submit's memory settings.
+    sized = (resources or Resources()).conf() if master is not None else {}
+    if sized:
+        # glibc gives each of the JVM's many threads its own malloc arena (up to 8 per core), which
+        # native buffers (compression, Parquet) fill: a few arenas keep the JVM's size near its heap's.
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+    for key, value in {**sized, **(conf or {})}.items():
         builder = builder.config(key, value)
     # py4j logs every gateway connection at INFO, which drowns the job's own output in an INFO-level process
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    spark = builder.getOrCreate()
+    with _stderr_to(resources.log_file if resources is not None else None):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

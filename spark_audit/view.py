@@ -8,7 +8,7 @@ resource was denied) are written once, here.
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from envelope.responses import error_name as envelope_error_name
@@ -111,13 +111,33 @@ def request_records(flat: DataFrame) -> DataFrame:
     return flat.filter(~F.col("isConnection"))
 
 
+#: Column of a frame holding request rows (:func:`request_rows`), so that :func:`requests` becomes a filter;
+#: connection events beside them in one frame have it false.
+REQUEST_ROW = "isRequestRow"
+
+
+def request_rows(flat: DataFrame) -> DataFrame:
+    """Each request's row, with :data:`REQUEST_ROW` true: its closing record (the earliest, ties by id),
+    or its earliest intent when nothing closed it.
+
+    One shuffle by request id, of only the records that close or open a request: connection
+    events and other stages are never a request's row, so they are not shuffled.
+    """
+    kind = F.when(F.col("stage").isin(*FINAL_STAGES), F.lit(0)).when(F.col("stage") == F.lit("intent"), F.lit(1))
+    candidates = flat.filter(~F.col("isConnection") & kind.isNotNull()).withColumn("_kind", kind)
+    first = Window.partitionBy("requestId").orderBy(F.col("_kind"), F.col("time"), F.col("id"))
+    ranked = candidates.withColumn("_rank", F.row_number().over(first))
+    return ranked.filter(F.col("_rank") == 1).drop("_rank", "_kind").withColumn(REQUEST_ROW, F.lit(True))
+
+
 def requests(flat: DataFrame) -> DataFrame:
-    """One row per request id: its closing record, or its intent (status ``NO_OUTCOME``) when nothing closed it."""
-    request_rows = request_records(flat)
-    finals = request_rows.filter(F.col("stage").isin(*FINAL_STAGES)).dropDuplicates(["requestId"])
-    intents = request_rows.filter(F.col("stage") == F.lit("intent")).dropDuplicates(["requestId"])
-    open_intents = intents.join(finals.select("requestId"), "requestId", "left_anti").withColumn("status", F.lit(NO_OUTCOME))
-    return finals.unionByName(open_intents)
+    """One row per request id: its closing record, or its intent (status ``NO_OUTCOME``) when nothing closed it.
+
+    A filter on :data:`REQUEST_ROW` where ``flat`` has it (the job's tables); otherwise :func:`request_rows`.
+    Either way the rows have the columns of ``flat``.
+    """
+    chosen = flat.filter(F.col(REQUEST_ROW)) if REQUEST_ROW in flat.columns else request_rows(flat).drop(REQUEST_ROW)
+    return chosen.withColumn("status", F.when(F.col("stage") == F.lit("intent"), F.lit(NO_OUTCOME)).otherwise(F.col("status")))
 
 
 def resource_label(resource: Column) -> Column:

@@ -1,20 +1,23 @@
-"""On-demand benchmark of the audit job: synthetic records, the Spark job, and a single-process baseline.
+"""On-demand benchmark of the audit job on realistic records, side by side with its floors.
 
-Run: .venv/bin/python bench/audit/run.py [--records N | --large] [--master local[*]] [--workdir DIR] [--keep]
+Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare]
 (or `make bench-audit`). Prints one JSON object on stdout; progress goes to stderr.
 
-It generates N audit lines (default 1,000,000; --large: 10,000,000), then runs,
-each in its own process with its peak memory sampled over the whole process
-tree (Python, the JVM, Python workers):
+For each size it writes realistic audit files (generate.py: nodes rotating hourly over days,
+Zipf-skewed principals, connections, brute-force bursts, every edge case), then, one after
+the other in the same run, each process with the resident memory of its whole tree (Python
+driver, JVM, Python workers) sampled every 0.2 s:
 
-- spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML);
-- spark_reports: two reports (latency percentiles per API, denials per principal) straight
-  from the JSON files with spark_audit's reader and report code;
-- duckdb_reports: the same two reports in one process with DuckDB (pip install -e '.[bench]').
+- floors.py, one process: session_start (from the process's start until the job's Spark session
+  is ready), then ingest_floor (every line read with the job's fixed schema into the noop sink:
+  a plain ingest) and parquet_floor (the same read written once as Parquet), each reported with
+  the session's time added, as a process doing only that would take;
+- spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML).
 
-and checks that the two computations agree (request counts per API and
-denials per principal exactly; percentiles are reported side by side, as
-Spark's are approximate). Not part of the test suite: timings depend on the machine.
+``ratios`` divide the job's time by each floor's; ``scaling`` compares the largest size with
+the smallest (time ratio and peak memory). ``--compare`` adds two reports computed straight
+from the JSON by Spark and by DuckDB (pip install -e '.[bench]') and checks they agree.
+Not part of the test suite: timings depend on the machine.
 """
 
 from __future__ import annotations
@@ -62,6 +65,10 @@ def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], 
     return summary, output
 
 
+def _timing(seconds: float, records: int) -> dict[str, Any]:
+    return {"seconds": round(seconds, 2), "records_per_second": round(records / seconds) if seconds else None}
+
+
 def _compare(spark: dict[str, Any] | None, duck: dict[str, Any] | None) -> dict[str, Any] | None:
     if spark is None or duck is None:
         return None
@@ -82,57 +89,78 @@ def _compare(spark: dict[str, Any] | None, duck: dict[str, Any] | None) -> dict[
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--records", type=int, default=1_000_000, help="audit lines to generate (default 1,000,000)")
-    size.add_argument("--large", action="store_true", help="10,000,000 lines (about 10 GB of JSON)")
-    parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--workdir", type=Path, help="where input and outputs go (default: a temporary folder, removed)")
-    parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args(argv)
-    records = 10_000_000 if args.large else args.records
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    source = workdir / "audit"
-    try:
-        if source.exists():
-            shutil.rmtree(source)
-        print(f"bench: generating {records:,} lines in {source} ...", file=sys.stderr, flush=True)
-        started = time.monotonic()
-        counts = generate.write(source, records, seed=args.seed)
-        generated = time.monotonic() - started
-        size_bytes = sum(p.stat().st_size for p in source.glob("*.jsonl"))
-        python = sys.executable
-        job, _ = _step(
-            "spark_job",
-            [python, "-m", "spark_audit", "--input", str(source), "--output", str(workdir / "out"), "--master", args.master, "--quiet"],
-            records,
-        )
+def _generate(source: Path, records: int, seed: int) -> dict[str, Any]:
+    """Write ``records`` realistic lines into ``source`` (kept when it already holds them, with --workdir)."""
+    marker = source / "_generated.json"
+    if marker.exists():
+        known = json.loads(marker.read_text())
+        if known.get("lines") == records and known.get("seed") == seed:
+            return dict(known)
+    if source.exists():
+        shutil.rmtree(source)
+    print(f"bench: generating {records:,} lines in {source} ...", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    counts = generate.write(source, records, seed=seed)
+    info = {
+        "lines": records,
+        "seed": seed,
+        "files": counts.files,
+        "bytes": sum(p.stat().st_size for p in source.glob("*.jsonl")),
+        "good": counts.records,
+        "malformed": counts.malformed,
+        "blank": counts.blank,
+        "duplicates": counts.duplicates,
+        **counts.extra,
+        "generate_seconds": round(time.monotonic() - started, 2),
+    }
+    marker.write_text(json.dumps(info))
+    return info
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    if "error" in a or "error" in b or not b.get("seconds"):
+        return None
+    return round(a["seconds"] / b["seconds"], 2)
+
+
+def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The job and its floors over ``records`` lines, one after the other in this run."""
+    source = workdir / f"audit-{records}"
+    out = workdir / f"out-{records}"
+    info = _generate(source, records, args.seed)
+    python = sys.executable
+    floors = HERE / "floors.py"
+    result: dict[str, Any] = {"records": records, "input": info}
+    process, seconds = _step(
+        "floors (session, plain ingest, JSON -> Parquet)",
+        [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master],
+        records,
+    )
+    if seconds is None:
+        result["session_start"] = result["ingest_floor"] = result["parquet_floor"] = process
+    else:
+        result["floors_process"] = process
+        result["session_start"] = _timing(seconds["session"], records)
+        result["ingest_floor"] = _timing(seconds["session"] + seconds["ingest"], records)
+        result["parquet_floor"] = _timing(seconds["session"] + seconds["parquet"], records)
+    shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
+    job_command = [python, "-m", "spark_audit", "--input", str(source), "--output", str(out), "--master", args.master, "--quiet"]
+    if args.no_html:
+        job_command.append("--no-html")
+    result["spark_job"], _ = _step("spark_job", job_command, records)
+    summary_path = out / "summary.json"
+    if summary_path.exists() and "error" not in result["spark_job"]:
+        summary = json.loads(summary_path.read_text())
+        result["spark_job"]["summary"] = {k: summary.get(k) for k in ("records", "malformed", "duplicates_dropped", "requests", "denials")}
+    result["ratios"] = {
+        "job_over_ingest_floor": _ratio(result["spark_job"], result["ingest_floor"]),
+        "job_over_parquet_floor": _ratio(result["spark_job"], result["parquet_floor"]),
+    }
+    if args.compare:
         spark_reports, spark_out = _step(
             "spark_reports", [python, str(HERE / "spark_reports.py"), str(source), "--master", args.master], records
         )
-        result: dict[str, Any] = {
-            "records": records,
-            "input": {
-                "files": len(list(source.glob("*.jsonl"))),
-                "bytes": size_bytes,
-                "good": counts.records,
-                "malformed": counts.malformed,
-                "duplicates": counts.duplicates,
-                "generate_seconds": round(generated, 2),
-            },
-            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master},
-            "spark_job": job,
-            "spark_reports": spark_reports,
-        }
-        summary_path = workdir / "out" / "summary.json"
-        if summary_path.exists():
-            summary = json.loads(summary_path.read_text())
-            result["spark_job"]["summary"] = {
-                k: summary.get(k) for k in ("records", "malformed", "duplicates_dropped", "requests", "denials")
-            }
+        result["spark_reports"] = spark_reports
         if importlib.util.find_spec("duckdb") is None:
             result["duckdb_reports"] = {"skipped": "duckdb is not installed: pip install -e '.[bench]'"}
             result["results_match"] = None
@@ -140,10 +168,49 @@ def main(argv: list[str] | None = None) -> int:
             duck, duck_out = _step("duckdb_reports", [python, str(HERE / "duckdb_reports.py"), str(source)], records)
             result["duckdb_reports"] = duck
             result["results_match"] = _compare(spark_out, duck_out)
+    if not args.keep:
+        shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--records",
+        default="1000000,5000000",
+        help="comma-separated input sizes in lines, each measured in this run (default 1000000,5000000)",
+    )
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--workdir", type=Path, help="where inputs and outputs go (default: a temporary folder, removed); inputs are reused"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the job's outputs")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-html", action="store_true", help="run the job with --no-html")
+    parser.add_argument(
+        "--compare", action="store_true", help="also two reports straight from JSON, with Spark and with DuckDB, checked against each other"
+    )
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.records.split(",") if size.strip()]
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        runs = [measure_size(size, workdir, args) for size in sizes]
+        result: dict[str, Any] = {
+            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master},
+            "runs": runs,
+        }
+        if len(runs) > 1:
+            first, last = runs[0], runs[-1]
+            result["scaling"] = {
+                "sizes": [first["records"], last["records"]],
+                "job_time_ratio": _ratio(last["spark_job"], first["spark_job"]),
+                "peak_rss_mb": [first["spark_job"]["peak_rss_mb"], last["spark_job"]["peak_rss_mb"]],
+            }
         print(json.dumps(result, indent=2))
-        return 0 if all("error" not in result[k] for k in ("spark_job", "spark_reports")) else 1
+        return 0 if all("error" not in run["spark_job"] for run in runs) else 1
     finally:
-        if not args.keep and args.workdir is None:
+        if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -26,23 +26,31 @@ def test_bench_prints_json(tmp_path: Path) -> None:
             str(tmp_path),
             "--master",
             "local[2]",
+            "--compare",
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         check=False,
     )
 
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
-    assert result["records"] == 1000
-    assert result["input"]["good"] + result["input"]["malformed"] + result["input"]["duplicates"] == 1000
-    for step in ("spark_job", "spark_reports"):
-        assert result[step]["records_per_second"] > 0 and result[step]["peak_rss_mb"] > 0
-    assert result["spark_job"]["summary"]["records"] == result["input"]["good"]
-    if importlib.util.find_spec("duckdb") is not None:
-        assert result["results_match"]["latency_requests_per_api"] is True
-        assert result["results_match"]["denials_by_principal"] is True
+    assert [run["records"] for run in result["runs"]] == [1000]
+    for run in result["runs"]:
+        given = run["input"]
+        assert given["good"] + given["malformed"] + given["blank"] + given["duplicates"] == run["records"]
+        for step in ("floors_process", "spark_job", "spark_reports"):
+            assert run[step]["records_per_second"] > 0 and run[step]["peak_rss_mb"] > 0, step
+        for floor in ("session_start", "ingest_floor", "parquet_floor"):
+            assert run[floor]["records_per_second"] > 0, floor
+        assert run["session_start"]["seconds"] < run["ingest_floor"]["seconds"] < run["floors_process"]["seconds"]
+        assert run["spark_job"]["summary"]["records"] == given["good"]
+        assert run["spark_job"]["summary"]["malformed"] == given["malformed"]
+        assert run["ratios"]["job_over_ingest_floor"] > 0
+        if importlib.util.find_spec("duckdb") is not None:
+            assert run["results_match"]["latency_requests_per_api"] is True
+            assert run["results_match"]["denials_by_principal"] is True
 
 
 def test_synthetic_records_match_the_proxys_schema(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +63,48 @@ def test_synthetic_records_match_the_proxys_schema(monkeypatch: pytest.MonkeyPat
     generate = util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_generate", generate)  # dataclasses look their module up there
     spec.loader.exec_module(generate)
-    records = list(generate.Generator(seed=3).records(3000))
+    records = list(generate.Generator(seed=3, traffic=generate.Traffic(brute_force=0.02)).records(3000))
     assert len(records) == 3000
     assert {record["data"]["stage"] for record in records} >= {"intent", "outcome", "local", "authentication-failed"}
     assert [error for record in records for error in schema_errors(record)] == []
+
+
+def test_generated_directory_has_the_shape_of_real_traffic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util as util
+    from collections import Counter
+
+    spec = util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_generate", generate)
+    spec.loader.exec_module(generate)
+
+    counts = generate.write(tmp_path, 30_000, seed=5, traffic=generate.Traffic(days=2, nodes=3, malformed=0.01, blank=0.01))
+
+    files = sorted(tmp_path.glob("*.jsonl"))
+    lines = [line for path in files for line in path.read_text().splitlines()]
+    assert len(lines) == 30_000 == counts.records + counts.malformed + counts.blank + counts.duplicates
+    # hourly files of every node over the days
+    nodes = Counter(path.name.split("-")[1] for path in files)
+    assert set(nodes) == {"100", "101", "102"} and all(n >= 40 for n in nodes.values())
+    assert sum(1 for line in lines if not line.strip()) == counts.blank > 0
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    ids = Counter(record["id"] for record in records if "id" in record)
+    assert sum(n - 1 for n in ids.values() if n > 1) == counts.duplicates > 0
+    principals = Counter(record["data"]["authenticationInfo"]["principal"] for record in records)
+    top = principals.most_common(1)[0][1]
+    assert len(principals) > 100 and top > 20 * sorted(principals.values())[len(principals) // 2]  # skewed
+    stages = Counter(record["data"]["stage"] for record in records)
+    assert set(stages) >= {"intent", "outcome", "read", "local", "refused", "connected", "authenticated", "authentication-failed", "disconnected"}
+    assert {record["data"]["authenticationInfo"]["listener"] for record in records} == {"CLIENT", "INTERNAL", "MTLS", "LEGACY"}
+    assert {record["data"]["forwardingPrincipal"] for record in records if record["data"]["stage"] == "intent"} == {"User:envelope-proxy"}
+    by_request = Counter((record["data"]["requestId"], record["data"]["stage"]) for record in records if record["data"]["stage"] in ("intent", "outcome"))
+    request_ids = {rid for rid, _ in by_request}
+    assert any((rid, "intent") not in by_request for rid in request_ids)  # an outcome without its intent
+    assert any((rid, "outcome") not in by_request for rid in request_ids)  # an intent without its outcome
+    assert counts.extra["lost_intents"] > 0 and counts.extra["lost_outcomes"] > 0

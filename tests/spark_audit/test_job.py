@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
 
-from spark_audit import job
+from spark_audit import job, reports
 from spark_audit.cli import main
+from spark_audit.options import parse_instant
 from tests.spark_audit.records import write_jsonl
-from tests.spark_audit.scenario import RECORDS
+from tests.spark_audit.scenario import RECORDS, flat_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPORTS = (
@@ -97,6 +99,27 @@ def test_cli_run_writes_every_output(spark: SparkSession, tmp_path: Path, capsys
         "intents_without_outcome": 1,
     }
     assert summary["time_range"] == {"first": "2026-11-19T09:00:00.000Z", "last": "2026-11-21T10:02:00.000Z"}
+    # Each report on disk is its function's result over the flat view of every record (test_reports.py checks
+    # the functions against hand-made expectations): the small tables the job reports from change nothing.
+    flat = flat_of(spark, [*RECORDS, "this is not json {{{", RECORDS[5]])
+    baseline = reports.Baseline(None, parse_instant("2026-11-20T00:00:00Z"))
+    expected = {
+        "requests": reports.requests_by_principal_method_outcome(flat),
+        "who_did_what": reports.who_did_what(flat, bucket="15 minutes"),
+        "denials": reports.denials(flat),
+        "denial_ranking": reports.denial_ranking(flat),
+        "bursts": reports.bursts(flat, threshold=3),
+        "sensitive_changes": reports.sensitive_changes(flat),
+        "impersonation": reports.impersonation(flat),
+        "unusual_listeners": reports.unusual_listeners(flat, baseline),
+        "first_seen_pairs": reports.first_seen_pairs(flat, baseline),
+        # the newest record minus the default 60 s of grace
+        "intents_without_outcome": reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:01:00Z")),
+        "latency": reports.latency(flat),
+    }
+    for name, frame in expected.items():
+        assert frame.count() > 0, name
+        assertDataFrameEqual(spark.read.parquet(str(out / "reports" / name)).select(*frame.columns), frame)
     assert summary["baseline"] == {"start": None, "end": "2026-11-20T00:00:00.000Z", "empty": False}
     # alice's CreateAcls came through User:proxy, which the guard does not accept as a forwarder
     assert (summary["whatif"]["authorizer"], summary["whatif"]["acls"]) == ("forwarding_guard:ForwardingGuard", 1)

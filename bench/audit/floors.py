@@ -1,0 +1,54 @@
+"""The floors the audit job is measured against, in one process run by bench/audit/run.py.
+
+Run: python bench/audit/floors.py INPUT_DIR --output DIR [--master local[2]]
+
+One Spark session (the job's settings: memory, partitions, so the ratios compare like with
+like), then, one after the other:
+
+- ingest: every line of INPUT_DIR read with the job's fixed schema and dropped (the ``noop`` sink);
+- parquet: the same read, written once as Parquet (the one copy a job could report from).
+
+Prints one JSON line: the seconds from this process's start until the session was ready, and
+the seconds of each floor's work. run.py adds the session's time to each floor, so each is
+what a job doing only that would take, session start included, without two more JVM starts.
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.monotonic()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from spark_audit.read import parse, read_files  # noqa: E402
+from spark_audit.session import build_session  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("input")
+    parser.add_argument("--output", required=True, help="where the parquet floor writes")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+    spark = build_session(args.master)
+    seconds = {"session": time.monotonic() - STARTED}
+    try:
+        started = time.monotonic()
+        parse(read_files(spark, args.input)).write.format("noop").mode("overwrite").save()
+        seconds["ingest"] = time.monotonic() - started
+        started = time.monotonic()
+        parse(read_files(spark, args.input)).write.mode("overwrite").parquet(args.output)
+        seconds["parquet"] = time.monotonic() - started
+    finally:
+        spark.stop()
+    print(json.dumps({name: round(value, 2) for name, value in seconds.items()}))
+
+
+if __name__ == "__main__":
+    main()
