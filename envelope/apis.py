@@ -1,6 +1,5 @@
 """The API key table: names from kio's schema index and the forwardable set."""
 
-from collections.abc import Mapping
 from enum import IntEnum
 
 from kio.schema.index import api_key_map
@@ -146,10 +145,6 @@ def api_name(api_key: int) -> str:
 
 
 UNKNOWN_API = "Unknown"
-
-
-API_LABELS: Mapping[int, str] = _NAMES
-"""api_label's table, for the request path: `API_LABELS.get(key, UNKNOWN_API)`."""
 
 
 def api_label(api_key: int) -> str:

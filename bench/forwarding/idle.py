@@ -31,18 +31,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
-from processes import Processes  # noqa: E402
+from processes import Processes, rss_kb  # noqa: E402
 from stack import CLIENT_PASSWORD, CLIENT_USER, start_announcing, start_proxy  # noqa: E402
 
 OPEN_AT_ONCE = 64
 STEP_TIMEOUT = 30.0
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def _request(api_key: int, version: int, values: dict[str, Any], correlation_id: int) -> bytes:
@@ -73,7 +66,7 @@ async def _log_in(host: str, port: int) -> tuple[trio.SocketStream, FrameReader]
 
 async def _measure(target: str, pid: int, count: int, idle: float) -> dict[str, Any]:
     host, port = target.rsplit(":", 1)
-    before_kb = _rss_kb(pid)
+    before_kb = rss_kb(pid)
     opened: list[tuple[trio.SocketStream, FrameReader]] = []
     limiter = trio.CapacityLimiter(OPEN_AT_ONCE)
 
@@ -88,7 +81,7 @@ async def _measure(target: str, pid: int, count: int, idle: float) -> dict[str, 
             nursery.start_soon(open_one)
     logged_in_s = time.monotonic() - started
     await trio.sleep(idle)
-    idle_kb = _rss_kb(pid)
+    idle_kb = rss_kb(pid)
     still_open = 0
     with trio.fail_after(STEP_TIMEOUT * 4):
         for stream, reader in opened:

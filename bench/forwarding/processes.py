@@ -29,6 +29,14 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime) / CLOCK_TICKS
 
 
+def rss_kb(pid: int) -> int:
+    """VmRSS of `pid` in KiB: its resident memory now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
 def peak_rss_mb(pid: int) -> float | None:
     """VmHWM of `pid` in MiB: the most resident memory it has had."""
     try:
@@ -122,4 +130,4 @@ class Processes:
         return "\n".join(text.splitlines()[-lines:])
 
 
-__all__ = ["Processes", "cpu_seconds", "peak_rss_mb", "read_announcement"]
+__all__ = ["Processes", "cpu_seconds", "peak_rss_mb", "read_announcement", "rss_kb"]

@@ -28,7 +28,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
+from processes import Processes, cpu_seconds, peak_rss_mb, rss_kb  # noqa: E402
 from run import LOADGEN, LOADGEN_GRACE  # noqa: E402
 from stack import client_login, probe, start_announcing, start_proxy  # noqa: E402
 
@@ -37,10 +37,7 @@ GROWTH_WANTED_PERCENT = 5.0
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 2)
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    return round(rss_kb(pid) / 1024, 2)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from authz.actions import ResourceAccess, subject_of
-from envelope.apis import API_LABELS, UNKNOWN_API
+from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
 from proxy.audit.cloudevents import first_entries, make_record, new_id
@@ -150,7 +150,7 @@ class RequestAudit:
     """The API's name, with a bounded set of values (audit methodName, metric labels)."""
 
     def __post_init__(self) -> None:
-        self.api = API_LABELS.get(self.header.api_key, UNKNOWN_API)
+        self.api = api_label(self.header.api_key)
 
     def restart(self) -> None:
         self.started = time.perf_counter()
