@@ -270,22 +270,23 @@ class ProxyService:
         if self.draining:
             session.close_when_idle(CAUSE_SHUTDOWN)  # logged in while the proxy drains: answer nothing more
         try:
-            while not session.closing:
-                # Without a login (PLAINTEXT), the first request is all that shows a Kafka client, so it must come as
-                # soon as a login's would (connections.preauth.idle.ms); after a login, only connections.max.idle.ms
-                # applies, as in Kafka.
-                first = not session.requests and session.mechanism is None
-                timeout = min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout) if first else conn.idle_timeout
-                frame = await conn.receive_frame(timeout)
-                if frame is None:
-                    return
-                session.requests += 1
-                try:
-                    await self.handle_request(session, frame)
-                except CloseConnection as exc:
-                    log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
-                    session.close_cause = session.close_cause or exc.cause
-                    return
+            with conn.serving():
+                while not session.closing:
+                    # Without a login (PLAINTEXT), the first request is all that shows a Kafka client, so it must come as
+                    # soon as a login's would (connections.preauth.idle.ms); after a login, only connections.max.idle.ms
+                    # applies, as in Kafka.
+                    first = not session.requests and session.mechanism is None
+                    timeout = min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout) if first else conn.idle_timeout
+                    frame = await conn.receive_frame(timeout)
+                    if frame is None:
+                        return
+                    session.requests += 1
+                    try:
+                        await self.handle_request(session, frame)
+                    except CloseConnection as exc:
+                        log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer.host, exc)
+                        session.close_cause = session.close_cause or exc.cause
+                        return
         finally:
             self.sessions.discard(session)
             self._check_drained()
