@@ -8,7 +8,9 @@ or an address, whose number is unbounded.
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from proxy.ops.plain_series import PlainCounter, PlainCounters, PlainHistogram, PlainHistograms
 
 PREFIX = "envelope_proxy"
 OUTCOMES = ("forwarded", "local", "read", "refused", "failed")
@@ -23,10 +25,10 @@ AUDIT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 class RequestSeries:
     """The series one request updates, looked up once per (listener, API, outcome)."""
 
-    count: Counter
-    queue_time: Histogram
-    upstream_time: Histogram
-    total_time: Histogram
+    count: PlainCounter
+    queue_time: PlainHistogram
+    upstream_time: PlainHistogram
+    total_time: PlainHistogram
 
 
 class ProxyMetrics:
@@ -35,24 +37,25 @@ class ProxyMetrics:
         # labels() takes a lock and builds a key on every call, a few microseconds each, several times a request;
         # the label values are bounded sets (see above), so the children are kept.
         self._request_series: dict[tuple[str, str, str], RequestSeries] = {}
-        self._audit_record_counters: dict[tuple[str, str], Counter] = {}
+        self._audit_record_counters: dict[tuple[str, str], PlainCounter] = {}
         r = self.registry
-        self.requests = Counter(f"{PREFIX}_requests", "Requests by listener, API and outcome", ["listener", "api", "outcome"], registry=r)
-        self.queue_time = Histogram(
+        # The series every request updates are plain numbers on trio's thread, exposed at scrape (see plain_series).
+        self.requests = PlainCounters(f"{PREFIX}_requests", "Requests by listener, API and outcome", ["listener", "api", "outcome"], registry=r)
+        self.queue_time = PlainHistograms(
             f"{PREFIX}_request_queue_time_seconds",
             "Time a forwarded request waited before it was sent upstream (KIP-938 split)",
             ["api"],
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.upstream_time = Histogram(
+        self.upstream_time = PlainHistograms(
             f"{PREFIX}_request_upstream_time_seconds",
             "Time from sending a request upstream to its answer",
             ["api"],
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.total_time = Histogram(
+        self.total_time = PlainHistograms(
             f"{PREFIX}_request_total_time_seconds",
             "Time from reading a request to writing its answer",
             ["api"],
@@ -118,8 +121,8 @@ class ProxyMetrics:
         self.upstream_not_controller_retries = Counter(
             f"{PREFIX}_upstream_not_controller_retries", "Envelopes re-sent after NOT_CONTROLLER", registry=r
         )
-        self.audit_records = Counter(
-            f"{PREFIX}_audit_records", "Audit records committed, by sink (file, kafka, spool) and stage", ["sink", "stage"], registry=r
+        self.audit_records = PlainCounters(
+            f"{PREFIX}_audit_records", "Audit records committed, by sink (file, kafka, spool) and stage", ["sink", "stage"], r
         )
         self.audit_write_errors = Counter(
             f"{PREFIX}_audit_write_errors",
@@ -139,13 +142,14 @@ class ProxyMetrics:
         )
         self.audit_files_published = Counter(f"{PREFIX}_audit_files_published", "Audit files renamed out of staging", registry=r)
         self.audit_queue_depth = Gauge(f"{PREFIX}_audit_queue_depth", "Audit records waiting for the writer", registry=r)
-        self.audit_commit_batch = Histogram(
+        self.audit_commit_batch = PlainHistograms(
             f"{PREFIX}_audit_commit_batch_records",
             "Records committed together (one write, flush or fsync, one Kafka delivery round)",
+            [],
             buckets=AUDIT_BATCH_BUCKETS,
             registry=r,
         )
-        self.audit_commit_time = Histogram(
+        self.audit_commit_time = PlainHistograms(
             f"{PREFIX}_audit_commit_seconds", "Time a sink took to commit one batch", ["sink"], buckets=LATENCY_BUCKETS, registry=r
         )
         self.audit_spooled = Counter(f"{PREFIX}_audit_spooled_records", "Audit records written to the Kafka sink's spool", registry=r)
@@ -170,7 +174,7 @@ class ProxyMetrics:
             self._request_series[key] = series
         return series
 
-    def audit_records_of(self, sink: str, stage: str) -> Counter:
+    def audit_records_of(self, sink: str, stage: str) -> PlainCounter:
         counter = self._audit_record_counters.get((sink, stage))
         if counter is None:
             counter = self._audit_record_counters[(sink, stage)] = self.audit_records.labels(sink, stage)
