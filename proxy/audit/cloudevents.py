@@ -192,10 +192,23 @@ def _within_limits(record: dict[str, Any], max_chars: int, keep: int) -> bool:
     )
 
 
-def encode_bounded(record: dict[str, Any], limits: RecordLimits) -> tuple[dict[str, Any], bytes]:
-    """The record as written (capped where needed) and its JSON line, at most `max_record_bytes` long."""
+def within_limits(record: dict[str, Any], limits: RecordLimits) -> bool:
+    """True when no string of `record` is over `max_string_chars` and no list over `max_resources`."""
+    return _within_limits(record, limits.max_string_chars, limits.max_resources)
+
+
+def rows_within(rows: list[dict[str, Any]], limits: RecordLimits, text_keys: tuple[str, ...]) -> bool:
+    """True when `rows` (a record's list of dicts) is within the limits, its strings under `text_keys` included."""
+    return _rows_within(rows, limits.max_resources, limits.max_string_chars, text_keys)
+
+
+def encode_bounded(record: dict[str, Any], limits: RecordLimits, *, within: bool | None = None) -> tuple[dict[str, Any], bytes]:
+    """The record as written (capped where needed) and its JSON line, at most `max_record_bytes` long.
+
+    `within`: the caller's word, from `within_limits` on the parts it built, that no string or list of the
+    record is over its limit; the request records check what a request's intent and outcome share once."""
     keep, max_chars = limits.max_resources, limits.max_string_chars
-    if _within_limits(record, max_chars, keep):
+    if within if within is not None else _within_limits(record, max_chars, keep):
         line = encode(record)
         if len(line) <= limits.max_record_bytes:
             return record, line

@@ -77,8 +77,8 @@ class AuditEntry:
     error: BaseException | None = None
 
     @classmethod
-    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS) -> "AuditEntry":
-        record, line = encode_bounded(record, limits)
+    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
+        record, line = encode_bounded(record, limits, within=within)
         data = record.get("data") or {}
         return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
 
@@ -203,15 +203,16 @@ class AuditLog:
             return (data.get("authenticationInfo") or {}).get("principal") not in self.excluded_principals
         return True
 
-    async def write(self, record: dict[str, Any], *, required: bool = False) -> None:
+    async def write(self, record: dict[str, Any], *, required: bool = False, within: bool | None = None) -> None:
         """Queue the record and wait until every sink has committed it.
 
         With `required` (an intent: nothing may be forwarded without it) a record that cannot be
         written raises AuditUnavailable; any other record that cannot be written is counted as lost.
+        `within`: see `encode_bounded`.
         """
         if not self.wanted(record):
             return
-        entry = AuditEntry.of(record, self.limits)
+        entry = AuditEntry.of(record, self.limits, within=within)
         if self._commit_on_the_spot(entry):
             return
         self._pending += 1

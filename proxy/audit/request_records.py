@@ -20,7 +20,7 @@ from authz.actions import ResourceAccess, subject_of
 from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
-from proxy.audit.cloudevents import first_entries, make_record, new_id
+from proxy.audit.cloudevents import first_entries, make_record, new_id, rows_within, within_limits
 from proxy.audit.pipeline import AuditLog
 from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
@@ -122,6 +122,10 @@ class Unrecorded:
 Outcome = Local | Refused | Read | Forwarded | Failed | Unrecorded
 
 
+# The strings of a `result.errors` row that the controller (or a client's resource name) chose.
+_ERROR_TEXTS = ("resource", "message")
+
+
 def error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
     """One entry of a record's `result.errors`."""
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
@@ -145,6 +149,8 @@ class RequestAudit:
     """Seconds the request waited for a controller connection, over all its attempts."""
     _prepared: tuple[Caller, dict[str, Any]] | None = field(default=None, init=False, repr=False)
     """What the intent and the outcome share (who, what, the resources), built once for both."""
+    _shared_within: bool = field(default=False, init=False, repr=False)
+    """What they share is within the audit's limits: checked once, when it is built, not for each record."""
 
     api: str = field(init=False)
     """The API's name, with a bounded set of values (audit methodName, metric labels)."""
@@ -208,6 +214,7 @@ class RequestAudit:
         data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
         if paired:
             self._prepared = (caller, dict(data))
+            self._shared_within = within_limits({"subject": None, "data": data}, self.log.limits)
         return data
 
     def _upstream(self) -> dict[str, Any]:
@@ -231,8 +238,16 @@ class RequestAudit:
         upstream = total - queue if forwarded else 0.0
         return {"queueMs": round(queue, 3), "upstreamMs": round(upstream, 3), "totalMs": round(total, 3)}
 
-    async def _write(self, data: dict[str, Any], subject: str | None, *, required: bool = False) -> None:
-        await self.log.write(make_record(self.node_id, subject, data), required=required)
+    async def _write(self, data: dict[str, Any], subject: str | None, *, required: bool = False, within: bool | None = None) -> None:
+        await self.log.write(make_record(self.node_id, subject, data), required=required, within=within)
+
+    def _paired_within(self, data: dict[str, Any], subject: str | None) -> bool:
+        """An intent's or outcome's record is within the limits when what it shares is, and its own parts are."""
+        return (
+            self._shared_within
+            and "truncated" not in data
+            and (subject is None or len(subject) <= self.log.limits.max_string_chars)
+        )
 
     async def record(self, outcome: Outcome) -> None:
         """The record of how the request ended (none for `Unrecorded`)."""
@@ -263,7 +278,8 @@ class RequestAudit:
 
     async def intent(self) -> None:
         """Committed (as durable as audit.durability says) before the controller sees the request; raises AuditUnavailable."""
-        await self._write(self._data("intent", self.resources), subject_of(self.resources), required=True)
+        data, subject = self._data("intent", self.resources), subject_of(self.resources)
+        await self._write(data, subject, required=True, within=self._paired_within(data, subject))
 
     async def outcome(self, envelope_error: int, top: int, results: list[ResourceError]) -> None:
         """The controller answered: its top-level and per-resource errors."""
@@ -277,7 +293,9 @@ class RequestAudit:
             "errors": [error_row(r.resource, r.error_code, r.message) for r in rows],
         }
         data["timings"] = self._timings(forwarded=True)
-        await self._write(data, subject_of(self.resources))
+        subject = subject_of(self.resources)
+        within = self._paired_within(data, subject) and rows_within(data["result"]["errors"], self.log.limits, _ERROR_TEXTS)
+        await self._write(data, subject, within=within)
 
     async def failed(self, envelope_error: int | None, code: int, message: str) -> None:
         """No answer from the controller to pass on: the proxy answers `code` for every resource."""

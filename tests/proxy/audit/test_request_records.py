@@ -56,3 +56,27 @@ async def test_the_outcomes_omissions_do_not_leak_into_the_intent() -> None:
     assert intent["truncated"] == {"fields": [], "omitted": {"resources": 4}}
     assert outcome["truncated"] == {"fields": [], "omitted": {"resources": 4, "result.errors": 4}}
     assert len(intent["resources"]) == len(outcome["resources"]) == 2
+
+
+async def test_what_the_records_share_is_checked_once_and_still_capped() -> None:
+    """The shared part is checked against the limits once per request: a long name is capped in both records."""
+    long_name = "t" * 300
+    intent, outcome = (line["data"] for line in await _forwarded_pair([long_name], [], RecordLimits(max_string_chars=64)))
+    for data in (intent, outcome):
+        assert data["resources"][0]["name"].startswith("t" * 64) and len(data["resources"][0]["name"]) < 100
+        assert "resources.name" in data["truncated"]["fields"]
+
+
+async def test_an_outcomes_own_long_error_message_is_capped_though_its_intent_was_within() -> None:
+    sink = FlakySink(failures=0)
+    log = AuditLog([sink], limits=RecordLimits(max_string_chars=64))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        audit = RequestAudit(log, 1, CALLER, HEADER, resources=topics(["a"], Operation.CREATE), forwarding=Forwarding("User:proxy", "c:9093"))
+        await audit.intent()
+        await audit.outcome(ErrorCode.none, ErrorCode.none, [ResourceError("a", ErrorCode.policy_violation, "why " * 100)])
+        await log.aclose(5)
+    intent, outcome = (orjson.loads(entry.line)["data"] for entry in sink.kept)
+    assert "truncated" not in intent
+    assert len(outcome["result"]["errors"][0]["message"]) < 100
+    assert outcome["truncated"]["fields"] == ["result.errors.message"]

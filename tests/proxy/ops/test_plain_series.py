@@ -5,8 +5,7 @@ import re
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from proxy.ops.metrics import AUDIT_BATCH_BUCKETS, LATENCY_BUCKETS, ProxyMetrics, metric_names
-from proxy.ops.plain_series import PlainCounters, PlainHistograms
+from proxy.ops.metrics import AUDIT_BATCH_BUCKETS, LATENCY_BUCKETS, PlainCounters, PlainHistograms, ProxyMetrics, metric_names
 
 OBSERVED = [0.0, 0.0004, 0.001, 0.0010001, 0.003, 0.01, 0.7, 1.0, 29.9, 30.0, 31.0, 1e9]
 
@@ -63,6 +62,7 @@ def test_the_proxys_hot_series_keep_their_names() -> None:
         assert name in names
     metrics = ProxyMetrics()
     metrics.request_series("CLIENT", "CreateTopics", "forwarded").total_time.observe(0.002)
-    assert metrics.registry.get_sample_value(
-        "envelope_proxy_request_total_time_seconds_bucket", {"api": "CreateTopics", "le": "0.0025"}
-    ) == 1.0
+    assert (
+        metrics.registry.get_sample_value("envelope_proxy_request_total_time_seconds_bucket", {"api": "CreateTopics", "le": "0.0025"})
+        == 1.0
+    )
