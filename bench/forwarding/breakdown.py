@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import tempfile
 import time
@@ -114,15 +115,25 @@ async def _one_round(repeat: int, audit_dir: Path) -> dict[str, float]:
         outcome = Forwarded(ErrorCode.none, ErrorCode.none, [])
         pending = iter(audits)
         steps["outcome record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).record(outcome), repeat)
-        steps["request metrics (a counter, three histograms)"] = _timed(lambda: audits[0].count(metrics, outcome), repeat)
+        steps["request metrics (a counter, three histograms, plain numbers)"] = _timed(lambda: audits[0].count(metrics, outcome), repeat)
 
-        def four_deadlines() -> None:
-            # The request's network waits: the client's frame, the pool's queue, the link's round trip, the answer.
-            for _ in range(4):
+        def two_scopes() -> None:
+            # The upstream's waits: the pool's queue for a connection, the link's round trip.
+            for _ in range(2):
                 with trio.CancelScope(deadline=trio.current_time() + 30):
                     pass
 
-        steps["four cancel scopes with deadlines"] = _timed(four_deadlines, repeat)
+        steps["two cancel scopes with deadlines (the pool's queue, the link's round trip)"] = _timed(two_scopes, repeat)
+
+        with trio.CancelScope() as connection_deadlines:
+
+            def two_moves() -> None:
+                # The client's side (KafkaConnection.serving): the wait for the next frame and the answer's send
+                # share the connection's one scope; a request moves its deadline twice.
+                connection_deadlines.deadline = math.inf
+                connection_deadlines.deadline = trio.current_time() + 600
+
+            steps["two moves of the connection's deadline (the client's frame, the answer)"] = _timed(two_moves, repeat)
         await log.aclose(5)
         nursery.cancel_scope.cancel()
     return steps
