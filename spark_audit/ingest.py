@@ -20,12 +20,12 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, deduplicate, deduplicate_rare, parse, quarantine_of, records_of
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse, quarantine_of, records_of
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -88,19 +88,78 @@ def _count(parsed: DataFrame) -> tuple[int, int, int, int]:
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
-def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
-    """Parse every line once into a Parquet staging area, then write the quarantine and rebuild the store from it.
+#: Where a batch's single write puts each parsed line (``_work/ingest/kind=<kind>/date=<date>/``).
+KIND = "kind"
+RECORD, REPEATED, QUARANTINED = "record", "repeated", "quarantined"
 
-    Nothing is cached: the staging copy is what later steps read, so memory does not grow
-    with the input (Spark spills shuffles to its local directory).
+
+def _move(spark: SparkSession, source: str, target: str) -> bool:
+    """Replace ``target`` by the directory ``source`` (Hadoop's file system: local, HDFS...); False when ``source`` is absent."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path
+    src, dst = path(source), path(target)
+    fs = src.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs.delete(dst, True)
+    if not fs.exists(src):
+        return False
+    fs.mkdirs(dst.getParent())
+    if not fs.rename(src, dst):
+        raise OSError(f"could not move {source} to {target}")
+    return True
+
+
+def _origins(spark: SparkSession, lines: DataFrame) -> int:
+    """Files (or Kafka partitions) read: the file listing when there is one, so no pass over the lines."""
+    files = lines.inputFiles()
+    if files:
+        return len(files)
+    origin = F.regexp_replace("origin", r"@\d+$", "")
+    row = lines.agg(F.count_distinct(origin)).first()
+    return 0 if row is None else int(row[0])
+
+
+def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
+    """Parse every line once and write it once; the store, the quarantine and the counts come from that write.
+
+    1. The ids seen more than once are found first, from the ids alone (``_work/duplicated-ids``).
+    2. One pass parses every line and writes it to ``_work/ingest`` partitioned by kind and date:
+       clean records whose id is seen once (``record``), clean records of a repeated id
+       (``repeated``), and quarantined lines (``quarantined``, with their origin and text).
+    3. The ``record`` partitions become the store by a rename; the few ``repeated`` records are
+       de-duplicated and appended; the quarantine is written from its small partition.
+
+    Nothing is cached: Spark spills its sort and shuffles to its local directory.
     """
-    staging = layout.work("parsed")
-    parse(lines).write.mode("overwrite").parquet(staging)
-    parsed = spark.read.parquet(staging)
+    work = layout.work("ingest")
     stats = IngestStats("batch", batches=1)
-    stats.lines, stats.origins, stats.records, stats.malformed = _count(parsed)
-    quarantine_of(parsed).write.mode("overwrite").json(layout.quarantine)
-    _with_date(deduplicate_rare(records_of(parsed), layout.work("duplicated-ids"))).write.mode("overwrite").partitionBy("date").parquet(layout.records)
+    stats.origins = _origins(spark, lines)
+    ids = lines.filter(F.trim("value") != "").select(F.from_json("value", "id string")["id"].alias("id"))
+    ids.filter(F.col("id").isNotNull()).groupBy("id").count().filter(F.col("count") > 1).select("id").write.mode("overwrite").parquet(
+        layout.work("duplicated-ids")
+    )
+    repeated = spark.read.parquet(layout.work("duplicated-ids")).withColumn("_repeated", F.lit(True))
+    parsed = parse(lines)
+    flagged = parsed.join(F.broadcast(repeated) if repeated.count() <= RARE_DUPLICATES else repeated, "id", "left")
+    kind = (
+        F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.lit(QUARANTINED))
+        .when(F.col("_repeated").isNotNull(), F.lit(REPEATED))
+        .otherwise(F.lit(RECORD))
+    )
+    columns: list[Column | str] = [*RECORD_SCHEMA.fieldNames(), PROBLEM_COLUMN, F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.col("origin")).alias("origin"), "value"]
+    flagged.select(*columns, F.to_date("time").alias("date"), kind.alias(KIND)).write.mode("overwrite").partitionBy(KIND, "date").parquet(work)
+    counts = {str(k): int(n) for k, n in spark.read.parquet(work).groupBy(KIND).count().collect()}
+    stats.lines = sum(counts.values())
+    stats.records = counts.get(RECORD, 0) + counts.get(REPEATED, 0)
+    stats.malformed = counts.get(QUARANTINED, 0)
+    _move(spark, f"{work}/{KIND}={RECORD}", layout.records)
+    if counts.get(REPEATED):
+        repeated_records = spark.read.schema(STORE_SCHEMA).option("basePath", f"{work}/{KIND}={REPEATED}").parquet(f"{work}/{KIND}={REPEATED}")
+        deduplicate(repeated_records).write.mode("append").partitionBy("date").parquet(layout.records)
+    if counts.get(QUARANTINED):
+        spark.read.parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(layout.quarantine)
+    else:
+        spark.createDataFrame([], QUARANTINE_SCHEMA).write.mode("overwrite").json(layout.quarantine)
     stats.stored = read_store(spark, layout.records).count()
     stats.duplicates = stats.records - stats.stored
     return stats

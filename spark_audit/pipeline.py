@@ -20,7 +20,7 @@ from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
 from spark_audit.session import build_session
 from spark_audit.text_report import print_report
-from spark_audit.view import REQUEST_ROW, flatten, request_rows
+from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
@@ -71,7 +71,7 @@ class Window:
 
 @dataclass(frozen=True)
 class Sources:
-    """What the reports read: the flat view of the store, and two small tables written once from it.
+    """What the reports read: the flat view of the store, and small tables written once from it.
 
     Nothing is cached, so memory does not grow with the store: ``flat`` is a projection of the
     store (each report reads only the columns it needs), and the tables are Parquet under ``_work/``.
@@ -79,27 +79,32 @@ class Sources:
 
     #: every record, flattened on read
     flat: DataFrame
-    #: each request's row (:func:`spark_audit.view.request_rows`): what the request reports read
+    #: each request's row (:func:`spark_audit.view.request_rows`), in the columns reports read
     requests: DataFrame
     #: the request rows and connection events that are a denial or an authentication failure:
     #: everything the denial reports, the bursts and the denial timeline look at
     alarms: DataFrame
+    #: the records that name a principal, counted per principal, listener, address and side of
+    #: the baseline (:func:`spark_audit.reports.identities`): what the identity reports read
+    identities: DataFrame
 
     @classmethod
-    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout) -> Sources:
+    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline) -> Sources:
         flat = flatten(store)
-        request_rows(flat).write.mode("overwrite").parquet(layout.work("requests"))
+        reported = flat.select(*REPORT_COLUMNS)
+        request_rows(reported).write.mode("overwrite").parquet(layout.work("requests"))
         requests = spark.read.parquet(layout.work("requests"))
         alarming = F.col("isDenial") | F.col("isAuthFailure")
-        connections = flat.filter(F.col("isConnection") & alarming).withColumn(REQUEST_ROW, F.lit(False))
+        connections = reported.filter(F.col("isConnection") & alarming).withColumn(REQUEST_ROW, F.lit(False))
         requests.filter(alarming).unionByName(connections).write.mode("overwrite").parquet(layout.work("alarms"))
-        return cls(flat, requests, spark.read.parquet(layout.work("alarms")))
+        reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
+        return cls(flat, requests, spark.read.parquet(layout.work("alarms")), spark.read.parquet(layout.work("identities")))
 
 
 def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
     bucket = f"{options.bucket_seconds} seconds"
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
-    flat, requests, alarms = sources.flat, sources.requests, sources.alarms
+    requests, alarms = sources.requests, sources.alarms
     return {
         "requests": reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
         "who_did_what": reports.who_did_what(requests, bucket=bucket, include_local=options.include_local),
@@ -108,10 +113,10 @@ def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> 
         "bursts": reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
         "sensitive_changes": reports.sensitive_changes(requests),
         "impersonation": reports.impersonation(requests),
-        "unusual_listeners": reports.unusual_listeners(flat, window.baseline),
-        "first_seen_pairs": reports.first_seen_pairs(flat, window.baseline),
+        "unusual_listeners": reports.unusual_listeners(sources.identities, window.baseline),
+        "first_seen_pairs": reports.first_seen_pairs(sources.identities, window.baseline),
         "intents_without_outcome": reports.intents_without_outcome(requests, before_us=grace_before),
-        "latency": reports.latency(flat),
+        "latency": reports.latency(requests),
     }
 
 
@@ -231,9 +236,9 @@ def _write_text(path: str, text: str) -> None:
 def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> dict[str, Any]:
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     store = read_store(spark, layout.records)
-    sources = Sources.write(spark, store, layout)
+    window = Window.of(flatten(store), options.reports)
+    sources = Sources.write(spark, store, layout, window.baseline)
     flat = sources.flat
-    window = Window.of(flat, options.reports)
     written = {
         name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
         for name, frame in _report_frames(sources, options.reports, window).items()

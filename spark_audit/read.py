@@ -137,27 +137,9 @@ def deduplicate(records: DataFrame) -> DataFrame:
     return records.dropDuplicates(["id"])
 
 
-#: Most duplicated ids :func:`deduplicate_rare` broadcasts (about 100 bytes each); more, and it shuffles whole records.
+#: Most repeated ids a batch ingest broadcasts (about 100 bytes each) to flag their records as it parses;
+#: more, and it joins them with a shuffle (spilling, so memory stays bounded either way).
 RARE_DUPLICATES = 200_000
-
-
-def deduplicate_rare(records: DataFrame, ids_path: str) -> DataFrame:
-    """:func:`deduplicate` for input where duplicates are rare, without shuffling whole records.
-
-    Only the ids are shuffled to find those seen more than once; they are written to
-    ``ids_path`` once, so the count and the two joins below read them instead of shuffling
-    the ids again. When they are few (at most :data:`RARE_DUPLICATES`), they are broadcast:
-    records of the other ids pass through and only the duplicated ones are de-duplicated.
-    Otherwise this is :func:`deduplicate`, so memory stays bounded either way. Meant for
-    records read from Parquet (``records`` is read again by the joins).
-    """
-    records.groupBy("id").count().filter(F.col("count") > 1).select("id").write.mode("overwrite").parquet(ids_path)
-    repeated = records.sparkSession.read.parquet(ids_path)
-    if repeated.count() > RARE_DUPLICATES:
-        return deduplicate(records)
-    once = records.join(F.broadcast(repeated), "id", "left_anti")
-    twice = deduplicate(records.join(F.broadcast(repeated), "id", "left_semi"))
-    return once.unionByName(twice)
 
 
 def read_audit(spark: SparkSession, path: str) -> tuple[DataFrame, int]:

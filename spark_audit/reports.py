@@ -20,7 +20,6 @@ from spark_audit.view import (
     UNAUTHENTICATED,
     error_name,
     is_auth_code,
-    request_records,
     requests,
     resource_decision,
     resource_label,
@@ -279,9 +278,29 @@ def impersonation(flat: DataFrame) -> DataFrame:
     )
 
 
-def _identified(flat: DataFrame) -> DataFrame:
-    """Records that name a principal: requests and connection events alike."""
-    return flat.filter(F.col("principal").isNotNull()).withColumn("us", _us())
+#: Column of :func:`identities` rows: true for the baseline's history, false for the detection window.
+IN_BASELINE = "inBaseline"
+
+
+def identities(flat: DataFrame, baseline: Baseline) -> DataFrame:
+    """Records that name a principal (requests and connection events alike), counted per principal,
+    listener, client address and side of the baseline: what the two identity reports read.
+
+    Columns: principal, listener, clientAddress, inBaseline, first, last, events. One pass over
+    the records gives a table far smaller than them; records neither in the baseline nor in the
+    detection window (before ``--baseline-start``) are left out.
+    """
+    us = _us()
+    in_baseline = baseline.history(us)
+    return (
+        flat.filter(F.col("principal").isNotNull() & (in_baseline | baseline.detection(us)))
+        .groupBy("principal", "listener", "clientAddress", in_baseline.alias(IN_BASELINE))
+        .agg(F.min("time").alias("first"), F.max("time").alias("last"), F.count(F.lit(1)).alias("events"))
+    )
+
+
+def _identities(frame: DataFrame, baseline: Baseline) -> DataFrame:
+    return frame if IN_BASELINE in frame.columns else identities(frame, baseline)
 
 
 def unusual_listeners(flat: DataFrame, baseline: Baseline) -> DataFrame:
@@ -289,17 +308,16 @@ def unusual_listeners(flat: DataFrame, baseline: Baseline) -> DataFrame:
 
     Columns: principal, listener, first, last, events, baselineListeners.
     A principal with no history at all is a first-seen pair instead.
+    ``flat`` may be the records or their :func:`identities`.
     """
-    rows = _identified(flat).filter(F.col("listener").isNotNull())
+    rows = _identities(flat, baseline).filter(F.col("listener").isNotNull())
     history = (
-        rows.filter(baseline.history(F.col("us")))
-        .groupBy("principal")
-        .agg(F.sort_array(F.collect_set("listener")).alias("baselineListeners"))
+        rows.filter(F.col(IN_BASELINE)).groupBy("principal").agg(F.sort_array(F.collect_set("listener")).alias("baselineListeners"))
     )
     recent = (
-        rows.filter(baseline.detection(F.col("us")))
+        rows.filter(~F.col(IN_BASELINE))
         .groupBy("principal", "listener")
-        .agg(F.min("time").alias("first"), F.max("time").alias("last"), F.count(F.lit(1)).alias("events"))
+        .agg(F.min("first").alias("first"), F.max("last").alias("last"), F.sum("events").alias("events"))
     )
     return (
         recent.join(history, "principal")
@@ -313,16 +331,17 @@ def first_seen_pairs(flat: DataFrame, baseline: Baseline) -> DataFrame:
     """(principal, client address) pairs of the detection window that the baseline never saw.
 
     Columns: principal, clientAddress, first, last, events, listeners, date.
+    ``flat`` may be the records or their :func:`identities`.
     """
-    rows = _identified(flat).filter(F.col("clientAddress").isNotNull())
-    known = rows.filter(baseline.history(F.col("us"))).select("principal", "clientAddress").distinct()
+    rows = _identities(flat, baseline).filter(F.col("clientAddress").isNotNull())
+    known = rows.filter(F.col(IN_BASELINE)).select("principal", "clientAddress").distinct()
     recent = (
-        rows.filter(baseline.detection(F.col("us")))
+        rows.filter(~F.col(IN_BASELINE))
         .groupBy("principal", "clientAddress")
         .agg(
-            F.min("time").alias("first"),
-            F.max("time").alias("last"),
-            F.count(F.lit(1)).alias("events"),
+            F.min("first").alias("first"),
+            F.max("last").alias("last"),
+            F.sum("events").alias("events"),
             F.sort_array(F.collect_set("listener")).alias("listeners"),
         )
     )
@@ -370,16 +389,15 @@ def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFr
 
 
 def latency(flat: DataFrame) -> DataFrame:
-    """Latency percentiles per API from the outcome records' timings (milliseconds).
+    """Latency percentiles per API from the outcome records' timings (milliseconds), one outcome per request.
 
     Columns: method, requests, totalP50, totalP90, totalP99, totalMax,
     upstreamP50, upstreamP90, upstreamP99. Percentiles are Spark's
     ``percentile_approx`` (accuracy 10000: a value from the data whose rank is
     within 0.01% of the exact one).
     """
-    outcomes = (
-        request_records(flat).filter((F.col("stage") == F.lit("outcome")) & F.col("totalMs").isNotNull()).dropDuplicates(["requestId"])
-    )
+    # a request's row is its outcome when it has one: one outcome per request, no shuffle when ``flat`` holds request rows
+    outcomes = requests(flat).filter((F.col("stage") == F.lit("outcome")) & F.col("totalMs").isNotNull())
     levels = [0.5, 0.9, 0.99]
     total = F.percentile_approx("totalMs", levels, 10000)
     upstream = F.percentile_approx("upstreamMs", levels, 10000)

@@ -106,6 +106,31 @@ def flatten(records: DataFrame) -> DataFrame:
     ).withColumn("isDenial", F.coalesce(denial, F.lit(False)))
 
 
+#: The columns of :func:`flatten` the reports read (the request and alarm tables keep only these).
+REPORT_COLUMNS = (
+    "id",
+    "time",
+    "date",
+    "subject",
+    "isConnection",
+    "stage",
+    "requestId",
+    "method",
+    "principal",
+    "listener",
+    "forwardingPrincipal",
+    "clientAddress",
+    "resources",
+    "status",
+    "errorCode",
+    "errors",
+    "totalMs",
+    "upstreamMs",
+    "isAuthFailure",
+    "isDenial",
+)
+
+
 def request_records(flat: DataFrame) -> DataFrame:
     """Records about requests (not connection events)."""
     return flat.filter(~F.col("isConnection"))

@@ -21,10 +21,13 @@ STARTED = time.monotonic()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import measure  # noqa: E402
 
 from spark_audit.read import parse, read_files  # noqa: E402
 from spark_audit.session import build_session  # noqa: E402
@@ -38,16 +41,22 @@ def main() -> None:
     args = parser.parse_args()
     spark = build_session(args.master)
     seconds = {"session": time.monotonic() - STARTED}
+    cpu = {"session": _cpu()}
     try:
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), _cpu()
         parse(read_files(spark, args.input)).write.format("noop").mode("overwrite").save()
-        seconds["ingest"] = time.monotonic() - started
-        started = time.monotonic()
+        seconds["ingest"], cpu["ingest"] = time.monotonic() - started, _cpu() - cpu_started
+        started, cpu_started = time.monotonic(), _cpu()
         parse(read_files(spark, args.input)).write.mode("overwrite").parquet(args.output)
-        seconds["parquet"] = time.monotonic() - started
+        seconds["parquet"], cpu["parquet"] = time.monotonic() - started, _cpu() - cpu_started
     finally:
         spark.stop()
-    print(json.dumps({name: round(value, 2) for name, value in seconds.items()}))
+    print(json.dumps({**{name: round(value, 2) for name, value in seconds.items()}, "cpu": {name: round(value, 2) for name, value in cpu.items()}}))
+
+
+def _cpu() -> float:
+    """CPU seconds so far of this process and its children (the JVM)."""
+    return sum(measure.tree_cpu(os.getpid()).values())
 
 
 if __name__ == "__main__":

@@ -111,6 +111,8 @@ class Traffic:
     lost_outcome: float = 0.002
     #: audit.file.rotate.ms
     rotate_seconds: int = 3600
+    #: days after 2026-11-21 the traffic starts (a later day's files)
+    start_day: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ class Generator:
         self.listeners = {p: rng.sample(list(t.listeners), min(2, len(t.listeners))) for p in self.principals}
         self.topics = [f"{rng.choice(['orders', 'payments', 'clicks', 'logs', 'metrics', 'audit'])}-{i:04d}" for i in range(t.topics)]
         self.nodes = list(range(100, 100 + t.nodes))
-        self.clock = START
+        self.clock = START + timedelta(days=t.start_day)
         self.connection_seq = 0
         self.lost_intents = 0
         self.lost_outcomes = 0
@@ -540,9 +542,7 @@ def main() -> None:
     parser.add_argument("--principals", type=int, default=Traffic.principals)
     parser.add_argument("--start-day", type=int, default=0, help="days after 2026-11-21 the traffic starts (for a later day's files)")
     args = parser.parse_args()
-    traffic = Traffic(days=args.days, nodes=args.nodes, principals=args.principals)
-    global START
-    START = START + timedelta(days=args.start_day)
+    traffic = Traffic(days=args.days, nodes=args.nodes, principals=args.principals, start_day=args.start_day)
     counts = write(args.directory, args.records, seed=args.seed, traffic=traffic)
     print(json.dumps({"lines": args.records, **counts.__dict__}))
 

@@ -1,6 +1,6 @@
 """On-demand benchmark of the audit job on realistic records, side by side with its floors.
 
-Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare]
+Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare] [--incremental]
 (or `make bench-audit`). Prints one JSON object on stdout; progress goes to stderr.
 
 For each size it writes realistic audit files (generate.py: nodes rotating hourly over days,
@@ -13,6 +13,11 @@ driver, JVM, Python workers) sampled every 0.2 s:
   a plain ingest) and parquet_floor (the same read written once as Parquet), each reported with
   the session's time added, as a process doing only that would take;
 - spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML).
+
+With ``--incremental``: the job with ``--incremental`` over the input (first run), again after one
+more day of files arrived (generate.py's traffic for the following day, at the same rate), and a
+full batch run over all the files; ``rerun_over_full_run`` is the second incremental run's time
+over the full run's, and ``same_counts_as_full_run`` says whether their summaries agree.
 
 ``ratios`` divide the job's time by each floor's; ``scaling`` compares the largest size with
 the smallest (time ratio and peak memory). ``--compare`` adds two reports computed straight
@@ -54,6 +59,7 @@ def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], 
         "seconds": round(result.seconds, 2),
         "records_per_second": round(records / result.seconds) if result.seconds else None,
         "peak_rss_mb": _mb(result.peak_rss_bytes),
+        "cpu_seconds": result.cpu_seconds,
     }
     if result.returncode != 0:
         summary["error"] = f"exit {result.returncode}: {result.stderr.strip()[-2000:]}"
@@ -65,8 +71,11 @@ def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], 
     return summary, output
 
 
-def _timing(seconds: float, records: int) -> dict[str, Any]:
-    return {"seconds": round(seconds, 2), "records_per_second": round(records / seconds) if seconds else None}
+def _timing(seconds: float, records: int, cpu_seconds: float | None = None) -> dict[str, Any]:
+    timing: dict[str, Any] = {"seconds": round(seconds, 2), "records_per_second": round(records / seconds) if seconds else None}
+    if cpu_seconds is not None:
+        timing["cpu_seconds"] = round(cpu_seconds, 2)
+    return timing
 
 
 def _compare(spark: dict[str, Any] | None, duck: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -117,10 +126,10 @@ def _generate(source: Path, records: int, seed: int) -> dict[str, Any]:
     return info
 
 
-def _ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
-    if "error" in a or "error" in b or not b.get("seconds"):
+def _ratio(a: dict[str, Any], b: dict[str, Any], key: str = "seconds") -> float | None:
+    if "error" in a or "error" in b or not b.get(key) or a.get(key) is None:
         return None
-    return round(a["seconds"] / b["seconds"], 2)
+    return round(a[key] / b[key], 2)
 
 
 def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -140,9 +149,10 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
         result["session_start"] = result["ingest_floor"] = result["parquet_floor"] = process
     else:
         result["floors_process"] = process
-        result["session_start"] = _timing(seconds["session"], records)
-        result["ingest_floor"] = _timing(seconds["session"] + seconds["ingest"], records)
-        result["parquet_floor"] = _timing(seconds["session"] + seconds["parquet"], records)
+        cpu = seconds.get("cpu", {})
+        result["session_start"] = _timing(seconds["session"], records, cpu.get("session"))
+        result["ingest_floor"] = _timing(seconds["session"] + seconds["ingest"], records, cpu.get("session", 0) + cpu.get("ingest", 0))
+        result["parquet_floor"] = _timing(seconds["session"] + seconds["parquet"], records, cpu.get("session", 0) + cpu.get("parquet", 0))
     shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
     job_command = [python, "-m", "spark_audit", "--input", str(source), "--output", str(out), "--master", args.master, "--quiet"]
     if args.no_html:
@@ -155,7 +165,12 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
     result["ratios"] = {
         "job_over_ingest_floor": _ratio(result["spark_job"], result["ingest_floor"]),
         "job_over_parquet_floor": _ratio(result["spark_job"], result["parquet_floor"]),
+        # CPU seconds of the process trees: steadier than wall time on a machine shared with other work
+        "job_cpu_over_ingest_floor_cpu": _ratio(result["spark_job"], result["ingest_floor"], "cpu_seconds"),
+        "job_cpu_over_parquet_floor_cpu": _ratio(result["spark_job"], result["parquet_floor"], "cpu_seconds"),
     }
+    if args.incremental:
+        result["incremental"] = _incremental(records, workdir, source, args)
     if args.compare:
         spark_reports, spark_out = _step(
             "spark_reports", [python, str(HERE / "spark_reports.py"), str(source), "--master", args.master], records
@@ -170,6 +185,60 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
             result["results_match"] = _compare(spark_out, duck_out)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def _one_more_day(records: int, workdir: Path, seed: int) -> tuple[Path, dict[str, Any]]:
+    """A day of traffic after generate.py's default days, at the same rate: what arrives between two runs."""
+    days = generate.Traffic().days
+    more = workdir / f"audit-{records}-day-{days + 1}"
+    marker = more / "_generated.json"
+    if marker.exists():
+        return more, json.loads(marker.read_text())
+    shutil.rmtree(more, ignore_errors=True)
+    lines = records // days
+    counts = generate.write(more, lines, seed=seed + 1000, traffic=generate.Traffic(days=1, start_day=days))
+    info = {"lines": lines, "files": counts.files, "good": counts.records}
+    marker.write_text(json.dumps(info))
+    return more, info
+
+
+def _incremental(records: int, workdir: Path, source: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """--incremental over the input, then again after one more day of files arrived, beside a full run over both.
+
+    The audit directory is made of hard links to the generated files, so nothing is copied.
+    """
+    more, info = _one_more_day(records, workdir, args.seed)
+    audit, out = workdir / f"incremental-{records}", workdir / f"out-incremental-{records}"
+    shutil.rmtree(audit, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    audit.mkdir()
+    for path in sorted(source.glob("*.jsonl")):
+        os.link(path, audit / path.name)
+    python = sys.executable
+    job = [python, "-m", "spark_audit", "--input", str(audit), "--master", args.master, "--quiet", "--no-html"]
+    result: dict[str, Any] = {"one_more_day": info}
+    result["first_run"], _ = _step("incremental, first run", [*job, "--output", str(out), "--incremental"], records)
+    for path in sorted(more.glob("*.jsonl")):
+        os.link(path, audit / path.name)
+    total = records + info["lines"]
+    result["rerun_one_more_day"], _ = _step("incremental, one more day", [*job, "--output", str(out), "--incremental"], info["lines"])
+    summary_path = out / "summary.json"
+    if summary_path.exists():
+        summary = json.loads(summary_path.read_text())
+        result["rerun_one_more_day"]["summary"] = {k: summary.get(k) for k in ("records", "requests", "denials", "run")}
+    full_out = workdir / f"out-full-{records}"
+    result["full_run"], _ = _step("full run over the same files", [*job, "--output", str(full_out)], total)
+    full_summary = full_out / "summary.json"
+    if full_summary.exists() and summary_path.exists():
+        a, b = json.loads(summary_path.read_text()), json.loads(full_summary.read_text())
+        keys = ("records", "requests", "denials", "authentication_failures", "sensitive_changes", "bursts", "intents_without_outcome")
+        result["same_counts_as_full_run"] = {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+    result["rerun_over_full_run"] = _ratio(result["rerun_one_more_day"], result["full_run"])
+    result["rerun_cpu_over_full_run_cpu"] = _ratio(result["rerun_one_more_day"], result["full_run"], "cpu_seconds")
+    if not args.keep:
+        for path in (audit, out, full_out):
+            shutil.rmtree(path, ignore_errors=True)
     return result
 
 
@@ -189,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-html", action="store_true", help="run the job with --no-html")
     parser.add_argument(
         "--compare", action="store_true", help="also two reports straight from JSON, with Spark and with DuckDB, checked against each other"
+    )
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="also --incremental over the input, again after one more day of files, and a full run over both (the rerun's time over the full run's)",
     )
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.records.split(",") if size.strip()]

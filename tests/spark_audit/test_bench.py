@@ -27,6 +27,7 @@ def test_bench_prints_json(tmp_path: Path) -> None:
             "--master",
             "local[2]",
             "--compare",
+            "--incremental",
         ],
         capture_output=True,
         text=True,
@@ -47,7 +48,11 @@ def test_bench_prints_json(tmp_path: Path) -> None:
         assert run["session_start"]["seconds"] < run["ingest_floor"]["seconds"] < run["floors_process"]["seconds"]
         assert run["spark_job"]["summary"]["records"] == given["good"]
         assert run["spark_job"]["summary"]["malformed"] == given["malformed"]
-        assert run["ratios"]["job_over_ingest_floor"] > 0
+        assert run["ratios"]["job_over_ingest_floor"] > 0 and run["ratios"]["job_cpu_over_ingest_floor_cpu"] > 0
+        incremental = run["incremental"]
+        assert 0 < incremental["rerun_one_more_day"]["summary"]["run"]["lines"] <= incremental["one_more_day"]["lines"]  # blank lines not counted
+        assert incremental["rerun_one_more_day"]["summary"]["records"] == given["good"] + incremental["one_more_day"]["good"]
+        assert incremental["same_counts_as_full_run"] is True and incremental["rerun_over_full_run"] > 0
         if importlib.util.find_spec("duckdb") is not None:
             assert run["results_match"]["latency_requests_per_api"] is True
             assert run["results_match"]["denials_by_principal"] is True

@@ -1,0 +1,221 @@
+"""Every report and every summary.json count of the job, against an independent computation (tests/spark_audit/oracle.py).
+
+The input is bench/audit's realistic generator with its edge cases turned up (outcomes without
+intents, intents without outcomes, duplicates within and across files, malformed and blank lines,
+the proxy's identity forwarding for everyone, brute-force bursts of failed logins), plus a file of
+hand-written lines the generator does not make.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DateType, TimestampType
+
+from spark_audit.options import JobOptions
+from spark_audit.pipeline import run
+from tests.spark_audit.oracle import Input, Oracle
+from tests.spark_audit.records import connection, request, write_jsonl
+
+pytestmark = pytest.mark.spark
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_generate"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _hand_written(directory: Path) -> None:
+    """Lines the generator does not write: wrong types, a bad time, a line of spaces, an SSL mapping refusal."""
+    auth_failure = connection(
+        9001, "2026-11-22T23:59:00.000Z", "refused", client="198.51.100.9", listener="MTLS", mechanism="SSL", reason="ssl-principal-mapping"
+    )
+    wrong_type = request(9002, "2026-11-22T12:00:00.000Z", "typed", "outcome", status="SUCCESS")
+    wrong_type["data"]["apiKey"] = "nineteen"
+    bad_time = request(9003, "2026-11-22T12:00:00.000Z", "timed", "outcome", status="SUCCESS")
+    bad_time["time"] = "yesterday"
+    no_stage = request(9004, "2026-11-22T12:00:00.000Z", "staged", "outcome", status="SUCCESS")
+    del no_stage["data"]["stage"]
+    # an ACL change the controller refused for the whole cluster, with no intent
+    acl = request(
+        9005,
+        "2026-11-22T22:00:00.000Z",
+        "acl",
+        "outcome",
+        principal="User:newcomer",
+        method="kafka.CreateAcls",
+        api_key=30,
+        subject="cluster:kafka-cluster",
+        resources=[{"type": "CLUSTER", "name": "kafka-cluster", "patternType": "LITERAL", "operation": "ALTER"}],
+        status="FAILURE",
+        errors=[{"resource": "kafka-cluster", "errorCode": 31, "errorName": "CLUSTER_AUTHORIZATION_FAILED", "message": "m"}],
+        client="198.51.100.7",
+    )
+    # failed logins 6 s apart, then one exactly a window (60 s) later: still the same episode
+    logins = [
+        connection(9100 + i, f"2026-11-22T20:00:{i * 6:02d}.000Z", "authentication-failed", principal="User:admin", client="198.51.100.50")
+        for i in range(10)
+    ]
+    logins.append(connection(9110, "2026-11-22T20:01:54.000Z", "authentication-failed", principal="User:root", client="198.51.100.50"))
+    write_jsonl(directory / "audit-999-hand.jsonl", [auth_failure, wrong_type, "   ", bad_time, no_stage, acl, acl, *logins])
+
+
+@pytest.fixture(scope="module")
+def job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Oracle, dict[str, Any]]:
+    generate = _generator()
+    directory = tmp_path_factory.mktemp("differential")
+    source, out = directory / "audit", directory / "out"
+    traffic = generate.Traffic(
+        days=2,
+        nodes=2,
+        principals=40,
+        topics=60,
+        addresses=50,
+        brute_force=0.01,
+        refused_connections=0.03,
+        malformed=0.01,
+        blank=0.01,
+        duplicate_in_file=0.01,
+        duplicate_across_files=0.01,
+        lost_intent=0.02,
+        lost_outcome=0.02,
+    )
+    counts = generate.write(source, 4000, seed=11, traffic=traffic)
+    assert counts.malformed and counts.blank and counts.duplicates and counts.extra["lost_intents"] and counts.extra["lost_outcomes"]
+    _hand_written(source)
+    summary = run(None, str(out), spark=spark, options=JobOptions(input=str(source), html=False, print_report=False))
+    return out, Oracle(Input.read(source)), summary
+
+
+def _plain(frame: DataFrame) -> DataFrame:
+    """Timestamps as microseconds and dates as ISO strings, so collected rows hold no local times."""
+    columns = []
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, TimestampType):
+            columns.append(F.unix_micros(F.col(f.name)).alias(f.name))
+        elif isinstance(f.dataType, DateType):
+            columns.append(F.col(f.name).cast("string").alias(f.name))
+        else:
+            columns.append(F.col(f.name))
+    return frame.select(*columns)
+
+
+def _rows(spark: SparkSession, out: Path, name: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    frame = _plain(spark.read.parquet(str(out / "reports" / name)))
+    arrays = {f.name for f in frame.schema.fields if isinstance(f.dataType, ArrayType)}
+    return [tuple(tuple(row[c]) if c in arrays else row[c] for c in columns) for row in frame.select(*columns).collect()]
+
+
+def test_requests(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    got = _rows(spark, out, "requests", ["principal", "method", "status", "count"])
+    assert Counter({row[:3]: row[3] for row in got}) == oracle.requests_report()
+    assert len(got) == len(oracle.requests_report())
+    assert {status for _, _, status, _ in got} >= {"SUCCESS", "FAILURE", "ERROR", "REFUSED", "NO_OUTCOME"}
+
+
+def test_who_did_what(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    columns = ["bucket", "date", "principal", "method", "resource", "operation", "requests", "denied"]
+    got = Counter(_rows(spark, out, "who_did_what", columns))
+    assert got == oracle.who_did_what()
+    assert any(row[-1] for row in got)
+
+
+def test_denials_and_their_ranking(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    columns = ["time", "principal", "clientAddress", "method", "subject", "errorCode", "errorName", "status"]
+    denials = Counter(_rows(spark, out, "denials", columns))
+    assert denials == oracle.denials()
+    assert {row[6] for row in denials} >= {"SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}
+    ranking = _rows(spark, out, "denial_ranking", ["dimension", "key", "denials", "first", "last", "rank"])
+    assert len(ranking) == len(set(ranking))
+    assert set(ranking) == oracle.denial_ranking()
+
+
+def test_bursts(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    got = _rows(spark, out, "bursts", ["clientAddress", "kind", "start", "end", "date", "events", "peak", "principals"])
+    assert len(got) == len(set(got))
+    assert set(got) == oracle.bursts()
+    assert any(kind == "authentication-failure" for _, kind, *_ in got)
+    assert [row[5:] for row in got if row[0] == "198.51.100.50"] == [(11, 10, ("User:admin", "User:root"))]
+
+
+def test_sensitive_changes(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    columns = [
+        "time",
+        "date",
+        "category",
+        "method",
+        "principal",
+        "clientAddress",
+        "listener",
+        "forwardingPrincipal",
+        "resources",
+        "status",
+        "errorCode",
+        "denied",
+        "requestId",
+    ]
+    got = Counter(_rows(spark, out, "sensitive_changes", columns))
+    assert got == oracle.sensitive_changes()
+    assert {row[2] for row in got} == {"acl", "config", "scram-credentials", "quota"}
+
+
+def test_identities(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    impersonation = _rows(
+        spark, out, "impersonation", ["forwardingPrincipal", "principal", "listeners", "requests", "denied", "first", "last"]
+    )
+    assert len(impersonation) == len(set(impersonation)) and set(impersonation) == oracle.impersonation()
+    unusual = _rows(spark, out, "unusual_listeners", ["principal", "listener", "first", "last", "events", "baselineListeners"])
+    assert len(unusual) == len(set(unusual)) and set(unusual) == oracle.unusual_listeners()
+    first_seen = _rows(spark, out, "first_seen_pairs", ["principal", "clientAddress", "first", "last", "events", "listeners", "date"])
+    assert len(first_seen) == len(set(first_seen)) and set(first_seen) == oracle.first_seen_pairs()
+    assert unusual and first_seen
+
+
+def test_intents_without_outcome(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    columns = ["requestId", "time", "date", "principal", "clientAddress", "listener", "method", "subject", "resources"]
+    got = _rows(spark, out, "intents_without_outcome", columns)
+    assert got and len(got) == len(set(got))
+    assert set(got) == oracle.intents_without_outcome()
+
+
+def test_latency(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    columns = ["method", "requests", "totalP50", "totalP90", "totalP99", "totalMax", "upstreamP50", "upstreamP90", "upstreamP99"]
+    got = {row[0]: row[1:] for row in _rows(spark, out, "latency", columns)}
+    assert got == oracle.latency()
+
+
+def test_summary_counts(job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, summary = job
+    written = json.loads((out / "summary.json").read_text())
+    assert written == summary
+    expected = oracle.summary_counts()
+    assert {key: summary[key] for key in expected} == expected
+    assert expected["duplicates_dropped"] and expected["malformed"] and expected["bursts"] and not expected["baseline"]["empty"]
+
+
+def test_quarantine_keeps_each_bad_line_and_where_it_came_from(spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]]) -> None:
+    out, oracle, _ = job
+    got = Counter((Path(row["origin"]).name, row["value"]) for row in spark.read.json(str(out / "quarantine")).collect())
+    assert got == Counter(oracle.input.quarantine)
