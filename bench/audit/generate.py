@@ -487,34 +487,24 @@ def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None
                 malformed += 1
                 written += 1
                 continue  # the record itself was never written whole: nothing may duplicate it
-            elif roll < t.malformed + t.blank:
-                handle.write("\n")
+            # A blank line or a duplicate comes before the record's own line.
+            before: str | None = None
+            if roll < t.malformed + t.blank:
+                before = ""
                 blank += 1
-                written += 1
-                if written >= total:
-                    break
-                handle.write(line + "\n")
-                good += 1
             elif roll < t.malformed + t.blank + t.duplicate_in_file and recent:
-                handle.write(rng.choice(recent) + "\n")
+                before = rng.choice(recent)
                 duplicates += 1
-                written += 1
-                if written >= total:
-                    break
-                handle.write(line + "\n")
-                good += 1
             elif roll < t.malformed + t.blank + t.duplicate_in_file + t.duplicate_across_files and previous:
-                # a restarted proxy publishing again what an earlier file of the node holds
-                handle.write(rng.choice(previous) + "\n")
+                before = rng.choice(previous)  # a restarted proxy publishing again what an earlier file of the node holds
                 duplicates += 1
+            if before is not None:
+                handle.write(before + "\n")
                 written += 1
                 if written >= total:
                     break
-                handle.write(line + "\n")
-                good += 1
-            else:
-                handle.write(line + "\n")
-                good += 1
+            handle.write(line + "\n")
+            good += 1
             written += 1
             if len(recent) < 200:
                 recent.append(line)
