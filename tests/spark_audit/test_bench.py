@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.spark_audit.harness import bench_generator
+
 pytestmark = pytest.mark.spark
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -58,31 +60,20 @@ def test_bench_prints_json(tmp_path: Path) -> None:
             assert run["results_match"]["denials_by_principal"] is True
 
 
-def test_synthetic_records_match_the_proxys_schema(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util as util
-
+def test_synthetic_records_match_the_proxys_schema() -> None:
     from tests.audit_records import schema_errors
 
-    spec = util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    generate = util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_generate", generate)  # dataclasses look their module up there
-    spec.loader.exec_module(generate)
+    generate = bench_generator()
     records = list(generate.Generator(seed=3, traffic=generate.Traffic(brute_force=0.02)).records(3000))
     assert len(records) == 3000
     assert {record["data"]["stage"] for record in records} >= {"intent", "outcome", "local", "authentication-failed"}
     assert [error for record in records for error in schema_errors(record)] == []
 
 
-def test_generated_directory_has_the_shape_of_real_traffic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util as util
+def test_generated_directory_has_the_shape_of_real_traffic(tmp_path: Path) -> None:
     from collections import Counter
 
-    spec = util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    generate = util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_generate", generate)
-    spec.loader.exec_module(generate)
+    generate = bench_generator()
 
     counts = generate.write(tmp_path, 30_000, seed=5, traffic=generate.Traffic(days=2, nodes=3, malformed=0.01, blank=0.01))
 

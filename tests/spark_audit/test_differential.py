@@ -8,9 +8,7 @@ hand-written lines the generator does not make.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,21 +20,12 @@ from pyspark.sql.types import ArrayType, DateType, TimestampType
 
 from spark_audit.options import JobOptions
 from spark_audit.pipeline import run
+from tests.spark_audit.harness import bench_generator
 from tests.spark_audit.oracle import Input, Oracle
 from tests.spark_audit.records import connection, request, write_jsonl
 
 pytestmark = pytest.mark.spark
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_generate"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _hand_written(directory: Path) -> None:
@@ -76,7 +65,7 @@ def _hand_written(directory: Path) -> None:
 
 @pytest.fixture(scope="module")
 def job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Oracle, dict[str, Any]]:
-    generate = _generator()
+    generate = bench_generator()
     directory = tmp_path_factory.mktemp("differential")
     source, out = directory / "audit", directory / "out"
     traffic = generate.Traffic(

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spark_audit.failure import explain, first_line
+from tests.spark_audit.harness import run_job
 from tests.spark_audit.records import write_jsonl
 from tests.spark_audit.scenario import RECORDS
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Texts as Spark and the JVM write them (abridged from real failures).
 HEAP = "py4j.protocol.Py4JJavaError: An error occurred while calling o412.parquet.\n: java.lang.OutOfMemoryError: Java heap space\n\tat ..."
@@ -50,28 +47,7 @@ def test_a_heap_too_small_is_one_line_naming_the_setting(tmp_path: Path) -> None
     source, out = tmp_path / "audit", tmp_path / "out"
     write_jsonl(source / "audit-1-20261121T100000Z-000001.jsonl", RECORDS)
 
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spark_audit",
-            "--input",
-            str(source),
-            "--output",
-            str(out),
-            "--master",
-            "local[1]",
-            "--driver-memory",
-            "128m",
-            "--quiet",
-            "--no-html",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=REPO_ROOT,
-    )
+    proc = run_job(source, out, "--master", "local[1]", "--driver-memory", "128m", "--quiet", "--no-html", timeout=600)
 
     assert proc.returncode == 3, proc.stderr[-3000:]
     lines = proc.stderr.strip().splitlines()

@@ -11,56 +11,24 @@ that hits the wall with it (200,000 lines did not), rather than the 1M lines of 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.spark_audit.harness import bench_generator, run_job
+
 pytestmark = pytest.mark.spark
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LINES = 500_000
 HEAP = "512m"
 
 
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_generate"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_realistic_input_finishes_on_a_small_heap(tmp_path: Path) -> None:
     source, out = tmp_path / "audit", tmp_path / "out"
-    counts = _generator().write(source, LINES, seed=13)
+    counts = bench_generator().write(source, LINES, seed=13)
 
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spark_audit",
-            "--input",
-            str(source),
-            "--output",
-            str(out),
-            "--master",
-            "local[2]",
-            "--driver-memory",
-            HEAP,
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-        cwd=REPO_ROOT,
-    )
+    proc = run_job(source, out, "--master", "local[2]", "--driver-memory", HEAP, "--quiet", timeout=1200)
 
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -1,0 +1,35 @@
+"""What the audit job's tests share: bench/audit's generator for realistic input, and the job run as a user runs it."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def bench_generator() -> Any:
+    """bench/audit/generate.py, loaded once (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_generate"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_job(source: Path, out: Path, *options: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`python -m spark_audit --input source --output out *options`, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "spark_audit", "--input", str(source), "--output", str(out), *options],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=REPO_ROOT,
+    )
