@@ -56,6 +56,8 @@ _CLUSTER_DENIAL = re.compile(r"^Request .* needs (\w+) permission\.$", re.DOTALL
 _CLUSTER_ID_TEXT = re.compile(r'cluster id "[A-Za-z0-9_-]{22}"')
 _VOTER_SET = re.compile(r"set of voters \[([^\]]*)\]")
 _DIRECTORY_ID = re.compile(r"directoryId=[A-Za-z0-9_-]{22}")
+# How many attempts fit before the pool's deadline depends on the machine's load and the backoff's jitter, not on the upstream.
+_ATTEMPT_COUNTS = re.compile(r"\(\d+ attempts, \d+ lost or not connected;")
 
 
 @dataclass
@@ -172,6 +174,7 @@ def normalise(value: Any, *, topic_ids: bool = True) -> Any:
             return f"Request <request> needs {match.group(1)} permission."
         # each upstream has its own cluster id and voters' directory ids: Raft names them in its refusals
         value = _CLUSTER_ID_TEXT.sub('cluster id "<cluster-id>"', value)
+        value = _ATTEMPT_COUNTS.sub("(<n> attempts, <n> lost or not connected;", value)
         return _VOTER_SET.sub(lambda m: "set of voters [" + _DIRECTORY_ID.sub("directoryId=<directory-id>", m.group(1)) + "]", value)
     if isinstance(value, (tuple, list)):
         items = [normalise(v, topic_ids=topic_ids) for v in value]
