@@ -26,15 +26,16 @@ from authz import (
     RequestContext,
     ResourceType,
 )
+from authz.acl_requests import FIRST_PATTERN_VERSION, creation_codes, filter_codes, unreadable_acl_request
 from authz.model import from_code
 from controller.authorize import cluster_allowed, cluster_denied
 from controller.changes import change_of
 from controller.image import MetadataImage
+from envelope.apis import ApiKey
 from envelope.errors import ProtocolError
 
 NO_ACL_STORE = "No Authorizer is configured."  # Kafka's words when ACL APIs meet a cluster without an ACL-keeping authorizer
 NO_ACL_STORE_ON_BROKER = "No Authorizer is configured on the broker"  # DescribeAcls' words for it
-FIRST_PATTERN_VERSION = 1  # CreateAcls/DeleteAcls/DescribeAcls v0 know LITERAL only
 UNSET_MESSAGE = ""  # what Kafka's generated message classes hold in a nullable string nobody set
 
 
@@ -43,15 +44,10 @@ class UnreadableRequest(ProtocolError):
     that is UNSUPPORTED_VERSION, on a direct connection the connection is closed."""
 
 
-def _codes(item: Any, resource: str, pattern: str, version: int) -> tuple[int, int, int, int]:
-    """(resource type, pattern type, operation, permission) codes as sent; v0 has no pattern type (LITERAL)."""
-    pattern_code = int(getattr(item, pattern, PatternType.LITERAL)) if version >= FIRST_PATTERN_VERSION else int(PatternType.LITERAL)
-    return int(getattr(item, resource)), pattern_code, int(item.operation), int(item.permission_type)
-
-
-def _refuse_unknown(codes: tuple[int, int, int, int], what: str) -> None:
-    if int(PatternType.UNKNOWN) in codes:  # every one of the four enums has UNKNOWN = 0
-        raise UnreadableRequest(f"{what} contain UNKNOWN elements")
+def _refuse_unreadable(api_key: ApiKey, body: Any) -> None:
+    reason = unreadable_acl_request(api_key, body)
+    if reason is not None:
+        raise UnreadableRequest(reason)
 
 
 class AclHandlers:
@@ -65,9 +61,8 @@ class AclHandlers:
 
     def create_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         version = int(body.__version__)
-        codes = [_codes(c, "resource_type", "resource_pattern_type", version) for c in body.creations]
-        for sent in codes:
-            _refuse_unknown(sent, "CreatableAcls")
+        _refuse_unreadable(ApiKey.CREATE_ACLS, body)
+        codes = [creation_codes(c, version) for c in body.creations]
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
             self._record("CreateAcls", ctx, "cluster:acls", ErrorCode.cluster_authorization_failed)
             message = cluster_denied(ctx, Operation.ALTER)
@@ -103,11 +98,8 @@ class AclHandlers:
 
     def delete_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         version = int(body.__version__)
-        filters = []
-        for item in body.filters:
-            codes = _codes(item, "resource_type_filter", "pattern_type_filter", version)
-            _refuse_unknown(codes, "Filters")
-            filters.append(_filter(item, *codes))
+        _refuse_unreadable(ApiKey.DELETE_ACLS, body)
+        filters = [_filter(item, *filter_codes(item, version)) for item in body.filters]
         if not cluster_allowed(self.authorizer, ctx, Operation.ALTER):
             self._record("DeleteAcls", ctx, "cluster:acls", ErrorCode.cluster_authorization_failed)
             return _filter_results(ErrorCode.cluster_authorization_failed, cluster_denied(ctx, Operation.ALTER), len(filters))
@@ -129,8 +121,8 @@ class AclHandlers:
     def describe_acls(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """Kafka's AclApis.handleDescribeAcls (on a broker, and on the controller for direct callers)."""
         version = int(body.__version__)
-        codes = _codes(body, "resource_type_filter", "pattern_type_filter", version)
-        _refuse_unknown(codes, "DescribeAclsRequest")
+        _refuse_unreadable(ApiKey.DESCRIBE_ACLS, body)
+        codes = filter_codes(body, version)
         empty: dict[str, Any] = {"throttle_time": 0, "resources": []}
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
             return {**empty, "error_code": ErrorCode.cluster_authorization_failed, "error_message": cluster_denied(ctx, Operation.DESCRIBE)}
@@ -195,4 +187,4 @@ def _matching(binding: AclBinding) -> dict[str, Any]:
 
 def binding_filter_of(item: Any) -> AclBindingFilter:
     """A DeleteAcls filter or a DescribeAcls request as a filter (unknown codes are UNKNOWN, as Kafka reads them)."""
-    return _filter(item, *_codes(item, "resource_type_filter", "pattern_type_filter", int(getattr(item, "__version__", FIRST_PATTERN_VERSION))))
+    return _filter(item, *filter_codes(item, int(getattr(item, "__version__", FIRST_PATTERN_VERSION))))

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
+from authz.acl_requests import unreadable_acl_request
 from authz.actions import ResourceAccess
 from authz.admin_apis import SERVED_ADMIN_APIS, resources_of
 from envelope.apis import FORWARDABLE, ApiKey, api_name
@@ -80,10 +81,20 @@ def own_ranges() -> dict[int, VersionRange]:
     return dict(sorted(ranges.items()))
 
 
-def _decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
+def _decode_readable(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
+    """The body, as a broker reads it: what Kafka's request classes refuse to build closes the connection there, before
+    anything is forwarded or asked upstream (authz/acl_requests.py)."""
     # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
     # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
     body = decode_body(api_key, api_version, frame, offset, allow_trailing=True)
+    unreadable = unreadable_acl_request(api_key, body)
+    if unreadable is not None:
+        raise ProtocolError(unreadable)
+    return body
+
+
+def _decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
+    body = _decode_readable(api_key, api_version, frame, offset)
     return body, resources_of(api_key, body)
 
 
@@ -419,9 +430,7 @@ class ProxyService:
 
     async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
         try:
-            body = await self.offload.frame(
-                len(frame), decode_body, header.api_key, header.api_version, frame, header.header_size, allow_trailing=True
-            )
+            body = await self.offload.frame(len(frame), _decode_readable, header.api_key, header.api_version, frame, header.header_size)
         except ProtocolError as exc:
             return self._undecodable(session, header, exc)
         result = await READ_ROUTES[header.api_key](self.reads, session.context(header.client_id), session.listener, header, body)

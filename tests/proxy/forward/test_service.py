@@ -1,17 +1,22 @@
 """The request path of ProxyService over in-memory streams: a fake controller connection, an in-memory audit, MockClock."""
 
+from typing import Any
+
 import pytest
 import trio
 from trio.testing import MockClock
 
+from apiversions import VersionRange
 from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE
 from tests.audit_records import assert_valid
+from tests.integration import wire
 from tests.proxy.forward.harness import (
     CLUSTER_ID,
+    CONTROLLER_RANGES,
     CREATE_TOPICS_VERSION,
     NODE_ID,
     PREAUTH_IDLE_SECONDS,
@@ -302,3 +307,68 @@ async def test_drain_lets_the_request_in_flight_finish_then_wait_drained_returns
     assert answer is not None and created(answer) == [("orders", 0, None)]
     await busy.assert_closed()
     assert proxy.disconnect_cause(busy) == proxy.disconnect_cause(idle) == "shutdown"
+
+
+# -- what Kafka cannot read ----------------------------------------------------------------------
+
+ACL_VERSION = 3
+UNKNOWN_CODE = 0  # UNKNOWN in each of the four ACL enums
+UNNAMED_CODE = 99  # a code no enum names: Kafka reads it, and decides later
+
+
+def _creation(operation: int) -> dict[str, Any]:
+    return {
+        "resource_type": 2,
+        "resource_name": "orders",
+        "resource_pattern_type": 3,
+        "principal": "User:bob",
+        "host": "*",
+        "operation": operation,
+        "permission_type": 3,
+    }
+
+
+def _acl_filter(pattern_type: int) -> dict[str, Any]:
+    return {
+        "resource_type_filter": 2,
+        "resource_name_filter": None,
+        "pattern_type_filter": pattern_type,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("api_key", "values", "reason"),
+    [
+        (ApiKey.CREATE_ACLS, {"creations": [_creation(2), _creation(UNKNOWN_CODE)]}, "CreatableAcls contain unknown elements"),
+        (ApiKey.DELETE_ACLS, {"filters": [_acl_filter(UNKNOWN_CODE)]}, "Filters contain UNKNOWN elements"),
+        (ApiKey.DESCRIBE_ACLS, {**_acl_filter(3), "resource_type_filter": UNKNOWN_CODE}, "DescribeAclsRequest contains UNKNOWN elements"),
+    ],
+    ids=["create-acls-operation", "delete-acls-pattern-type", "describe-acls-resource-type"],
+)
+async def test_an_acl_request_kafka_cannot_read_closes_the_connection_and_asks_no_upstream(
+    proxy: Proxy, autojump_clock: MockClock, api_key: int, values: dict[str, Any], reason: str
+) -> None:
+    """A broker's request parser refuses UNKNOWN codes and closes the connection: nothing is forwarded or retried."""
+    proxy.upstream.controller_ranges = {**CONTROLLER_RANGES, ApiKey.CREATE_ACLS: VersionRange(0, 3), ApiKey.DELETE_ACLS: VersionRange(0, 3)}
+    client = proxy.connect()
+    await client.send(wire.request(api_key, ACL_VERSION, values, 9))
+    await client.assert_closed()
+    assert proxy.upstream.envelopes == []
+    assert proxy.stages(client) == ["connected", "refused", "disconnected"]
+    (refused,) = proxy.records(client, stage="refused")
+    assert refused["apiKey"] == api_key
+    assert refused["authorizationInfo"]["reason"].endswith(reason)
+    assert proxy.disconnect_cause(client) == "protocol-error"
+
+
+async def test_an_acl_code_no_enum_names_is_read_and_forwarded_as_kafka_reads_it(proxy: Proxy, autojump_clock: MockClock) -> None:
+    proxy.upstream.controller_ranges = {**CONTROLLER_RANGES, ApiKey.CREATE_ACLS: VersionRange(0, 3)}
+    client = proxy.connect()
+    await client.send(wire.request(ApiKey.CREATE_ACLS, ACL_VERSION, {"creations": [_creation(UNNAMED_CODE)]}, 9))
+    assert await client.receive() is not None
+    assert len(proxy.upstream.envelopes) == 1
+    assert "refused" not in proxy.stages(client)
