@@ -73,13 +73,34 @@ def tree_cpu(root: int) -> dict[int, float]:
     return {pid: _cpu(pid) for pid in _tree(root)}
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _is_jvm(cmdline: bytes) -> bool:
+    program = cmdline.split(b"\0", 1)[0]
+    return program == b"java" or program.endswith(b"/java")
+
+
 def tree_rss(root: int) -> int:
+    """Resident bytes of the tree, each memory counted once.
+
+    A JVM's child that still has the JVM's command line has not exec'ed yet: Java starts programs with
+    posix_spawn, whose child shares the parent's memory until it execs. Hadoop's local file system
+    starts one (`chmod`) for every file and directory it writes when its native library is absent, as
+    with pyspark, so a sample now and then would count the JVM twice; such a child is left out.
+    """
     tree = _children()
-    total, stack = 0, [root]
+    total, stack = 0, [(root, b"")]
     while stack:
-        pid = stack.pop()
-        total += _rss(pid)
-        stack.extend(tree.get(pid, []))
+        pid, parent = stack.pop()
+        cmdline = _cmdline(pid)
+        if not (cmdline == parent and _is_jvm(parent)):
+            total += _rss(pid)
+        stack.extend((child, cmdline) for child in tree.get(pid, []))
     return total
 
 
