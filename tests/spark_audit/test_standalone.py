@@ -1,60 +1,145 @@
-"""The job submitted with spark-submit (as a script) to a standalone master and worker on loopback."""
+"""The job submitted with spark-submit to a standalone master and two workers on loopback, against local mode.
+
+Both runs get the same realistic input (bench/audit's generator, edge cases included) and the same
+options (the what-if replay included, so Python runs on the executors); every output must be the
+same: the store, the quarantine, each report and what-if table row for row, and summary.json.
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from spark_audit.cli import options_from, parser
+from spark_audit.pipeline import run
+from tests.spark_audit.harness import REPO_ROOT, bench_generator
 from tests.spark_audit.records import write_jsonl
-from tests.spark_audit.scenario import RECORDS
-from tests.spark_audit.standalone import SPARK_HOME, standalone_cluster
+from tests.spark_audit.standalone import SPARK_HOME, standalone_cluster, tasks_started
 
 pytestmark = pytest.mark.spark
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Every Parquet table the job writes (reports, store, what-if).
+TABLES = (
+    "records",
+    *(
+        f"reports/{name}"
+        for name in (
+            "bursts",
+            "denial_ranking",
+            "denials",
+            "first_seen_pairs",
+            "impersonation",
+            "intents_without_outcome",
+            "latency",
+            "requests",
+            "sensitive_changes",
+            "unusual_listeners",
+            "who_did_what",
+        )
+    ),
+    "whatif/changes",
+    "whatif/counts",
+)
+#: summary.json keys that say when the run happened, not what it found
+TIMING = ("generated_at",)
 
 
-def test_spark_submit_to_a_standalone_cluster(tmp_path: Path) -> None:
-    source, out = tmp_path / "audit", tmp_path / "out"
-    write_jsonl(source / "audit-1-a.jsonl", [*RECORDS, "not json", RECORDS[0]])
-    acls = write_jsonl(
-        tmp_path / "acls.jsonl", [{"principal": "User:alice", "operation": "ALL", "resourceType": "TOPIC", "resourceName": "*"}]
+def _input(directory: Path) -> Path:
+    """Two proxy nodes' hourly files over a day: over 30 files, so the first stage alone has tasks for both executors."""
+    generate = bench_generator()
+    traffic = generate.Traffic(
+        days=1,
+        nodes=2,
+        principals=30,
+        topics=40,
+        addresses=40,
+        brute_force=0.01,
+        refused_connections=0.03,
+        malformed=0.01,
+        blank=0.01,
+        duplicate_in_file=0.01,
+        duplicate_across_files=0.01,
+        lost_intent=0.02,
+        lost_outcome=0.02,
     )
+    source = directory / "audit"
+    counts = generate.write(source, 3000, seed=23, traffic=traffic)
+    assert counts.malformed and counts.duplicates and counts.files >= 20
+    return source
 
-    with standalone_cluster(tmp_path / "cluster") as cluster:
+
+def _rows(spark: SparkSession, path: Path) -> Counter[str]:
+    """Each row of a Parquet table (partition columns included) as JSON, counted."""
+    frame = spark.read.parquet(str(path))
+    return Counter(row[0] for row in frame.select(F.to_json(F.struct(*frame.columns))).collect())
+
+
+def _lines(directory: Path) -> Counter[str]:
+    return Counter(line for part in directory.glob("*.json") for line in part.read_text().splitlines() if line)
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    text = (out / "summary.json").read_text().replace(str(out), "<output>")
+    return {key: value for key, value in json.loads(text).items() if key not in TIMING}
+
+
+def test_spark_submit_to_two_workers_gives_local_modes_results(spark: SparkSession, tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    acls = write_jsonl(
+        tmp_path / "acls.jsonl",
+        [
+            {"principal": "User:*", "operation": "DESCRIBE", "resourceType": "TOPIC", "resourceName": "*"},
+            {"principal": "User:*", "operation": "ALL", "resourceType": "TOPIC", "resourceName": "orders-", "patternType": "PREFIXED"},
+        ],
+    )
+    options = ["--input", str(source), "--whatif-acls", str(acls), "--whatif-property", "super.users=User:admin", "--quiet"]
+    # Spark's 200 shuffle partitions on a cluster are 200 tasks a shuffle for a few thousand lines
+    cluster_options = [*options, "--shuffle-partitions", "4"]
+    local_out, cluster_out = tmp_path / "local", tmp_path / "cluster-out"
+    run(None, str(local_out), spark=spark, options=options_from(parser().parse_args([*options, "--output", str(local_out)])))
+
+    with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="512m") as cluster:
         command = [
             str(SPARK_HOME / "bin" / "spark-submit"),
             "--master",
             cluster.master_url,
+            "--driver-memory",
+            "512m",
+            "--executor-memory",
+            "512m",
             "--conf",
             f"spark.pyspark.python={sys.executable}",
             "--conf",
             f"spark.pyspark.driver.python={sys.executable}",
             "--conf",
-            "spark.executor.memory=512m",
-            "--conf",
             "spark.ui.enabled=false",
+            # start no stage before both executors are there, so neither worker is left out by timing
+            "--conf",
+            "spark.scheduler.minRegisteredResourcesRatio=1.0",
             str(REPO_ROOT / "spark_audit" / "job.py"),
-            "--input",
-            str(source),
+            *cluster_options,
             "--output",
-            str(out),
-            "--whatif-acls",
-            str(acls),
-            "--quiet",
+            str(cluster_out),
         ]
-        proc = subprocess.run(command, cwd=tmp_path, env=cluster.env, capture_output=True, text=True, timeout=600, check=False)
+        proc = subprocess.run(command, cwd=tmp_path, env=cluster.env, capture_output=True, text=True, timeout=900, check=False)
         assert proc.returncode == 0, proc.stderr[-4000:]
-        # the work ran in an executor the worker started for this application
-        executor_logs = list(cluster.worker_dir.glob("app-*/*/stderr"))
 
-    assert executor_logs, "no executor ran on the worker"
-    assert any("Running task" in log.read_text(errors="replace") for log in executor_logs)
-    summary = json.loads((out / "summary.json").read_text())
-    assert (summary["records"], summary["malformed"], summary["duplicates_dropped"]) == (len(RECORDS), 1, 1)
-    assert summary["whatif"]["decisions"] > 0
-    assert (out / "report.html").is_file()
+    # an executor on each worker ran tasks of this application
+    started = [tasks_started(worker_dir) for worker_dir in cluster.worker_dirs]
+    assert len(started) == 2 and all(count > 0 for count in started), started
+    assert (cluster_out / "report.html").is_file()
+    local, remote = _summary(local_out), _summary(cluster_out)
+    assert remote["records"] > 2500 and remote["malformed"] > 0 and remote["duplicates_dropped"] > 0
+    assert remote["whatif"]["decisions"] > 0 and remote["whatif"]["changed"] > 0
+    assert remote == local
+    assert _lines(cluster_out / "quarantine") == _lines(local_out / "quarantine")
+    for table in TABLES:
+        assert _rows(spark, cluster_out / table) == _rows(spark, local_out / table), table
