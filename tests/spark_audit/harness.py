@@ -23,6 +23,24 @@ def bench_generator() -> Any:
     return module
 
 
+#: The edge cases turned up far above real traffic's rates, so that a few thousand lines hold every kind.
+EDGE_CASE_RATES = {
+    "brute_force": 0.01,
+    "refused_connections": 0.03,
+    "malformed": 0.01,
+    "blank": 0.01,
+    "duplicate_in_file": 0.01,
+    "duplicate_across_files": 0.01,
+    "lost_intent": 0.02,
+    "lost_outcome": 0.02,
+}
+
+
+def edge_case_traffic(*, days: int, nodes: int, principals: int, topics: int, addresses: int) -> Any:
+    """bench/audit's Traffic of that size with EDGE_CASE_RATES."""
+    return bench_generator().Traffic(days=days, nodes=nodes, principals=principals, topics=topics, addresses=addresses, **EDGE_CASE_RATES)
+
+
 def run_job(source: Path, out: Path, *options: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """`python -m spark_audit --input source --output out *options`, its output captured."""
     return subprocess.run(

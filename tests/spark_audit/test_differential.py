@@ -20,7 +20,7 @@ from pyspark.sql.types import ArrayType, DateType, TimestampType
 
 from spark_audit.options import JobOptions
 from spark_audit.pipeline import run
-from tests.spark_audit.harness import bench_generator
+from tests.spark_audit.harness import bench_generator, edge_case_traffic
 from tests.spark_audit.oracle import Input, Oracle
 from tests.spark_audit.records import connection, request, write_jsonl
 
@@ -68,21 +68,7 @@ def job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     generate = bench_generator()
     directory = tmp_path_factory.mktemp("differential")
     source, out = directory / "audit", directory / "out"
-    traffic = generate.Traffic(
-        days=2,
-        nodes=2,
-        principals=40,
-        topics=60,
-        addresses=50,
-        brute_force=0.01,
-        refused_connections=0.03,
-        malformed=0.01,
-        blank=0.01,
-        duplicate_in_file=0.01,
-        duplicate_across_files=0.01,
-        lost_intent=0.02,
-        lost_outcome=0.02,
-    )
+    traffic = edge_case_traffic(days=2, nodes=2, principals=40, topics=60, addresses=50)
     counts = generate.write(source, 4000, seed=11, traffic=traffic)
     assert counts.malformed and counts.blank and counts.duplicates and counts.extra["lost_intents"] and counts.extra["lost_outcomes"]
     _hand_written(source)

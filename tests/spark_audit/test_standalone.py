@@ -19,8 +19,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_audit.cli import options_from, parser
+from spark_audit.layout import REPORT_NAMES
 from spark_audit.pipeline import run
-from tests.spark_audit.harness import REPO_ROOT, bench_generator
+from tests.spark_audit.harness import REPO_ROOT, bench_generator, edge_case_traffic
 from tests.spark_audit.records import write_jsonl
 from tests.spark_audit.standalone import SPARK_HOME, standalone_cluster, tasks_started
 
@@ -29,22 +30,7 @@ pytestmark = pytest.mark.spark
 #: Every Parquet table the job writes (reports, store, what-if).
 TABLES = (
     "records",
-    *(
-        f"reports/{name}"
-        for name in (
-            "bursts",
-            "denial_ranking",
-            "denials",
-            "first_seen_pairs",
-            "impersonation",
-            "intents_without_outcome",
-            "latency",
-            "requests",
-            "sensitive_changes",
-            "unusual_listeners",
-            "who_did_what",
-        )
-    ),
+    *(f"reports/{name}" for name in REPORT_NAMES),
     "whatif/changes",
     "whatif/counts",
 )
@@ -55,21 +41,7 @@ TIMING = ("generated_at",)
 def _input(directory: Path) -> Path:
     """Two proxy nodes' hourly files over a day: over 30 files, so the first stage alone has tasks for both executors."""
     generate = bench_generator()
-    traffic = generate.Traffic(
-        days=1,
-        nodes=2,
-        principals=30,
-        topics=40,
-        addresses=40,
-        brute_force=0.01,
-        refused_connections=0.03,
-        malformed=0.01,
-        blank=0.01,
-        duplicate_in_file=0.01,
-        duplicate_across_files=0.01,
-        lost_intent=0.02,
-        lost_outcome=0.02,
-    )
+    traffic = edge_case_traffic(days=1, nodes=2, principals=30, topics=40, addresses=40)
     source = directory / "audit"
     counts = generate.write(source, 3000, seed=23, traffic=traffic)
     assert counts.malformed and counts.duplicates and counts.files >= 20
