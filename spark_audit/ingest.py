@@ -1,16 +1,16 @@
 """Turning raw lines into the record store and the quarantine, in batch or incremental mode.
 
-Batch mode rebuilds the store from all the input. Incremental mode runs a
-Structured Streaming query with ``trigger(availableNow=True)`` and a
-checkpoint: each run reads only the files (or Kafka offsets) the checkpoint
-has not seen, and stops when it has caught up.
+Both modes parse each line once and write it once (:func:`_single_write`). Batch mode
+rebuilds the store from all the input. Incremental mode runs a Structured Streaming query
+with ``trigger(availableNow=True)`` and a checkpoint: each run reads only the files (or Kafka
+offsets) the checkpoint has not seen, stops when it has caught up, and adds its records to
+the store by moving the files it wrote into the store's date partitions.
 
-Incremental de-duplication is an anti-join against the store's partitions
-for the batch's dates, not streaming state with a watermark: a watermark
-would drop a late-published audit file (a proxy restarted after a crash
-publishes its old staging file), and an audit trail must not lose records.
-Re-running a failed micro-batch is safe: records already stored are found
-by the anti-join, and its quarantine directory (``batch=<n>``) is rewritten.
+Incremental de-duplication looks up the new ids among the stored ids of the new records'
+dates, not in streaming state with a watermark: a watermark would drop a late-published audit
+file (a proxy restarted after a crash publishes its old staging file), and an audit trail must
+not lose records. Re-running a failed micro-batch is safe: records already stored are found
+by that lookup, and its quarantine directory (``batch=<n>``) is rewritten.
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse, quarantine_of, records_of
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -70,24 +69,6 @@ def read_quarantine(spark: SparkSession, path: str) -> DataFrame:
         return spark.createDataFrame([], QUARANTINE_SCHEMA)
 
 
-def _with_date(records: DataFrame) -> DataFrame:
-    return records.withColumn("date", F.to_date("time"))
-
-
-def _count(parsed: DataFrame) -> tuple[int, int, int, int]:
-    """(lines, origins, records, malformed) of a parsed batch, in one pass."""
-    row = parsed.agg(
-        F.count(F.lit(1)),
-        # files, or Kafka partitions (an origin is topic/partition@offset)
-        F.count_distinct(F.regexp_replace("origin", r"@\d+$", "")),
-        F.count(F.when(F.col(PROBLEM_COLUMN).isNull(), True)),
-        F.count(F.when(F.col(PROBLEM_COLUMN).isNotNull(), True)),
-    ).first()
-    if row is None:
-        return 0, 0, 0, 0
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
-
-
 #: Where a batch's single write puts each parsed line (``_work/ingest/kind=<kind>/date=<date>/``).
 KIND = "kind"
 RECORD, REPEATED, QUARANTINED = "record", "repeated", "quarantined"
@@ -119,25 +100,88 @@ def _origins(spark: SparkSession, lines: DataFrame) -> int:
     return 0 if row is None else int(row[0])
 
 
-def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
-    """Parse every line once and write it once; the store, the quarantine and the counts come from that write.
+def _move_files(spark: SparkSession, source: str, target: str) -> None:
+    """Move every ``date=<d>/`` file under ``source`` into the same partition of ``target`` (an append by renames)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path
+    root = path(source)
+    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(root):
+        return
+    for partition in fs.listStatus(root):
+        name = partition.getPath().getName()
+        if not (partition.isDirectory() and name.startswith("date=")):
+            continue
+        into = path(f"{target}/{name}")
+        fs.mkdirs(into)
+        for part in fs.listStatus(partition.getPath()):
+            if part.isFile() and not part.getPath().getName().startswith((".", "_")):
+                if not fs.rename(part.getPath(), path(into, part.getPath().getName())):
+                    raise OSError(f"could not move {part.getPath()} into {into}")
 
-    1. The ids seen more than once are found first, from the ids alone (``_work/duplicated-ids``).
+
+def _nonblank(lines: DataFrame) -> DataFrame:
+    return lines.filter(F.trim("value") != "")
+
+
+def _repeated_ids_of_batch(lines: DataFrame) -> DataFrame:
+    """Ids seen more than once in the lines, found from the ids alone."""
+    ids = _nonblank(lines).select(F.from_json("value", "id string")["id"].alias("id"))
+    return ids.filter(F.col("id").isNotNull()).groupBy("id").count().filter(F.col("count") > 1).select("id")
+
+
+def _repeated_ids_against_store(spark: SparkSession, lines: DataFrame, layout: Layout) -> tuple[DataFrame, list[Any], int]:
+    """Ids of the new lines seen twice among them or already stored, the new lines' dates, and their origins' number.
+
+    Only the store's partitions for the dates the new lines carry are read, and only their ``id``
+    column: the cost follows the new input, not the history. The origins (files, or Kafka
+    partitions) are counted from the same small table, as a micro-batch has no file listing.
+    """
+    record = F.from_json("value", "id string, time timestamp")
+    new = _nonblank(lines).select(
+        record["id"].alias("id"), F.to_date(record["time"]).alias("date"), F.regexp_replace("origin", r"@\d+$", "").alias("origin")
+    )
+    new.write.mode("overwrite").parquet(layout.work("new-ids"))
+    new_ids = spark.read.parquet(layout.work("new-ids"))
+    row = new_ids.agg(F.collect_set("date"), F.count_distinct("origin")).first()
+    dates, origins = ([], 0) if row is None else (list(row[0]), int(row[1]))
+    ids = new_ids.filter(F.col("id").isNotNull()).select("id").unionAll(_stored_ids(spark, layout, dates))
+    return ids.groupBy("id").count().filter(F.col("count") > 1).select("id"), dates, origins
+
+
+def _stored_ids(spark: SparkSession, layout: Layout, dates: list[Any]) -> DataFrame:
+    return read_store(spark, layout.records).filter(F.col("date").isin(dates)).select("id")
+
+
+def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: IngestStats, *, incremental: bool, quarantine: str) -> None:
+    """Parse every line once and write it once, then put its records into the store.
+
+    1. The ids seen more than once are found first, from the ids alone (``_work/duplicated-ids``):
+       among the lines, and in incremental mode also those already in the store's partitions
+       for the lines' dates.
     2. One pass parses every line and writes it to ``_work/ingest`` partitioned by kind and date:
        clean records whose id is seen once (``record``), clean records of a repeated id
        (``repeated``), and quarantined lines (``quarantined``, with their origin and text).
-    3. The ``record`` partitions become the store by a rename; the few ``repeated`` records are
-       de-duplicated and appended; the quarantine is written from its small partition.
+    3. The few ``repeated`` records are de-duplicated, and in incremental mode those already
+       stored are dropped (``_work/repeated``).
+    4. Batch mode: the ``record`` partitions become the store by a rename. Incremental mode:
+       their files are moved into the store's date partitions, an append by renames. The kept
+       repeated records are moved in the same way, and the quarantine is written to
+       ``quarantine`` from its small partition.
 
-    Nothing is cached: Spark spills its sort and shuffles to its local directory.
+    Re-running an incremental batch after a failure is safe: what was moved in already is found
+    in the store in step 1 and dropped in step 3. Nothing is cached: Spark spills its sort and
+    shuffles to its local directory.
     """
     work = layout.work("ingest")
-    stats = IngestStats("batch", batches=1)
-    stats.origins = _origins(spark, lines)
-    ids = lines.filter(F.trim("value") != "").select(F.from_json("value", "id string")["id"].alias("id"))
-    ids.filter(F.col("id").isNotNull()).groupBy("id").count().filter(F.col("count") > 1).select("id").write.mode("overwrite").parquet(
-        layout.work("duplicated-ids")
-    )
+    dates: list[Any] = []
+    if incremental:
+        repeated_ids, dates, origins = _repeated_ids_against_store(spark, lines, layout)
+        stats.origins += origins
+    else:
+        repeated_ids = _repeated_ids_of_batch(lines)
+    repeated_ids.write.mode("overwrite").parquet(layout.work("duplicated-ids"))
     repeated = spark.read.parquet(layout.work("duplicated-ids")).withColumn("_repeated", F.lit(True))
     parsed = parse(lines)
     flagged = parsed.join(F.broadcast(repeated) if repeated.count() <= RARE_DUPLICATES else repeated, "id", "left")
@@ -149,19 +193,37 @@ def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> Inges
     columns: list[Column | str] = [*RECORD_SCHEMA.fieldNames(), PROBLEM_COLUMN, F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.col("origin")).alias("origin"), "value"]
     flagged.select(*columns, F.to_date("time").alias("date"), kind.alias(KIND)).write.mode("overwrite").partitionBy(KIND, "date").parquet(work)
     counts = {str(k): int(n) for k, n in spark.read.parquet(work).groupBy(KIND).count().collect()}
-    stats.lines = sum(counts.values())
-    stats.records = counts.get(RECORD, 0) + counts.get(REPEATED, 0)
-    stats.malformed = counts.get(QUARANTINED, 0)
-    _move(spark, f"{work}/{KIND}={RECORD}", layout.records)
+    records = counts.get(RECORD, 0) + counts.get(REPEATED, 0)
+    kept = counts.get(RECORD, 0)
     if counts.get(REPEATED):
-        repeated_records = spark.read.schema(STORE_SCHEMA).option("basePath", f"{work}/{KIND}={REPEATED}").parquet(f"{work}/{KIND}={REPEATED}")
-        deduplicate(repeated_records).write.mode("append").partitionBy("date").parquet(layout.records)
-    if counts.get(QUARANTINED):
-        spark.read.parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(layout.quarantine)
+        source = f"{work}/{KIND}={REPEATED}"
+        once = deduplicate(spark.read.schema(STORE_SCHEMA).option("basePath", source).parquet(source))
+        if incremental:
+            once = once.join(_stored_ids(spark, layout, dates), "id", "left_anti")
+        once.write.mode("overwrite").partitionBy("date").parquet(layout.work("repeated"))
+        kept += spark.read.schema(STORE_SCHEMA).parquet(layout.work("repeated")).count()
+    if incremental:
+        _move_files(spark, f"{work}/{KIND}={RECORD}", layout.records)
     else:
-        spark.createDataFrame([], QUARANTINE_SCHEMA).write.mode("overwrite").json(layout.quarantine)
-    stats.stored = read_store(spark, layout.records).count()
-    stats.duplicates = stats.records - stats.stored
+        _move(spark, f"{work}/{KIND}={RECORD}", layout.records)
+    if counts.get(REPEATED):
+        _move_files(spark, layout.work("repeated"), layout.records)
+    if counts.get(QUARANTINED):
+        spark.read.parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(quarantine)
+    elif not incremental:
+        spark.createDataFrame([], QUARANTINE_SCHEMA).write.mode("overwrite").json(quarantine)
+    stats.lines += sum(counts.values())
+    stats.records += records
+    stats.malformed += counts.get(QUARANTINED, 0)
+    stats.stored += kept
+    stats.duplicates += records - kept
+
+
+def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
+    """Rebuild the store and the quarantine from all the lines (:func:`_single_write`)."""
+    stats = IngestStats("batch", batches=1)
+    stats.origins = _origins(spark, lines)
+    _single_write(spark, lines, layout, stats, incremental=False, quarantine=layout.quarantine)
     return stats
 
 
@@ -174,30 +236,8 @@ class _BatchWriter:
 
     def __call__(self, lines: DataFrame, batch_id: int) -> None:
         spark = lines.sparkSession
-        parsed = parse(lines).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            line_count, origins, records, malformed = _count(parsed)
-            if malformed:
-                quarantine_of(parsed).write.mode("overwrite").json(f"{self.layout.quarantine}/batch={batch_id}")
-            fresh = _with_date(deduplicate(records_of(parsed)))
-            dates = [row["date"] for row in fresh.select("date").distinct().collect()]
-            stored_ids = read_store(spark, self.layout.records).filter(F.col("date").isin(dates)).select("id")
-            new = fresh.join(stored_ids, "id", "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                stored = new.count()
-                if stored:
-                    new.write.mode("append").partitionBy("date").parquet(self.layout.records)
-            finally:
-                new.unpersist()
-        finally:
-            parsed.unpersist()
         self.stats.batches += 1
-        self.stats.lines += line_count
-        self.stats.origins += origins
-        self.stats.records += records
-        self.stats.malformed += malformed
-        self.stats.stored += stored
-        self.stats.duplicates += records - stored
+        _single_write(spark, lines, self.layout, self.stats, incremental=True, quarantine=f"{self.layout.quarantine}/batch={batch_id}")
 
 
 def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> IngestStats:
