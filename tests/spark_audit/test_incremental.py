@@ -39,8 +39,8 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     assert first["records"] == 4
     assert [r["requestId"] for r in spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()] == [rid("r1")]
 
-    # the rest, one record published twice, and a malformed line
-    write_jsonl(source / "audit-1-b.jsonl", [*RECORDS[4:], RECORDS[0], "{not json"])
+    # the rest with one of its records twice, a record stored by the first run again, and a malformed line
+    write_jsonl(source / "audit-1-b.jsonl", [*RECORDS[4:], RECORDS[4], RECORDS[0], "{not json"])
     # a file still being written is not read
     write_jsonl(source / ".staging" / "audit-1-c.jsonl", ["{partial"])
 
@@ -50,14 +50,14 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     assert second["run"] == {
         "mode": "incremental",
         "batches": 1,
-        "lines": new + 2,
+        "lines": new + 3,
         "origins": 1,
-        "records": new + 1,
+        "records": new + 2,
         "malformed": 1,
-        "duplicates": 1,
+        "duplicates": 2,
         "stored": new,
     }
-    assert (second["records"], second["malformed"], second["duplicates_dropped"]) == (len(RECORDS), 1, 1)
+    assert (second["records"], second["malformed"], second["duplicates_dropped"]) == (len(RECORDS), 1, 2)
     stored_ids = [r["id"] for r in spark.read.parquet(str(out / "records")).select("id").collect()]
     assert sorted(stored_ids) == sorted(record_id(n) for n in range(1, len(RECORDS) + 1))
     # reports cover the whole store: r1 found its outcome, r3 never did
@@ -65,7 +65,21 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     quarantined = spark.read.json(str(out / "quarantine")).collect()
     assert [(r["value"], r["batch"]) for r in quarantined] == [("{not json", 1)]
 
+    # as if the run had died after updating the store, before the checkpoint committed its batch
+    commits = out / "_checkpoint" / "commits"
+    assert sorted(path.name for path in commits.iterdir() if not path.name.startswith(".")) == ["0", "1"]
+    for path in (commits / "1", commits / ".1.crc"):
+        path.unlink(missing_ok=True)
+
+    again = run(None, str(out), spark=spark, options=options)
+
+    # the same batch once more: every record is found in the store, the quarantine is rewritten, not doubled
+    assert (again["run"]["batches"], again["run"]["lines"], again["run"]["stored"], again["run"]["duplicates"]) == (1, new + 3, 0, new + 2)
+    assert sorted(r["id"] for r in spark.read.parquet(str(out / "records")).select("id").collect()) == sorted(stored_ids)
+    assert [(r["value"], r["batch"]) for r in spark.read.json(str(out / "quarantine")).collect()] == [("{not json", 1)]
+
     third = run(None, str(out), spark=spark, options=options)
 
     assert (third["run"]["batches"], third["run"]["stored"], third["records"]) == (0, 0, len(RECORDS))
     assert json.loads((out / "summary.json").read_text())["run"]["batches"] == 0
+
