@@ -54,19 +54,28 @@ class IngestStats:
         return asdict(self)
 
 
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """An empty frame of ``schema``, made in the JVM.
+
+    ``spark.createDataFrame([], schema)`` would scan an empty Python RDD, and its tasks start
+    Python workers (about 50 MiB each) that stay for the rest of the run.
+    """
+    return spark.range(0).select(*[F.lit(None).cast(field.dataType).alias(field.name) for field in schema.fields])
+
+
 def read_store(spark: SparkSession, path: str) -> DataFrame:
     """The stored records (empty when nothing was stored yet)."""
     try:
         return spark.read.schema(STORE_SCHEMA).parquet(path)
     except AnalysisException:
-        return spark.createDataFrame([], STORE_SCHEMA)
+        return empty_frame(spark, STORE_SCHEMA)
 
 
 def read_quarantine(spark: SparkSession, path: str) -> DataFrame:
     try:
         return spark.read.schema(QUARANTINE_SCHEMA).json(path)
     except AnalysisException:
-        return spark.createDataFrame([], QUARANTINE_SCHEMA)
+        return empty_frame(spark, QUARANTINE_SCHEMA)
 
 
 #: Where a batch's single write puts each parsed line (``_work/ingest/kind=<kind>/date=<date>/``).
@@ -211,7 +220,7 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
     if counts.get(QUARANTINED):
         spark.read.parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(quarantine)
     elif not incremental:
-        spark.createDataFrame([], QUARANTINE_SCHEMA).write.mode("overwrite").json(quarantine)
+        empty_frame(spark, QUARANTINE_SCHEMA).write.mode("overwrite").json(quarantine)
     stats.lines += sum(counts.values())
     stats.records += records
     stats.malformed += counts.get(QUARANTINED, 0)
