@@ -163,6 +163,15 @@ def _stored_ids(spark: SparkSession, layout: Layout, dates: list[Any]) -> DataFr
     return read_store(spark, layout.records).filter(F.col("date").isin(dates)).select("id")
 
 
+def _kind_counts(spark: SparkSession, work: str) -> dict[str, int]:
+    """Lines written per kind; none when the lines were all blank (a partitioned write of no rows leaves no file to read)."""
+    try:
+        written = spark.read.parquet(work)
+    except AnalysisException:
+        return {}
+    return {str(k): int(n) for k, n in written.groupBy(KIND).count().collect()}
+
+
 def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: IngestStats, *, incremental: bool, quarantine: str) -> None:
     """Parse every line once and write it once, then put its records into the store.
 
@@ -201,7 +210,7 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
     )
     columns: list[Column | str] = [*RECORD_SCHEMA.fieldNames(), PROBLEM_COLUMN, F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.col("origin")).alias("origin"), "value"]
     flagged.select(*columns, F.to_date("time").alias("date"), kind.alias(KIND)).write.mode("overwrite").partitionBy(KIND, "date").parquet(work)
-    counts = {str(k): int(n) for k, n in spark.read.parquet(work).groupBy(KIND).count().collect()}
+    counts = _kind_counts(spark, work)
     records = counts.get(RECORD, 0) + counts.get(REPEATED, 0)
     kept = counts.get(RECORD, 0)
     if counts.get(REPEATED):
