@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,12 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     assert [r["requestId"] for r in spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()] == [rid("r1")]
 
     # the rest with one of its records twice, a record stored by the first run again, and a malformed line
-    write_jsonl(source / "audit-1-b.jsonl", [*RECORDS[4:], RECORDS[4], RECORDS[0], "{not json"])
+    late = write_jsonl(source / "audit-1-b.jsonl", [*RECORDS[4:], RECORDS[4], RECORDS[0], "{not json"])
+    # published late: a proxy restarted after a crash renames its old staging file into the directory,
+    # and the rename keeps its modification time, here 8 days before the newest file read (Spark's
+    # file source skips a file older than maxFileAge, 7 days by default, before the newest it has seen)
+    eight_days_earlier = (source / "audit-1-a.jsonl").stat().st_mtime - 8 * 86400
+    os.utime(late, (eight_days_earlier, eight_days_earlier))
     # a file still being written is not read
     write_jsonl(source / ".staging" / "audit-1-c.jsonl", ["{partial"])
 
@@ -78,6 +84,14 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     assert (again["run"]["batches"], again["run"]["lines"], again["run"]["stored"], again["run"]["duplicates"]) == (1, new + 3, 0, new + 2)
     assert sorted(r["id"] for r in spark.read.parquet(str(out / "records")).select("id").collect()) == sorted(stored_ids)
     assert [(r["value"], r["batch"]) for r in spark.read.json(str(out / "quarantine")).collect()] == [("{not json", 1)]
+
+    # files with nothing but blank lines, or nothing at all: a batch that stores nothing, and no error
+    write_jsonl(source / "audit-2-blank.jsonl", ["", "  "])
+    (source / "audit-2-empty.jsonl").touch()
+
+    blank = run(None, str(out), spark=spark, options=options)
+
+    assert (blank["run"]["batches"], blank["run"]["lines"], blank["run"]["stored"], blank["records"]) == (1, 0, 0, len(RECORDS))
 
     third = run(None, str(out), spark=spark, options=options)
 
