@@ -83,13 +83,18 @@ KIND = "kind"
 RECORD, REPEATED, QUARANTINED = "record", "repeated", "quarantined"
 
 
-def _move(spark: SparkSession, source: str, target: str) -> bool:
-    """Replace ``target`` by the directory ``source`` (Hadoop's file system: local, HDFS...); False when ``source`` is absent."""
+def _file_system(spark: SparkSession, source: str) -> tuple[Any, Any]:
+    """Hadoop's ``Path`` class and the file system (local, HDFS...) that holds ``source``."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path
+    return path, path(source).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def _move(spark: SparkSession, source: str, target: str) -> bool:
+    """Replace ``target`` by the directory ``source``; False when ``source`` is absent."""
+    path, fs = _file_system(spark, source)
     src, dst = path(source), path(target)
-    fs = src.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     fs.delete(dst, True)
     if not fs.exists(src):
         return False
@@ -99,23 +104,24 @@ def _move(spark: SparkSession, source: str, target: str) -> bool:
     return True
 
 
+def _origin_source() -> Column:
+    """The file, or the Kafka partition, a line came from (a Kafka origin is ``kafka:<topic>/<partition>@<offset>``)."""
+    return F.regexp_replace("origin", r"@\d+$", "")
+
+
 def _origins(spark: SparkSession, lines: DataFrame) -> int:
     """Files (or Kafka partitions) read: the file listing when there is one, so no pass over the lines."""
     files = lines.inputFiles()
     if files:
         return len(files)
-    origin = F.regexp_replace("origin", r"@\d+$", "")
-    row = lines.agg(F.count_distinct(origin)).first()
+    row = lines.agg(F.count_distinct(_origin_source())).first()
     return 0 if row is None else int(row[0])
 
 
 def _move_files(spark: SparkSession, source: str, target: str) -> None:
     """Move every ``date=<d>/`` file under ``source`` into the same partition of ``target`` (an append by renames)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path
+    path, fs = _file_system(spark, source)
     root = path(source)
-    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not fs.exists(root):
         return
     for partition in fs.listStatus(root):
@@ -149,7 +155,7 @@ def _repeated_ids_against_store(spark: SparkSession, lines: DataFrame, layout: L
     """
     record = F.from_json("value", "id string, time timestamp")
     new = _nonblank(lines).select(
-        record["id"].alias("id"), F.to_date(record["time"]).alias("date"), F.regexp_replace("origin", r"@\d+$", "").alias("origin")
+        record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin")
     )
     new.write.mode("overwrite").parquet(layout.work("new-ids"))
     new_ids = spark.read.parquet(layout.work("new-ids"))
