@@ -1,9 +1,7 @@
 """The jars of Spark's Kafka source (spark-sql-kafka-0-10), fetched from Maven Central with Maven, once.
 
-Spark's ``--packages`` resolves through Ivy, which does not read Maven's
-settings (mirrors, proxies); Maven does. The jars go to
-``~/.cache/kafka-envelope-proxy/spark-kafka-<spark version>/`` (override the
-root with ``KAFKA_ENVELOPE_PROXY_CACHE``) and are handed to Spark as
+The jars go to ``~/.cache/kafka-envelope-proxy/spark-kafka-<spark version>/``
+(spark_audit/maven.py says why Maven and where the cache is) and are handed to Spark as
 ``spark.jars``. Jars Spark already ships (Scala, compression codecs, ...) are
 left out so that Spark's own versions stay the only ones on the classpath.
 
@@ -16,39 +14,23 @@ separate artifacts). Each artifact is then taken at the newest earlier
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pyspark
+
+from spark_audit import maven
 
 GROUP = "org.apache.spark"
 CONNECTOR = "spark-sql-kafka-0-10"
 TOKEN_PROVIDER = "spark-token-provider-kafka-0-10"
 VERSION_ENV = "SPARK_AUDIT_KAFKA_CONNECTOR_VERSION"
-_MARKER = ".complete.json"
-_MAVEN_TIMEOUT = 900.0
-
-# Only Maven Central: Spark's poms name other repositories, unreachable where only Central is.
-_MAVEN_SETTINGS = """<settings>
-  <mirrors>
-    <mirror>
-      <id>central-for-everything</id>
-      <mirrorOf>*,!central</mirrorOf>
-      <url>https://repo.maven.apache.org/maven2</url>
-    </mirror>
-  </mirrors>
-</settings>
-"""
 
 
-class KafkaConnectorError(RuntimeError):
+class KafkaConnectorError(maven.MavenError):
     """The connector jars cannot be found or fetched; the message says what to do."""
 
 
@@ -63,13 +45,6 @@ def scala_binary_version(jars: Path | None = None) -> str:
         if match:
             return match.group(1)
     raise KafkaConnectorError(f"no scala-library jar in {jars or spark_jars_dir()}: cannot tell which connector build fits")
-
-
-def cache_root() -> Path:
-    override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
-    if override:
-        return Path(override)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-envelope-proxy"
 
 
 def candidate_versions(version: str) -> list[str]:
@@ -89,14 +64,10 @@ def _artifact_name(jar: str) -> str:
 
 
 def _mvn(*args: str, settings: Path) -> subprocess.CompletedProcess[str]:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaConnectorError("mvn not found: Maven is needed once to fetch Spark's Kafka connector (or pass --kafka-jars DIR)")
-    command = [mvn, "-q", "-B", "-Dstyle.color=never", "-gs", str(settings), *args]
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise KafkaConnectorError(f"maven did not finish within {_MAVEN_TIMEOUT:.0f}s: {' '.join(command)}") from exc
+        return maven.run(*args, settings=settings, needed_for="fetch Spark's Kafka connector (or pass --kafka-jars DIR)")
+    except maven.MavenError as exc:
+        raise KafkaConnectorError(str(exc)) from exc
 
 
 def _available(artifact: str, versions: list[str], settings: Path) -> str:
@@ -133,70 +104,50 @@ def _pom(scala: str, connector: str, token_provider: str) -> str:
 """
 
 
-def _complete(directory: Path) -> list[Path] | None:
-    try:
-        marker = json.loads((directory / _MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    jars = [directory / str(name) for name in marker.get("jars", [])] if isinstance(marker, dict) else []
-    return jars if jars and all(jar.is_file() for jar in jars) else None
-
-
 def ensure_kafka_connector(spark_version: str | None = None) -> list[Path]:
     """The jars to put on ``spark.jars`` for ``format("kafka")``, fetching them the first time."""
     version = spark_version or os.environ.get(VERSION_ENV) or pyspark.__version__
     scala = scala_binary_version()
-    directory = cache_root() / f"spark-kafka-{version}_{scala}"
-    jars = _complete(directory)
+    directory = maven.cache_root() / f"spark-kafka-{version}_{scala}"
+    jars = maven.complete(directory)
     if jars is not None:
         return jars
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.parent / ".spark-kafka.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        jars = _complete(directory)
+    with maven.scratch_beside(directory, ".spark-kafka.lock") as scratch:
+        jars = maven.complete(directory)
         if jars is not None:
             return jars
-        return _fetch(directory, version, scala)
+        return _fetch(scratch, directory, version, scala)
 
 
-def _fetch(directory: Path, version: str, scala: str) -> list[Path]:
-    scratch = Path(tempfile.mkdtemp(prefix="spark-kafka.partial-", dir=directory.parent))
-    try:
-        settings = scratch / "settings.xml"
-        settings.write_text(_MAVEN_SETTINGS)
-        versions = candidate_versions(version)
-        connector = _available(f"{CONNECTOR}_{scala}", versions, settings)
-        token_provider = _available(f"{TOKEN_PROVIDER}_{scala}", versions, settings)
-        if (connector, token_provider) != (version, version):
-            print(
-                f"spark_audit: Maven Central has no {CONNECTOR} {version}; using {CONNECTOR} {connector} and {TOKEN_PROVIDER} {token_provider}",
-                file=sys.stderr,
-            )
-        pom = scratch / "pom.xml"
-        pom.write_text(_pom(scala, connector, token_provider))
-        out = scratch / "jars"
-        result = _mvn(
-            "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={out}", settings=settings
+def _fetch(scratch: Path, directory: Path, version: str, scala: str) -> list[Path]:
+    settings = scratch / "settings.xml"
+    settings.write_text(maven.SETTINGS)
+    versions = candidate_versions(version)
+    connector = _available(f"{CONNECTOR}_{scala}", versions, settings)
+    token_provider = _available(f"{TOKEN_PROVIDER}_{scala}", versions, settings)
+    if (connector, token_provider) != (version, version):
+        print(
+            f"spark_audit: Maven Central has no {CONNECTOR} {version}; using {CONNECTOR} {connector} and {TOKEN_PROVIDER} {token_provider}",
+            file=sys.stderr,
         )
-        fetched = sorted(path.name for path in out.glob("*.jar"))
-        if result.returncode != 0 or not any(name.startswith(f"{CONNECTOR}_") for name in fetched):
-            output = (result.stdout + result.stderr).strip()[-3000:]
-            raise KafkaConnectorError(
-                f"could not fetch {CONNECTOR} {connector} from Maven Central (mvn exit {result.returncode}):\n{output}"
-            )
-        shipped = {_artifact_name(jar.name) for jar in spark_jars_dir().glob("*.jar")}
-        keep = [name for name in fetched if _artifact_name(name) not in shipped]
-        for name in fetched:
-            if name not in keep:
-                (out / name).unlink()
-        marker = {"spark": version, "connector": connector, "tokenProvider": token_provider, "scala": scala, "jars": keep}
-        (out / _MARKER).write_text(json.dumps(marker, indent=1) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        out.rename(directory)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return [directory / name for name in keep]
+    pom = scratch / "pom.xml"
+    pom.write_text(_pom(scala, connector, token_provider))
+    out = scratch / "jars"
+    result = _mvn(
+        "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={out}", settings=settings
+    )
+    fetched = sorted(path.name for path in out.glob("*.jar"))
+    if result.returncode != 0 or not any(name.startswith(f"{CONNECTOR}_") for name in fetched):
+        output = (result.stdout + result.stderr).strip()[-3000:]
+        raise KafkaConnectorError(
+            f"could not fetch {CONNECTOR} {connector} from Maven Central (mvn exit {result.returncode}):\n{output}"
+        )
+    shipped = {_artifact_name(jar.name) for jar in spark_jars_dir().glob("*.jar")}
+    keep = [name for name in fetched if _artifact_name(name) not in shipped]
+    for name in fetched:
+        if name not in keep:
+            (out / name).unlink()
+    return maven.publish(out, directory, keep, spark=version, connector=connector, tokenProvider=token_provider, scala=scala)
 
 
 def connector_jars(jars_dir: str | None) -> list[str]:

@@ -1,0 +1,112 @@
+"""Jars the job fetches from Maven Central with Maven, once, into the project's cache.
+
+Spark's ``--packages`` resolves through Ivy, which does not read Maven's settings
+(mirrors, proxies); Maven does. Jars go under ``~/.cache/kafka-envelope-proxy/``
+(override the root with ``KAFKA_ENVELOPE_PROXY_CACHE``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TIMEOUT = 900.0
+MARKER = ".complete.json"
+
+# Only Maven Central: Spark's poms name other repositories, unreachable where only Central is.
+SETTINGS = """<settings>
+  <mirrors>
+    <mirror>
+      <id>central-for-everything</id>
+      <mirrorOf>*,!central</mirrorOf>
+      <url>https://repo.maven.apache.org/maven2</url>
+    </mirror>
+  </mirrors>
+</settings>
+"""
+
+
+class MavenError(RuntimeError):
+    """Maven is missing, did not finish, or could not fetch an artifact; the message says which."""
+
+
+def cache_root() -> Path:
+    override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
+    if override:
+        return Path(override)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-envelope-proxy"
+
+
+def run(*args: str, settings: Path, needed_for: str) -> subprocess.CompletedProcess[str]:
+    """``mvn -q -B -gs settings args...``; ``needed_for`` completes "Maven is needed once to ..." when it is missing."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MavenError(f"mvn not found: Maven is needed once to {needed_for}")
+    command = [mvn, "-q", "-B", "-Dstyle.color=never", "-gs", str(settings), *args]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise MavenError(f"maven did not finish within {TIMEOUT:.0f}s: {' '.join(command)}") from exc
+
+
+def complete(directory: Path) -> list[Path] | None:
+    """The jars a finished fetch left in ``directory`` (its marker names them), or None."""
+    try:
+        marker = json.loads((directory / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    jars = [directory / str(name) for name in marker.get("jars", [])] if isinstance(marker, dict) else []
+    return jars if jars and all(jar.is_file() for jar in jars) else None
+
+
+@contextmanager
+def scratch_beside(directory: Path, lock_name: str) -> Iterator[Path]:
+    """An exclusive lock for fetching into ``directory`` (concurrent jobs fetch once) and a scratch folder beside it."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / lock_name, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{directory.name}.partial-", dir=directory.parent))
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def publish(fetched: Path, directory: Path, jars: list[str], **about: str) -> list[Path]:
+    """Mark ``fetched`` complete and put it in place of ``directory`` (a rename: readers see all of it or none)."""
+    (fetched / MARKER).write_text(json.dumps({**about, "jars": jars}, indent=1) + "\n")
+    if directory.exists():
+        shutil.rmtree(directory)
+    fetched.rename(directory)
+    return [directory / name for name in jars]
+
+
+def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str, on_fetch: Callable[[], None] | None = None) -> Path:
+    """One jar (no dependencies) from Maven Central, fetched the first time into ``<cache>/<artifact>-<version>/``."""
+    directory = cache_root() / f"{artifact}-{version}"
+    jars = complete(directory)
+    if jars is not None:
+        return jars[0]
+    with scratch_beside(directory, f".{artifact}.lock") as scratch:
+        jars = complete(directory)
+        if jars is not None:
+            return jars[0]
+        if on_fetch is not None:
+            on_fetch()
+        settings = scratch / "settings.xml"
+        settings.write_text(SETTINGS)
+        out = scratch / "jars"
+        coordinates = f"{group}:{artifact}:{version}"
+        result = run("dependency:copy", f"-Dartifact={coordinates}", f"-DoutputDirectory={out}", settings=settings, needed_for=needed_for)
+        name = f"{artifact}-{version}.jar"
+        if result.returncode != 0 or not (out / name).is_file():
+            output = (result.stdout + result.stderr).strip()[-2000:]
+            raise MavenError(f"could not fetch {coordinates} from Maven Central (mvn exit {result.returncode}): {output}")
+        return publish(out, directory, [name], artifact=coordinates)[0]
