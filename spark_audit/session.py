@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from spark_audit.local_fs import local_file_system_conf
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 #: The JVM heap the job asks for (spark.driver.memory; spark.executor.memory on a cluster). With the
@@ -135,7 +137,7 @@ def build_session(
         # glibc gives each of the JVM's many threads its own malloc arena (up to 8 per core), which
         # native buffers (compression, Parquet) fill: a few arenas keep the JVM's size near its heap's.
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    for key, value in {**sized, **(conf or {})}.items():
+    for key, value in {**sized, **local_file_system_conf(master), **(conf or {})}.items():
         builder = builder.config(key, value)
     # py4j logs every gateway connection at INFO, which drowns the job's own output in an INFO-level process
     logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -45,6 +45,8 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 import measure  # noqa: E402
 
+from spark_audit.local_fs import local_file_system_conf  # noqa: E402
+
 TIMEOUT = 6 * 3600.0
 
 
@@ -268,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(size) for size in args.records.split(",") if size.strip()]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    # Fetched (once) before anything is timed; the job and the floors both run on it in local mode.
+    file_system = local_file_system_conf(args.master).get("spark.hadoop.fs.file.impl", "hadoop's own")
     try:
         runs = [measure_size(size, workdir, args) for size in sizes]
         result: dict[str, Any] = {
-            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master},
+            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master, "local_file_system": file_system},
             "runs": runs,
         }
         if len(runs) > 1:

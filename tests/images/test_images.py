@@ -486,6 +486,8 @@ def test_the_audit_image_reports_over_the_audit_volume(stack: Stack) -> None:
         "--entrypoint", command[0], AUDIT_IMAGE, *command[1:], timeout=900, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    # make image handed the java.nio local file system's jar in (spark_audit/local_fs.py): no fallback line.
+    assert "local file system stays" not in result.stderr, result.stderr[-2000:]
     (day,) = [p for p in reports.iterdir() if p.is_dir()]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", day.name), day.name
     summary = json.loads((day / "summary.json").read_text())

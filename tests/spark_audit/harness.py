@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,10 @@ def edge_case_traffic(*, days: int, nodes: int, principals: int, topics: int, ad
     return bench_generator().Traffic(days=days, nodes=nodes, principals=principals, topics=topics, addresses=addresses, **EDGE_CASE_RATES)
 
 
-def run_job(source: Path, out: Path, *options: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """`python -m spark_audit --input source --output out *options`, its output captured."""
+def run_job(
+    source: Path, out: Path, *options: str, timeout: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m spark_audit --input source --output out *options`, its output captured; `env` replaces the environment."""
     return subprocess.run(
         [sys.executable, "-m", "spark_audit", "--input", str(source), "--output", str(out), *options],
         capture_output=True,
@@ -50,4 +53,5 @@ def run_job(source: Path, out: Path, *options: str, timeout: float) -> subproces
         timeout=timeout,
         check=False,
         cwd=REPO_ROOT,
+        env=env,
     )

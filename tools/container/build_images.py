@@ -225,6 +225,18 @@ def fill_wheelhouse(python: str) -> None:
     log(f"wheels ready in {WHEELS.relative_to(ROOT)} ({time.monotonic() - started:.0f} s)")
 
 
+def hand_over_local_fs_jar(python: str) -> None:
+    """The audit job's local file system jar (spark_audit/local_fs.py, fetched with the host's Maven) into the wheels folder."""
+    fetch = "from spark_audit.local_fs import local_fs_jar; print(local_fs_jar())"
+    done = subprocess.run([python, "-c", fetch], capture_output=True, text=True, check=False)
+    jar = Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
+    if jar is None or not jar.is_file():
+        log(f"no local file system jar for the audit image (its job keeps Hadoop's): {done.stderr.strip()[-300:]}")
+        return
+    shutil.copy2(jar, WHEELS / jar.name)
+    log(f"handed over {jar.name}")
+
+
 # --------------------------------------------------------------------------- the images
 
 
@@ -253,6 +265,7 @@ def main() -> int:
     started = time.monotonic()
     base = choose_base()
     fill_wheelhouse(args.python)
+    hand_over_local_fs_jar(args.python)
     with tempfile.TemporaryDirectory(prefix="envelope-proxy-pip-") as tmp:
         secrets = pip_secrets(args.python, Path(tmp))
         build("Containerfile", PROXY_IMAGE, base, secrets)

@@ -1,0 +1,121 @@
+"""In local mode the job writes its files with java.nio, not a `chmod` child process of the JVM per file (spark_audit/local_fs.py).
+
+A child the JVM starts shares the JVM's memory until it runs its program: a sampler that sums the
+resident memory of the job's process tree counts the JVM twice whenever it samples during one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_audit import local_fs, maven
+from tests.spark_audit.harness import REPO_ROOT, run_job
+from tests.spark_audit.records import write_jsonl
+from tests.spark_audit.scenario import RECORDS
+
+
+def _recording_chmod(bin_dir: Path, log: Path) -> dict[str, str]:
+    """An environment whose `chmod` (found on PATH, as Hadoop's shell finds it) logs each call, then runs the real one."""
+    real = shutil.which("chmod")
+    assert real is not None
+    bin_dir.mkdir()
+    shim = bin_dir / "chmod"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+# A session on Hadoop's own local file system writing a few rows: the recorder's control.
+_SMALL_WRITE = """
+import sys
+from spark_audit.session import build_session
+spark = build_session("local[1]")
+spark.range(3).selectExpr("id", "id % 2 AS part").write.partitionBy("part").parquet(sys.argv[1])
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_local_job_runs_no_chmod_process(tmp_path: Path) -> None:
+    # The control first: Hadoop's own local file system runs chmod for each file and directory it creates.
+    control_log = tmp_path / "chmod-hadoop.log"
+    env = _recording_chmod(tmp_path / "bin-hadoop", control_log)
+    env[local_fs.JAR_ENV] = local_fs.KEEP_HADOOPS
+    proc = subprocess.run(
+        [sys.executable, "-c", _SMALL_WRITE, str(tmp_path / "small")],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(control_log.read_text().splitlines()) >= 4
+
+    source = tmp_path / "audit"
+    write_jsonl(source / "audit-1-20261121T100000Z-000001.jsonl", [*RECORDS, "not json {", RECORDS[2]])
+    log = tmp_path / "chmod-job.log"
+    env = _recording_chmod(tmp_path / "bin-job", log)
+    env.pop(local_fs.JAR_ENV, None)
+
+    proc = run_job(source, tmp_path / "out", "--master", "local[2]", "--quiet", "--no-html", timeout=600, env=env)
+
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not log.exists(), log.read_text()[:2000]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["records"], summary["malformed"], summary["duplicates_dropped"]) == (len(RECORDS), 1, 1)
+
+
+def test_only_a_local_master_gets_the_nio_file_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jar = tmp_path / "fs.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setenv(local_fs.JAR_ENV, str(jar))
+
+    assert local_fs.local_file_system_conf("local[2]") == {
+        "spark.driver.extraClassPath": str(jar),
+        "spark.hadoop.fs.file.impl": local_fs.FILE_SYSTEM_CLASS,
+    }
+    # Executors elsewhere would need the jar on their own class path: a cluster keeps Hadoop's file system.
+    assert local_fs.local_file_system_conf("spark://127.0.0.1:7077") == {}
+    assert local_fs.local_file_system_conf(None) == {}
+
+
+def test_without_the_jar_the_job_keeps_hadoops_file_system_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(local_fs.JAR_ENV, local_fs.KEEP_HADOOPS)
+    assert local_fs.local_file_system_conf("local[2]") == {}
+    assert capsys.readouterr().err == ""
+
+    missing = tmp_path / "missing.jar"
+    monkeypatch.setenv(local_fs.JAR_ENV, str(missing))
+    assert local_fs.local_file_system_conf("local[2]") == {}
+    assert f"{local_fs.JAR_ENV}={missing} is not a file" in capsys.readouterr().err
+
+    # No Maven on PATH and nothing cached: one line, and the job goes on.
+    monkeypatch.delenv(local_fs.JAR_ENV)
+    monkeypatch.setenv("KAFKA_ENVELOPE_PROXY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert local_fs.local_file_system_conf("local[2]") == {}
+    err = capsys.readouterr().err
+    assert "mvn not found" in err and "Hadoop's local file system stays" in err
+
+
+def test_the_jar_is_fetched_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("mvn") is None:
+        pytest.skip("no Maven here")
+    monkeypatch.setenv("KAFKA_ENVELOPE_PROXY_CACHE", str(tmp_path / "cache"))
+    jar = maven.ensure_jar(local_fs.GROUP, local_fs.ARTIFACT, local_fs.VERSION, needed_for="this test")
+    assert jar.is_file() and jar.parent.parent == tmp_path / "cache"
+    assert maven.complete(jar.parent) == [jar]
+    # A second call finds it without Maven.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert maven.ensure_jar(local_fs.GROUP, local_fs.ARTIFACT, local_fs.VERSION, needed_for="this test") == jar
