@@ -61,6 +61,7 @@ def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], 
         "seconds": round(result.seconds, 2),
         "records_per_second": round(records / result.seconds) if result.seconds else None,
         "peak_rss_mb": _mb(result.peak_rss_bytes),
+        "peak_rss_plain_sum_mb": _mb(result.peak_rss_plain_bytes),
         "cpu_seconds": result.cpu_seconds,
     }
     if result.returncode != 0:
