@@ -35,7 +35,7 @@ def local_fs_jar() -> Path:
     return maven.ensure_jar(GROUP, ARTIFACT, VERSION, needed_for=f"fetch {ARTIFACT} (or set {JAR_ENV}=none)")
 
 
-def _jar() -> Path | None:
+def _chosen_jar() -> Path | None:
     chosen = os.environ.get(JAR_ENV, "").strip()
     if chosen == KEEP_HADOOPS:
         return None
@@ -56,7 +56,7 @@ def local_file_system_conf(master: str | None) -> dict[str, str]:
     """Spark settings that make ``file://`` the java.nio file system, for a local master; none otherwise."""
     if master is None or not master.startswith("local"):
         return {}
-    jar = _jar()
+    jar = _chosen_jar()
     if jar is None:
         return {}
     return {"spark.driver.extraClassPath": str(jar), "spark.hadoop.fs.file.impl": FILE_SYSTEM_CLASS}

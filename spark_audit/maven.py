@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -88,7 +88,7 @@ def publish(fetched: Path, directory: Path, jars: list[str], **about: str) -> li
     return [directory / name for name in jars]
 
 
-def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str, on_fetch: Callable[[], None] | None = None) -> Path:
+def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str) -> Path:
     """One jar (no dependencies) from Maven Central, fetched the first time into ``<cache>/<artifact>-<version>/``."""
     directory = cache_root() / f"{artifact}-{version}"
     jars = complete(directory)
@@ -98,8 +98,6 @@ def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str, on_f
         jars = complete(directory)
         if jars is not None:
             return jars[0]
-        if on_fetch is not None:
-            on_fetch()
         settings = scratch / "settings.xml"
         settings.write_text(SETTINGS)
         out = scratch / "jars"
