@@ -27,12 +27,17 @@ from spark_audit import maven
 GROUP, ARTIFACT, VERSION = "com.globalmentor", "hadoop-bare-naked-local-fs", "0.1.0"
 FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 JAR_ENV = "SPARK_AUDIT_LOCAL_FS_JAR"
+CLASS_PATH = "spark.driver.extraClassPath"
 KEEP_HADOOPS = "none"
 
 
+#: A job waits at most this long for its first fetch (an unreachable repository), then goes on without the jar.
+FETCH_TIMEOUT = 120.0
+
+
 def local_fs_jar() -> Path:
-    """The jar, fetched with Maven the first time; raises maven.MavenError when it cannot be."""
-    return maven.ensure_jar(GROUP, ARTIFACT, VERSION, needed_for=f"fetch {ARTIFACT} (or set {JAR_ENV}=none)")
+    """The jar, fetched with Maven the first time; raises maven.MavenError or OSError when it cannot be."""
+    return maven.ensure_jar(GROUP, ARTIFACT, VERSION, needed_for=f"fetch {ARTIFACT} (or set {JAR_ENV}=none)", timeout=FETCH_TIMEOUT)
 
 
 def _chosen_jar() -> Path | None:
@@ -46,17 +51,18 @@ def _chosen_jar() -> Path | None:
     else:
         try:
             return local_fs_jar()
-        except maven.MavenError as exc:
-            problem = str(exc)
+        except (maven.MavenError, OSError) as exc:
+            problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     print(f"spark_audit: {problem}; Hadoop's local file system stays (a chmod child process per file written)", file=sys.stderr)
     return None
 
 
 def local_file_system_conf(master: str | None) -> dict[str, str]:
     """Spark settings that make ``file://`` the java.nio file system, for a local master; none otherwise."""
-    if master is None or not master.startswith("local"):
+    # local-cluster[...] starts executor JVMs of its own, which would not have the jar.
+    if master is None or not (master == "local" or master.startswith("local[")):
         return {}
     jar = _chosen_jar()
     if jar is None:
         return {}
-    return {"spark.driver.extraClassPath": str(jar), "spark.hadoop.fs.file.impl": FILE_SYSTEM_CLASS}
+    return {CLASS_PATH: str(jar), "spark.hadoop.fs.file.impl": FILE_SYSTEM_CLASS}

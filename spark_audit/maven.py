@@ -44,16 +44,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-envelope-proxy"
 
 
-def run(*args: str, settings: Path, needed_for: str) -> subprocess.CompletedProcess[str]:
-    """``mvn -q -B -gs settings args...``; ``needed_for`` completes "Maven is needed once to ..." when it is missing."""
+def _mvn(needed_for: str) -> str:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise MavenError(f"mvn not found: Maven is needed once to {needed_for}")
-    command = [mvn, "-q", "-B", "-Dstyle.color=never", "-gs", str(settings), *args]
+    return mvn
+
+
+def run(*args: str, settings: Path, needed_for: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    """``mvn -q -B -gs settings args...`` in the settings' folder (a pom.xml where the user runs the job is not read);
+    ``needed_for`` completes "Maven is needed once to ..." when it is missing."""
+    command = [_mvn(needed_for), "-q", "-B", "-Dstyle.color=never", "-gs", str(settings), *args]
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, cwd=settings.parent)
     except subprocess.TimeoutExpired as exc:
-        raise MavenError(f"maven did not finish within {TIMEOUT:.0f}s: {' '.join(command)}") from exc
+        raise MavenError(f"maven did not finish within {timeout:.0f}s: {' '.join(command)}") from exc
 
 
 def complete(directory: Path) -> list[Path] | None:
@@ -88,12 +93,15 @@ def publish(fetched: Path, directory: Path, jars: list[str], **about: str) -> li
     return [directory / name for name in jars]
 
 
-def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str) -> Path:
-    """One jar (no dependencies) from Maven Central, fetched the first time into ``<cache>/<artifact>-<version>/``."""
+def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str, timeout: float = TIMEOUT) -> Path:
+    """One jar (no dependencies) from Maven Central, fetched the first time into ``<cache>/<artifact>-<version>/``.
+
+    Raises MavenError when Maven is missing or fails, OSError when the cache cannot be written."""
     directory = cache_root() / f"{artifact}-{version}"
     jars = complete(directory)
     if jars is not None:
         return jars[0]
+    _mvn(needed_for)  # before anything is written to the cache
     with scratch_beside(directory, f".{artifact}.lock") as scratch:
         jars = complete(directory)
         if jars is not None:
@@ -102,9 +110,11 @@ def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str) -> P
         settings.write_text(SETTINGS)
         out = scratch / "jars"
         coordinates = f"{group}:{artifact}:{version}"
-        result = run("dependency:copy", f"-Dartifact={coordinates}", f"-DoutputDirectory={out}", settings=settings, needed_for=needed_for)
+        result = run(
+            "dependency:copy", f"-Dartifact={coordinates}", f"-DoutputDirectory={out}", settings=settings, needed_for=needed_for, timeout=timeout
+        )
         name = f"{artifact}-{version}.jar"
         if result.returncode != 0 or not (out / name).is_file():
             output = (result.stdout + result.stderr).strip()[-2000:]
-            raise MavenError(f"could not fetch {coordinates} from Maven Central (mvn exit {result.returncode}): {output}")
+            raise MavenError(f"could not fetch {coordinates} from Maven Central (mvn exit {result.returncode})\n{output}")
         return publish(out, directory, [name], artifact=coordinates)[0]

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from spark_audit.local_fs import local_file_system_conf
+from spark_audit.local_fs import CLASS_PATH, local_file_system_conf
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -137,7 +137,12 @@ def build_session(
         # glibc gives each of the JVM's many threads its own malloc arena (up to 8 per core), which
         # native buffers (compression, Parquet) fill: a few arenas keep the JVM's size near its heap's.
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    for key, value in {**sized, **local_file_system_conf(master), **(conf or {})}.items():
+    local_fs = local_file_system_conf(master)
+    settings = {**sized, **local_fs, **(conf or {})}
+    if local_fs and conf and CLASS_PATH in conf:
+        # the caller's class path, and the file system's jar after it
+        settings[CLASS_PATH] = os.pathsep.join([conf[CLASS_PATH], local_fs[CLASS_PATH]])
+    for key, value in settings.items():
         builder = builder.config(key, value)
     # py4j logs every gateway connection at INFO, which drowns the job's own output in an INFO-level process
     logging.getLogger("py4j").setLevel(logging.WARNING)

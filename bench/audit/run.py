@@ -41,11 +41,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(REPO))
 
 import generate  # noqa: E402
 import measure  # noqa: E402
 
-from spark_audit.local_fs import local_file_system_conf  # noqa: E402
+from spark_audit.local_fs import CLASS_PATH, JAR_ENV, KEEP_HADOOPS, local_file_system_conf  # noqa: E402
 
 TIMEOUT = 6 * 3600.0
 
@@ -271,8 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(size) for size in args.records.split(",") if size.strip()]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    # Fetched (once) before anything is timed; the job and the floors both run on it in local mode.
-    file_system = local_file_system_conf(args.master).get("spark.hadoop.fs.file.impl", "hadoop's own")
+    # Fetched (once) before anything is timed, and handed to every timed process so that none tries Maven again;
+    # the job and the floors both run on it in local mode.
+    local_fs = local_file_system_conf(args.master)
+    os.environ.setdefault(JAR_ENV, local_fs.get(CLASS_PATH, KEEP_HADOOPS))
+    file_system = local_fs.get("spark.hadoop.fs.file.impl", "hadoop's own")
     try:
         runs = [measure_size(size, workdir, args) for size in sizes]
         result: dict[str, Any] = {

@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINER = ROOT / "deploy" / "container"
 WHEELS = CONTAINER / "wheels"
+LOCAL_FS_JAR = "hadoop-bare-naked-local-fs.jar"
 ENGINE = str(ROOT / "tools" / "container" / "engine")
 
 REGISTRY_BASE = "docker.io/library/python:3.11-slim-bookworm"
@@ -233,8 +234,9 @@ def hand_over_local_fs_jar(python: str) -> None:
     if jar is None or not jar.is_file():
         log(f"no local file system jar for the audit image (its job keeps Hadoop's): {done.stderr.strip()[-300:]}")
         return
-    shutil.copy2(jar, WHEELS / jar.name)
-    log(f"handed over {jar.name}")
+    # Under a name without its version, the one Containerfile.audit copies (the version lives in spark_audit/local_fs.py).
+    shutil.copy2(jar, WHEELS / LOCAL_FS_JAR)
+    log(f"handed over {jar.name} as {LOCAL_FS_JAR}")
 
 
 # --------------------------------------------------------------------------- the images
