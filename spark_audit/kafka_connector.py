@@ -109,14 +109,7 @@ def ensure_kafka_connector(spark_version: str | None = None) -> list[Path]:
     version = spark_version or os.environ.get(VERSION_ENV) or pyspark.__version__
     scala = scala_binary_version()
     directory = maven.cache_root() / f"spark-kafka-{version}_{scala}"
-    jars = maven.complete(directory)
-    if jars is not None:
-        return jars
-    with maven.scratch_beside(directory, ".spark-kafka.lock") as scratch:
-        jars = maven.complete(directory)
-        if jars is not None:
-            return jars
-        return _fetch(scratch, directory, version, scala)
+    return maven.cached(directory, ".spark-kafka.lock", lambda scratch: _fetch(scratch, directory, version, scala))
 
 
 def _fetch(scratch: Path, directory: Path, version: str, scala: str) -> list[Path]:

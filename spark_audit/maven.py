@@ -13,8 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 TIMEOUT = 900.0
@@ -71,15 +70,27 @@ def complete(directory: Path) -> list[Path] | None:
     return jars if jars and all(jar.is_file() for jar in jars) else None
 
 
-@contextmanager
-def scratch_beside(directory: Path, lock_name: str) -> Iterator[Path]:
-    """An exclusive lock for fetching into ``directory`` (concurrent jobs fetch once) and a scratch folder beside it."""
+def cached(directory: Path, lock_name: str, fetch: Callable[[Path], list[Path]], *, before_writing: Callable[[], object] = lambda: None) -> list[Path]:
+    """The jars a finished fetch left in ``directory``; else ``fetch(scratch)``'s, under an exclusive lock.
+
+    The lock (``lock_name`` beside ``directory``) makes concurrent jobs fetch once: whoever waited looks
+    again before fetching. ``scratch`` is a folder beside ``directory``, removed afterwards; ``fetch``
+    puts its result in place with :func:`publish`. ``before_writing`` runs before anything is written
+    to the cache (a check that can raise).
+    """
+    jars = complete(directory)
+    if jars is not None:
+        return jars
+    before_writing()
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / lock_name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        jars = complete(directory)
+        if jars is not None:
+            return jars
         scratch = Path(tempfile.mkdtemp(prefix=f"{directory.name}.partial-", dir=directory.parent))
         try:
-            yield scratch
+            return fetch(scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -98,23 +109,19 @@ def ensure_jar(group: str, artifact: str, version: str, *, needed_for: str, time
 
     Raises MavenError when Maven is missing or fails, OSError when the cache cannot be written."""
     directory = cache_root() / f"{artifact}-{version}"
-    jars = complete(directory)
-    if jars is not None:
-        return jars[0]
-    _mvn(needed_for)  # before anything is written to the cache
-    with scratch_beside(directory, f".{artifact}.lock") as scratch:
-        jars = complete(directory)
-        if jars is not None:
-            return jars[0]
+    coordinates = f"{group}:{artifact}:{version}"
+    name = f"{artifact}-{version}.jar"
+
+    def fetch(scratch: Path) -> list[Path]:
         settings = scratch / "settings.xml"
         settings.write_text(SETTINGS)
         out = scratch / "jars"
-        coordinates = f"{group}:{artifact}:{version}"
         result = run(
             "dependency:copy", f"-Dartifact={coordinates}", f"-DoutputDirectory={out}", settings=settings, needed_for=needed_for, timeout=timeout
         )
-        name = f"{artifact}-{version}.jar"
         if result.returncode != 0 or not (out / name).is_file():
             output = (result.stdout + result.stderr).strip()[-2000:]
             raise MavenError(f"could not fetch {coordinates} from Maven Central (mvn exit {result.returncode})\n{output}")
-        return publish(out, directory, [name], artifact=coordinates)[0]
+        return publish(out, directory, [name], artifact=coordinates)
+
+    return cached(directory, f".{artifact}.lock", fetch, before_writing=lambda: _mvn(needed_for))[0]
