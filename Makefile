@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
+.PHONY: demo test class-archive lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,8 +49,13 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-test: $(STAMP) tools lint typecheck layers image-when-possible
+test: $(STAMP) tools lint typecheck layers image-when-possible class-archive
 	$(PY) -m pytest -q
+
+# The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
+# generated lines (about 90 s), then mapped by every Spark session the package starts. Never fails the build.
+class-archive: $(STAMP)
+	@$(PY) -m spark_audit.make_class_archive --exists >/dev/null || { sample=$$(mktemp -d) && $(PY) bench/audit/generate.py "$$sample" --records 20000 >/dev/null && $(PY) -m spark_audit.make_class_archive --input "$$sample"; rm -rf "$$sample"; } || echo "no class archive: Spark sessions start without one"
 
 # Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.
 deploy-check: $(STAMP) tools

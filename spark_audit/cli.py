@@ -13,6 +13,7 @@ from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from spark_audit import class_archive, run_size
 from spark_audit.failure import explain, first_line, log_path, log_tail
 from spark_audit.kafka_connector import KafkaConnectorError, connector_jars
 from spark_audit.options import JobOptions, ReportOptions, parse_duration, parse_instant
@@ -197,8 +198,11 @@ def options_from(args: argparse.Namespace) -> JobOptions:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status (2: bad arguments or input)."""
+def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False) -> int:
+    """Command-line entry point; returns the exit status (2: bad arguments or input).
+
+    ``make_class_archive``: the run's JVM writes a class archive for later runs (spark_audit/class_archive.py).
+    """
     args = parser().parse_args(argv)
     try:
         options = options_from(args)
@@ -215,8 +219,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = log_path(args.output) if owns_session and master is not None else None
     if log is not None:
         os.makedirs(args.output, exist_ok=True)
-    resources = Resources(memory=args.driver_memory, local_dir=args.local_dir, log_file=log)
+    resources = Resources(
+        memory=args.driver_memory,
+        local_dir=args.local_dir,
+        log_file=log,
+        short_run=run_size.is_short(options.input, args.output, incremental=options.incremental),
+        create_class_archive=make_class_archive and owns_session,
+    )
     spark = None
+    succeeded = False
     try:
         spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions, resources=resources)
         for path in args.py_file:
@@ -227,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.whatif is not None:
             options.whatif.build()  # a plug-in that cannot load fails here, before any Spark job
         run(options.input, args.output, spark=spark, options=options)
+        succeeded = True
     except WhatIfError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -236,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if spark is not None and owns_session:
             _stop(spark)
+            class_archive.finish(spark, succeeded=succeeded)
     return 0
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from spark_audit import class_archive
 from spark_audit.local_fs import CLASS_PATH, local_file_system_conf
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -30,6 +31,9 @@ JVM_OPTIONS = (
     "-XX:MaxMetaspaceSize=256m",
     "-XX:MaxDirectMemorySize=256m",
 )
+#: the quick compiler alone (spark_audit/run_size.py: short runs)
+QUICK_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 @dataclass(frozen=True)
@@ -42,13 +46,18 @@ class Resources:
     local_dir: str | None = None
     #: where the JVM's stderr (Spark's log, its stack traces) goes instead of the terminal; the terminal when None
     log_file: str | None = None
+    #: little input (spark_audit/run_size.py): the driver JVM compiles with C1 alone
+    short_run: bool = False
+    #: the driver JVM writes a class archive as it exits where there is none (spark_audit/class_archive.py);
+    #: only for a caller that then stops it with class_archive.publish
+    create_class_archive: bool = False
 
     def conf(self) -> dict[str, str]:
-        options = list(JVM_OPTIONS)
+        options = [*JVM_OPTIONS, *([QUICK_COMPILER_ONLY] if self.short_run else [])]
         conf = {
             "spark.driver.memory": self.memory,
             "spark.executor.memory": self.memory,
-            "spark.driver.extraJavaOptions": " ".join(options),
+            DRIVER_OPTIONS: " ".join(options),
             "spark.executor.extraJavaOptions": " ".join(JVM_OPTIONS),
             # results brought to the driver are a few report rows; more is a bug, not a reason to grow
             "spark.driver.maxResultSize": "256m",
@@ -132,7 +141,8 @@ def build_session(
         .config("spark.sql.session.timeZone", "UTC")
     )
     # Under spark-submit (master None) the JVM already runs with spark-submit's memory settings.
-    sized = (resources or Resources()).conf() if master is not None else {}
+    resources = resources or Resources()
+    sized = resources.conf() if master is not None else {}
     if sized:
         # glibc gives each of the JVM's many threads its own malloc arena (up to 8 per core), which
         # native buffers (compression, Parquet) fill: a few arenas keep the JVM's size near its heap's.
@@ -142,11 +152,14 @@ def build_session(
     if local_fs and conf and CLASS_PATH in conf:
         # the caller's class path, and the file system's jar after it
         settings[CLASS_PATH] = os.pathsep.join([conf[CLASS_PATH], local_fs[CLASS_PATH]])
+    if sized and DRIVER_OPTIONS not in (conf or {}):
+        archive = class_archive.java_options(settings.get(CLASS_PATH, ""), create=resources.create_class_archive)
+        settings[DRIVER_OPTIONS] = " ".join([settings[DRIVER_OPTIONS], *archive])
     for key, value in settings.items():
         builder = builder.config(key, value)
     # py4j logs every gateway connection at INFO, which drowns the job's own output in an INFO-level process
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    with _stderr_to(resources.log_file if resources is not None else None):
+    with _stderr_to(resources.log_file):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -3,6 +3,10 @@
 Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare] [--incremental]
 (or `make bench-audit`). Prints one JSON object on stdout; progress goes to stderr.
 
+Before anything is timed it makes the driver JVM's class archive where there is none
+(spark_audit/make_class_archive.py over 20,000 generated lines; ``machine.class_archive`` names
+it, null when none could be made; SPARK_AUDIT_CLASS_ARCHIVE=none measures without one).
+
 For each size it writes realistic audit files (generate.py: nodes rotating hourly over days,
 Zipf-skewed principals, connections, brute-force bursts, every edge case), then, one after
 the other in the same run, each process with the resident memory of its whole tree (Python
@@ -32,6 +36,7 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +54,8 @@ import measure  # noqa: E402
 from spark_audit.local_fs import CLASS_PATH, JAR_ENV, KEEP_HADOOPS, local_file_system_conf  # noqa: E402
 
 TIMEOUT = 6 * 3600.0
+#: lines of the sample the class archive is made from (spark_audit/make_class_archive.py)
+CLASS_ARCHIVE_SAMPLE = 20_000
 
 
 def _mb(value: int) -> float:
@@ -246,6 +253,26 @@ def _incremental(records: int, workdir: Path, source: Path, args: argparse.Names
     return result
 
 
+def _class_archive(workdir: Path, args: argparse.Namespace) -> str | None:
+    """The driver JVM's class archive, made (untimed) from a small sample where there is none: every timed
+    process, job and floors alike, then starts as a user's job starts after `make test` or make_class_archive."""
+    sample = workdir / "class-archive-sample"
+    if not (sample / "_generated.json").exists():
+        generate.write(sample, CLASS_ARCHIVE_SAMPLE, seed=args.seed)
+        (sample / "_generated.json").write_text("{}")
+    made = subprocess.run(
+        [sys.executable, "-m", "spark_audit.make_class_archive", "--input", str(sample), "--master", args.master],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    if made.returncode != 0:
+        print(made.stderr.strip().splitlines()[-1] if made.stderr.strip() else "no class archive", file=sys.stderr)
+        return None
+    return made.stdout.strip() or None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
@@ -278,9 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault(JAR_ENV, local_fs.get(CLASS_PATH, KEEP_HADOOPS))
     file_system = local_fs.get("spark.hadoop.fs.file.impl", "hadoop's own")
     try:
+        archive = _class_archive(workdir, args)
         runs = [measure_size(size, workdir, args) for size in sizes]
+        machine = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master, "local_file_system": file_system}
         result: dict[str, Any] = {
-            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "master": args.master, "local_file_system": file_system},
+            "machine": {**machine, "class_archive": archive},
             "runs": runs,
         }
         if len(runs) > 1:

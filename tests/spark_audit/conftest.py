@@ -5,11 +5,12 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_audit.session import build_session
+from spark_audit.session import Resources, build_session
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = build_session("local[2]", shuffle_partitions=2)
+    # the tests' inputs are small: the quick compiler alone, as the job chooses for little input (spark_audit/run_size.py)
+    session = build_session("local[2]", shuffle_partitions=2, resources=Resources(short_run=True))
     yield session
     session.stop()

@@ -1,0 +1,61 @@
+"""Runs over little input start their driver JVM with the quick compiler alone (spark_audit/run_size.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark_audit import cli, run_size
+from spark_audit.session import QUICK_COMPILER_ONLY, Resources
+
+
+def _sized(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        f.truncate(size)  # sparse: the size counts, not the disk
+
+
+def test_the_input_files_decide(tmp_path: Path) -> None:
+    audit = tmp_path / "audit"
+    _sized(audit / "a.jsonl", run_size.SHORT_RUN_BYTES // 2)
+    _sized(audit / "ignored.txt", 10 * run_size.SHORT_RUN_BYTES)  # the job reads *.jsonl only
+    assert run_size.is_short(str(audit), str(tmp_path / "out"), incremental=False)
+    _sized(audit / "b.jsonl", run_size.SHORT_RUN_BYTES)
+    assert not run_size.is_short(str(audit), str(tmp_path / "out"), incremental=False)
+
+
+def test_an_incremental_run_counts_the_store_its_reports_read(tmp_path: Path) -> None:
+    audit, out = tmp_path / "audit", tmp_path / "out"
+    _sized(audit / "new-day.jsonl", 1024)
+    store = out / "records" / "date=2026-11-21" / "part-0.parquet"
+    _sized(store, run_size.SHORT_RUN_BYTES // run_size.PARQUET_TO_JSON + 1)
+    assert run_size.is_short(str(audit), str(out), incremental=False)  # a batch run rewrites the store from its input
+    assert not run_size.is_short(str(audit), str(out), incremental=True)
+
+
+def test_unknown_sizes_are_not_short(tmp_path: Path) -> None:
+    assert not run_size.is_short(None, str(tmp_path), incremental=False)  # a Kafka topic
+    assert not run_size.is_short("hdfs://namenode/audit", str(tmp_path), incremental=False)
+
+
+def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    chosen: list[Resources] = []
+
+    class Stop(Exception):
+        pass
+
+    def build_session(*_: object, resources: Resources, **__: object) -> None:
+        chosen.append(resources)
+        raise Stop
+
+    monkeypatch.setattr(cli, "build_session", build_session)
+    audit = tmp_path / "audit"
+    _sized(audit / "a.jsonl", 1000)
+    for size in (1000, 2 * run_size.SHORT_RUN_BYTES):
+        _sized(audit / "a.jsonl", size)
+        with pytest.raises(Stop):
+            cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]"])
+    assert [resources.short_run for resources in chosen] == [True, False]
+    assert [QUICK_COMPILER_ONLY in resources.conf()["spark.driver.extraJavaOptions"] for resources in chosen] == [True, False]
+    assert not any(resources.create_class_archive for resources in chosen)  # only make_class_archive writes one
