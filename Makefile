@@ -55,7 +55,7 @@ test: $(STAMP) tools lint typecheck layers image-when-possible class-archive
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
 # generated lines (about 90 s), then mapped by every Spark session the package starts. Never fails the build.
 class-archive: $(STAMP)
-	@$(PY) -m spark_audit.make_class_archive --exists >/dev/null || { sample=$$(mktemp -d) && $(PY) bench/audit/generate.py "$$sample" --records 20000 >/dev/null && $(PY) -m spark_audit.make_class_archive --input "$$sample"; rm -rf "$$sample"; } || echo "no class archive: Spark sessions start without one"
+	@$(PY) -m spark_audit.make_class_archive --exists >/dev/null || { sample=$$(mktemp -d) && $(PY) bench/audit/generate.py "$$sample" --records 20000 >/dev/null && $(PY) -m spark_audit.make_class_archive --input "$$sample"; made=$$?; rm -rf "$$sample"; [ $$made = 0 ]; } || echo "no class archive: Spark sessions start without one"
 
 # Only the offline checks of deploy/ (container, Kubernetes, Prometheus, Grafana, systemd files); part of `make test`.
 deploy-check: $(STAMP) tools
