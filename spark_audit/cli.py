@@ -228,8 +228,11 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     )
     spark = None
     succeeded = False
+    archive = None
     try:
         spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions, resources=resources)
+        if resources.create_class_archive:
+            archive = class_archive.writing(spark)
         for path in args.py_file:
             spark.sparkContext.addPyFile(path)
             if path.endswith(".py"):
@@ -248,7 +251,8 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     finally:
         if spark is not None and owns_session:
             _stop(spark)
-            class_archive.finish(spark, succeeded=succeeded)
+            if archive is not None:
+                class_archive.finish(spark, archive, succeeded=succeeded)
     return 0
 
 

@@ -30,15 +30,27 @@ SAMPLE_BYTES = 16 * 1024 * 1024
 
 
 def _sample(source: Path, into: Path) -> int:
+    """Link (or copy) the first audit files of ``source`` into ``into``, at most SAMPLE_BYTES: a file that
+    would go past it contributes its first whole lines up to it."""
     taken = 0
     for path in sorted(source.glob("*.jsonl")):
-        if taken >= SAMPLE_BYTES:
+        room = SAMPLE_BYTES - taken
+        if room <= 0:
             break
-        try:
-            os.link(path, into / path.name)
-        except OSError:
-            shutil.copyfile(path, into / path.name)
-        taken += path.stat().st_size
+        size = path.stat().st_size
+        if size <= room:
+            try:
+                os.link(path, into / path.name)
+            except OSError:
+                shutil.copyfile(path, into / path.name)
+            taken += size
+            continue
+        with path.open("rb") as whole:
+            head = whole.read(room)
+        head = head[: head.rfind(b"\n") + 1]
+        (into / path.name).write_bytes(head)
+        taken += len(head)
+        break
     return taken
 
 

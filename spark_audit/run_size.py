@@ -1,7 +1,7 @@
 """How much a run will read, for choosing the driver JVM's compilers before it starts.
 
 A JVM compiles hot code twice, quickly (C1) and then well (C2). On two cores the second compiler
-competes with the job for a core: a job over 20,000 lines spends 0.79 x its time with C1 alone,
+competes with the job for a core: a job over 20,000 lines spends 0.85 x its time with C1 alone,
 a job over 1M records 1.19 x (docs/performance.md). So runs over little input use C1 alone.
 """
 

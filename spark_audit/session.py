@@ -49,7 +49,7 @@ class Resources:
     #: little input (spark_audit/run_size.py): the driver JVM compiles with C1 alone
     short_run: bool = False
     #: the driver JVM writes a class archive as it exits where there is none (spark_audit/class_archive.py);
-    #: only for a caller that then stops it with class_archive.publish
+    #: only for a caller that then ends the JVM with class_archive.finish (spark_audit/make_class_archive.py)
     create_class_archive: bool = False
 
     def conf(self) -> dict[str, str]:

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import measure  # noqa: E402
 
+from spark_audit import run_size  # noqa: E402
 from spark_audit.read import parse, read_files  # noqa: E402
-from spark_audit.session import build_session  # noqa: E402
+from spark_audit.session import Resources, build_session  # noqa: E402
 
 
 def main() -> None:
@@ -39,7 +40,9 @@ def main() -> None:
     parser.add_argument("--output", required=True, help="where the parquet floor writes")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    spark = build_session(args.master)
+    # the compilers the job chooses for the same input (spark_audit/run_size.py), so that the two compare like with like
+    short = run_size.is_short(args.input, args.output, incremental=False)
+    spark = build_session(args.master, resources=Resources(short_run=short))
     seconds = {"session": time.monotonic() - STARTED}
     cpu = {"session": _cpu()}
     try:
