@@ -29,6 +29,11 @@ PROG = "spark_audit.make_class_archive"
 SAMPLE_BYTES = 16 * 1024 * 1024
 
 
+def archive_for(master: str) -> Path | None:
+    """The archive a session on ``master`` maps: the driver's class path is the local file system's jar in local mode."""
+    return class_archive.archive_path(local_file_system_conf(master).get(CLASS_PATH, ""))
+
+
 def _sample(source: Path, into: Path) -> int:
     """Link (or copy) the first audit files of ``source`` into ``into``, at most SAMPLE_BYTES: a file that
     would go past it contributes its first whole lines up to it."""
@@ -61,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--exists", action="store_true", help="only say whether there is an archive (exit 0: its path)")
     parser.add_argument("--master", default="local[2]", metavar="URL", help="Spark master of the run (default: local[2])")
     args = parser.parse_args(argv)
-    archive = class_archive.archive_path(local_file_system_conf(args.master).get(CLASS_PATH, ""))
+    archive = archive_for(args.master)
     if archive is None:
         if args.exists:
             return 1

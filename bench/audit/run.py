@@ -52,6 +52,7 @@ import generate  # noqa: E402
 import measure  # noqa: E402
 
 from spark_audit.local_fs import CLASS_PATH, JAR_ENV, KEEP_HADOOPS, local_file_system_conf  # noqa: E402
+from spark_audit.make_class_archive import archive_for  # noqa: E402
 
 TIMEOUT = 6 * 3600.0
 #: lines of the sample the class archive is made from (spark_audit/make_class_archive.py)
@@ -256,6 +257,9 @@ def _incremental(records: int, workdir: Path, source: Path, args: argparse.Names
 def _class_archive(workdir: Path, args: argparse.Namespace) -> str | None:
     """The driver JVM's class archive, made (untimed) from a small sample where there is none: every timed
     process, job and floors alike, then starts as a user's job starts after `make test` or make_class_archive."""
+    existing = archive_for(args.master)
+    if existing is not None and existing.is_file():
+        return str(existing)
     sample = workdir / "class-archive-sample"
     if not (sample / "_generated.json").exists():
         generate.write(sample, CLASS_ARCHIVE_SAMPLE, seed=args.seed)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_audit import class_archive
-from spark_audit.local_fs import CLASS_PATH, local_file_system_conf
+from spark_audit.make_class_archive import archive_for
 from tests.spark_audit.harness import REPO_ROOT
 
 # A fresh driver JVM started as the job starts its own; prints its class path, then the lines of its memory map naming the archive.
@@ -51,7 +51,7 @@ def _python(script: str, *args: str, env: dict[str, str] | None = None) -> subpr
 
 
 def _made_archive() -> Path:
-    path = class_archive.archive_path(local_file_system_conf("local[2]").get(CLASS_PATH, ""))
+    path = archive_for("local[2]")
     if path is None or not path.is_file():
         reason = f"no class archive at {path}: `make test` makes one (make class-archive)"
         if os.environ.get("CI") == "true":
