@@ -16,6 +16,7 @@ by that lookup, and its quarantine directory (``batch=<n>``) is rewritten.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import date
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -23,6 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
+from spark_audit import table_state
 from spark_audit.layout import Layout
 from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse
 from spark_audit.schema import RECORD_SCHEMA
@@ -136,6 +138,22 @@ def _move_files(spark: SparkSession, source: str, target: str) -> None:
                     raise OSError(f"could not move {part.getPath()} into {into}")
 
 
+def _partition_dates(spark: SparkSession, source: str) -> set[date]:
+    """The dates of the ``date=<d>/`` partitions under ``source`` that hold a file."""
+    path, fs = _file_system(spark, source)
+    root = path(source)
+    if not fs.exists(root):
+        return set()
+    dates = set()
+    for partition in fs.listStatus(root):
+        name = partition.getPath().getName()
+        if partition.isDirectory() and name.startswith("date="):
+            files = fs.listStatus(partition.getPath())
+            if any(part.isFile() and not part.getPath().getName().startswith((".", "_")) for part in files):
+                dates.add(date.fromisoformat(name.removeprefix("date=")))
+    return dates
+
+
 def _nonblank(lines: DataFrame) -> DataFrame:
     return lines.filter(F.trim("value") != "")
 
@@ -227,6 +245,11 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
         once.write.mode("overwrite").partitionBy("date").parquet(layout.work("repeated"))
         kept += spark.read.schema(STORE_SCHEMA).parquet(layout.work("repeated")).count()
     if incremental:
+        # before the store changes: the kept tables (spark_audit/tables.py) must follow it on these dates
+        moving = _partition_dates(spark, f"{work}/{KIND}={RECORD}")
+        if counts.get(REPEATED):
+            moving |= _partition_dates(spark, layout.work("repeated"))
+        table_state.add_pending(layout.table_state, moving)
         _move_files(spark, f"{work}/{KIND}={RECORD}", layout.records)
     else:
         _move(spark, f"{work}/{KIND}={RECORD}", layout.records)
@@ -246,6 +269,7 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
 def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout) -> IngestStats:
     """Rebuild the store and the quarantine from all the lines (:func:`_single_write`)."""
     stats = IngestStats("batch", batches=1)
+    table_state.invalidate(layout.table_state)
     stats.origins = _origins(spark, lines)
     _single_write(spark, lines, layout, stats, incremental=False, quarantine=layout.quarantine)
     return stats

@@ -46,6 +46,15 @@ class Layout:
         """Intermediate Parquet the job reads back instead of caching (replaced by each run)."""
         return self._join("_work", name)
 
+    def table(self, name: str) -> str:
+        """A table the reports read, kept between runs (spark_audit/tables.py), partitioned by ``date``."""
+        return self._join("_tables", name)
+
+    @property
+    def table_state(self) -> str:
+        """The dates of the kept tables that no longer follow the store (spark_audit/table_state.py)."""
+        return self._join("_tables", "state.json")
+
     @property
     def default_checkpoint(self) -> str:
         return self._join("_checkpoint")

@@ -5,23 +5,26 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_audit import collect, reports
+from spark_audit import collect, reports, table_state, tables
 from spark_audit.html_report import ReportData, render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
 from spark_audit.session import build_session
+from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
-from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows
+from spark_audit.view import flatten
 from spark_audit.whatif import replay
+
+SECONDS_PER_DAY = 86400
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
 BY_DATE = frozenset({"who_did_what", "bursts", "sensitive_changes", "first_seen_pairs", "intents_without_outcome"})
@@ -71,10 +74,11 @@ class Window:
 
 @dataclass(frozen=True)
 class Sources:
-    """What the reports read: the flat view of the store, and small tables written once from it.
+    """What the reports read: the flat view of the store, and small tables written from it.
 
     Nothing is cached, so memory does not grow with the store: ``flat`` is a projection of the
-    store (each report reads only the columns it needs), and the tables are Parquet under ``_work/``.
+    store (each report reads only the columns it needs), the request and alarm tables are kept
+    between runs under ``_tables/`` (spark_audit/tables.py), and the identities are Parquet under ``_work/``.
     """
 
     #: every record, flattened on read
@@ -87,27 +91,23 @@ class Sources:
     #: the records that name a principal, counted per principal, listener, address and side of
     #: the baseline (:func:`spark_audit.reports.identities`): what the identity reports read
     identities: DataFrame
+    #: the dates whose request rows this run rewrote; None when it rewrote every date
+    rewritten: frozenset[date] | None
 
     @classmethod
-    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline) -> Sources:
+    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline, *, incremental: bool) -> Sources:
+        state = table_state.load(layout.table_state)
+        kept = tables.update(spark, store, layout, state.pending) if incremental and state.built else tables.build(spark, store, layout)
         flat = flatten(store)
-        reported = flat.select(*REPORT_COLUMNS)
-        request_rows(reported).write.mode("overwrite").parquet(layout.work("requests"))
-        requests = spark.read.parquet(layout.work("requests"))
-        alarming = F.col("isDenial") | F.col("isAuthFailure")
-        connections = reported.filter(F.col("isConnection") & alarming).withColumn(REQUEST_ROW, F.lit(False))
-        requests.filter(alarming).unionByName(connections).write.mode("overwrite").parquet(layout.work("alarms"))
         reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
-        return cls(flat, requests, spark.read.parquet(layout.work("alarms")), spark.read.parquet(layout.work("identities")))
+        return cls(flat, kept.requests, kept.alarms, spark.read.parquet(layout.work("identities")), kept.rewritten)
 
 
 def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
-    bucket = f"{options.bucket_seconds} seconds"
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
     requests, alarms = sources.requests, sources.alarms
     return {
         "requests": reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
-        "who_did_what": reports.who_did_what(requests, bucket=bucket, include_local=options.include_local),
         "denials": reports.denials(alarms),
         "denial_ranking": reports.denial_ranking(alarms),
         "bursts": reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
@@ -118,6 +118,30 @@ def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> 
         "intents_without_outcome": reports.intents_without_outcome(requests, before_us=grace_before),
         "latency": reports.latency(requests),
     }
+
+
+def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions, layout: Layout) -> DataFrame:
+    """The who-did-what report; where the kept partitions were computed with these options, only the dates
+    whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
+    bucket = f"{options.bucket_seconds} seconds"
+    path = layout.report("who_did_what")
+    rewritten = sources.rewritten
+    if (
+        rewritten is None
+        or table_state.load(layout.table_state).report_options != tables.date_partitioned_options(options)
+        or SECONDS_PER_DAY % options.bucket_seconds != 0
+        or not tables.exists(spark, path)
+    ):
+        return _write(spark, reports.who_did_what(sources.requests, bucket=bucket, include_local=options.include_local), path, by_date=True)
+    frame = reports.who_did_what(
+        sources.requests.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])),
+        bucket=bucket,
+        include_local=options.include_local,
+    )
+    staging = layout.work("who_did_what-update")
+    frame.write.mode("overwrite").partitionBy("date").parquet(staging)
+    tables.replace_partitions(spark, staging, path, rewritten)
+    return spark.read.schema(frame.schema).parquet(path)
 
 
 def _write(spark: SparkSession, frame: DataFrame, path: str, *, by_date: bool) -> DataFrame:
@@ -237,12 +261,12 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     store = read_store(spark, layout.records)
     window = Window.of(flatten(store), options.reports)
-    sources = Sources.write(spark, store, layout, window.baseline)
+    sources = Sources.write(spark, store, layout, window.baseline, incremental=stats.mode == "incremental")
     flat = sources.flat
-    written = {
-        name: _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
-        for name, frame in _report_frames(sources, options.reports, window).items()
-    }
+    written = {"who_did_what": _who_did_what(spark, sources, options.reports, layout)}
+    for name, frame in _report_frames(sources, options.reports, window).items():
+        written[name] = _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
+    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(options.reports)))
     whatif_summary: dict[str, Any] | None = None
     if options.whatif is not None:
         result = replay(spark, flat, options.whatif)

@@ -9,7 +9,9 @@ hand-written lines the generator does not make.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +20,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DateType, TimestampType
 
+from spark_audit import table_state
+from spark_audit.layout import REPORT_NAMES, Layout
 from spark_audit.options import JobOptions
-from spark_audit.pipeline import run
+from spark_audit.pipeline import ingest, run
 from tests.spark_audit.harness import bench_generator, edge_case_traffic
 from tests.spark_audit.oracle import Input, Oracle
 from tests.spark_audit.records import connection, request, write_jsonl
 
 pytestmark = pytest.mark.spark
 
+
+MIDNIGHT_EVE, MIDNIGHT_MORNING = "audit-998-20261121T230000Z-hand.jsonl", "audit-998-20261122T000000Z-hand.jsonl"
 
 
 def _hand_written(directory: Path) -> None:
@@ -61,6 +67,16 @@ def _hand_written(directory: Path) -> None:
     ]
     logins.append(connection(9110, "2026-11-22T20:01:54.000Z", "authentication-failed", principal="User:root", client="198.51.100.50"))
     write_jsonl(directory / "audit-999-hand.jsonl", [auth_failure, wrong_type, "   ", bad_time, no_stage, acl, acl, *logins])
+    # requests at midnight: an intent whose outcome is written the next day, and one with two intents and no outcome
+    write_jsonl(
+        directory / MIDNIGHT_EVE,
+        [
+            request(9201, "2026-11-21T23:59:59.900Z", "midnight", "intent"),
+            request(9202, "2026-11-21T23:59:30.000Z", "twice", "intent"),
+            request(9203, "2026-11-21T23:59:31.000Z", "twice", "intent"),
+        ],
+    )
+    write_jsonl(directory / MIDNIGHT_MORNING, [request(9204, "2026-11-22T00:00:00.100Z", "midnight", "outcome", status="SUCCESS")])
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +210,52 @@ def test_quarantine_keeps_each_bad_line_and_where_it_came_from(spark: SparkSessi
     out, oracle, _ = job
     got = Counter((Path(row["origin"]).name, row["value"]) for row in spark.read.json(str(out / "quarantine")).collect())
     assert got == Counter(oracle.input.quarantine)
+
+
+def _report(spark: SparkSession, out: Path, name: str) -> list[str]:
+    """Every row of a report, in a fixed order."""
+    frame = _plain(spark.read.parquet(str(out / "reports" / name)))
+    return sorted(repr(tuple(tuple(v) if isinstance(v, list) else v for v in row)) for row in frame.collect())
+
+
+def test_incremental_runs_report_what_the_full_run_reports(
+    spark: SparkSession, job: tuple[Path, Oracle, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The same input in two incremental runs: the first day, then the next day's files. The second run's
+    ingest ends as a run that dies before its reports would; the run after it finds nothing new and still
+    brings the kept tables and who-did-what up to date. Every report then holds what the full run over all
+    the input holds, row for row, including the request whose intent (the first day, rewritten only as the
+    day next to the new one) and outcome (the second day) straddle midnight."""
+    out, _, summary = job
+    source = out.parent / "audit"
+    audit, incremental = tmp_path / "audit", tmp_path / "out"
+    audit.mkdir()
+    files = sorted(source.glob("*.jsonl"))
+    first_day = [path for path in files if "-20261121T" in path.name]
+    assert source / MIDNIGHT_EVE in first_day and source / MIDNIGHT_MORNING not in first_day
+    for path in first_day:
+        shutil.copy(path, audit / path.name)
+    options = JobOptions(input=str(audit), incremental=True, html=False, print_report=False)
+    layout = Layout(str(incremental))
+
+    first = run(None, str(incremental), spark=spark, options=options)
+
+    assert first["intents_without_outcome"] >= 2  # the intent before midnight waits for its outcome
+    for path in files:
+        if not (audit / path.name).exists():
+            shutil.copy(path, audit / path.name)
+    stats = ingest(spark, options, layout)
+    assert stats.stored > 0
+    assert table_state.load(layout.table_state).pending == {date(2026, 11, 22)}
+
+    resumed = run(None, str(incremental), spark=spark, options=options)
+
+    assert resumed["run"]["batches"] == 0
+    assert table_state.load(layout.table_state).pending == frozenset()
+    for name in REPORT_NAMES:
+        assert _report(spark, incremental, name) == _report(spark, out, name), name
+    counted = [
+        *("records", "malformed", "requests", "denials", "authentication_failures", "sensitive_changes", "bursts"),
+        *("first_seen_pairs", "unusual_listeners", "impersonation_pairs", "intents_without_outcome"),
+    ]
+    assert {key: resumed[key] for key in counted} == {key: summary[key] for key in counted}

@@ -1,0 +1,163 @@
+"""The request and alarm tables the reports read, kept between runs and partitioned by date.
+
+``requests`` holds each request's row (:func:`spark_audit.view.request_rows`); ``alarms`` the
+request rows and connection events that are a denial or an authentication failure. A batch run
+writes both from the whole store. An incremental run rewrites only the dates its new records
+carry (``spark_audit/table_state.py`` keeps them until the tables follow the store), and patches
+the day before and after each of them: a request whose intent and outcome straddle midnight
+has its row on one side and records on both.
+
+A request's records are taken to lie within :data:`PAIRING_HORIZON` of one another: the proxy
+writes an outcome within ``controller.forward.timeout.ms`` of its intent (two minutes by
+default), far less than an hour. So the requests a new record belongs to are found among the
+stored records of its date and the hour on either side of it, not in the whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from spark_audit.ingest import empty_frame
+from spark_audit.layout import Layout
+from spark_audit.options import ReportOptions
+from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows
+
+PAIRING_HORIZON = timedelta(hours=1)
+REQUESTS, ALARMS = "requests", "alarms"
+DAY = timedelta(days=1)
+
+
+def _alarming() -> Column:
+    return F.col("isDenial") | F.col("isAuthFailure")
+
+
+def _connection_alarms(reported: DataFrame) -> DataFrame:
+    return reported.filter(F.col("isConnection") & _alarming()).withColumn(REQUEST_ROW, F.lit(False))
+
+
+def read_table(spark: SparkSession, schema: StructType, path: str) -> DataFrame:
+    """A date-partitioned table, or an empty frame of ``schema`` where nothing was written yet."""
+    try:
+        return spark.read.schema(schema).parquet(path)
+    except AnalysisException:
+        return empty_frame(spark, schema)
+
+
+def _is_in(column: str, dates: Iterable[date]) -> Column:
+    return F.col(column).isin(*[F.lit(d) for d in sorted(dates)])
+
+
+def _file_system(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path
+    return hadoop_path, hadoop_path(path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def exists(spark: SparkSession, path: str) -> bool:
+    hadoop_path, fs = _file_system(spark, path)
+    return bool(fs.exists(hadoop_path(path)))
+
+
+def replace_partitions(spark: SparkSession, staging: str, target: str, dates: Iterable[date]) -> None:
+    """Each ``date=<d>`` of ``target`` replaced by that of ``staging``, or removed where ``staging`` has none."""
+    path, fs = _file_system(spark, target)
+    fs.mkdirs(path(target))
+    for day in sorted(dates):
+        name = f"date={day.isoformat()}"
+        source, into = path(f"{staging}/{name}"), path(f"{target}/{name}")
+        fs.delete(into, True)
+        if fs.exists(source) and not fs.rename(source, into):
+            raise OSError(f"could not move {source} to {into}")
+
+
+@dataclass(frozen=True)
+class Tables:
+    requests: DataFrame
+    alarms: DataFrame
+    #: the dates whose request rows this run rewrote; None when it wrote the tables whole
+    rewritten: frozenset[date] | None
+
+
+def _schema(store: DataFrame) -> StructType:
+    return request_rows(flatten(store).select(*REPORT_COLUMNS)).schema
+
+
+def build(spark: SparkSession, store: DataFrame, layout: Layout) -> Tables:
+    """Both tables from the whole store."""
+    reported = flatten(store).select(*REPORT_COLUMNS)
+    rows = request_rows(reported)
+    rows.write.mode("overwrite").partitionBy("date").parquet(layout.table(REQUESTS))
+    requests = read_table(spark, rows.schema, layout.table(REQUESTS))
+    alarms = requests.filter(_alarming()).unionByName(_connection_alarms(reported))
+    alarms.write.mode("overwrite").partitionBy("date").parquet(layout.table(ALARMS))
+    return Tables(requests, read_table(spark, rows.schema, layout.table(ALARMS)), None)
+
+
+def _near(days: Iterable[date]) -> Column:
+    """Records within the pairing horizon of one of ``days`` (the days themselves included)."""
+    ranges = []
+    for day in days:
+        start = datetime.combine(day, time(), tzinfo=UTC)
+        ranges.append((F.col("time") >= F.lit(start - PAIRING_HORIZON)) & (F.col("time") < F.lit(start + DAY + PAIRING_HORIZON)))
+    near = ranges[0]
+    for each in ranges[1:]:
+        near = near | each
+    return near
+
+
+def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozenset[date]) -> Tables:
+    """The tables brought up to date after new records of ``dates`` joined the store.
+
+    1. The stored records of ``dates`` and of the hour on either side of them are flattened, and the
+       requests with a record on one of ``dates`` picked (``_work/touched-requests``).
+    2. Their rows are computed from those records: all of a request's records are among them.
+    3. The tables' partitions of ``dates`` get those rows; in the partitions of the days next to them
+       the rows of those requests are replaced, the rest is kept.
+    4. Alarms: the alarming rows of the rewritten partitions, with the connection events of
+       ``dates`` from the store and those of the next days from the table as they were.
+    """
+    schema = _schema(store)
+    if not dates:
+        return Tables(read_table(spark, schema, layout.table(REQUESTS)), read_table(spark, schema, layout.table(ALARMS)), frozenset())
+    neighbours = frozenset(d + step for d in dates for step in (-DAY, DAY)) - dates
+    rewritten = dates | neighbours
+    scoped = flatten(store.filter(_is_in("date", rewritten)).filter(_near(dates))).select(*REPORT_COLUMNS)
+    touched_path = layout.work("touched-requests")
+    scoped.filter(_is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct().write.mode("overwrite").parquet(
+        touched_path
+    )
+    touched = spark.read.parquet(touched_path)
+    rows = request_rows(scoped.join(touched, "requestId", "left_semi"))
+    old = read_table(spark, schema, layout.table(REQUESTS))
+    kept = old.filter(_is_in("date", neighbours)).join(touched, "requestId", "left_anti")
+    staged_requests = layout.work("requests-update")
+    rows.filter(_is_in("date", rewritten)).unionByName(kept).write.mode("overwrite").partitionBy("date").parquet(staged_requests)
+    new_requests = read_table(spark, schema, staged_requests)
+    old_alarms = read_table(spark, schema, layout.table(ALARMS))
+    kept_connections = old_alarms.filter(_is_in("date", neighbours) & ~F.col(REQUEST_ROW))
+    staged_alarms = layout.work("alarms-update")
+    (
+        new_requests.filter(_alarming())
+        .unionByName(_connection_alarms(scoped.filter(_is_in("date", dates))))
+        .unionByName(kept_connections)
+        .write.mode("overwrite")
+        .partitionBy("date")
+        .parquet(staged_alarms)
+    )
+    replace_partitions(spark, staged_requests, layout.table(REQUESTS), rewritten)
+    replace_partitions(spark, staged_alarms, layout.table(ALARMS), rewritten)
+    return Tables(read_table(spark, schema, layout.table(REQUESTS)), read_table(spark, schema, layout.table(ALARMS)), rewritten)
+
+
+def date_partitioned_options(options: ReportOptions) -> dict[str, int | bool]:
+    """The report options a date-partitioned report's kept partitions depend on."""
+    return {"bucketSeconds": options.bucket_seconds, "includeLocal": options.include_local}
