@@ -138,6 +138,8 @@ def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions,
         bucket=bucket,
         include_local=options.include_local,
     )
+    if not rewritten:
+        return spark.read.schema(frame.schema).parquet(path)
     staging = layout.work("who_did_what-update")
     frame.write.mode("overwrite").partitionBy("date").parquet(staging)
     tables.replace_partitions(spark, staging, path, rewritten)
