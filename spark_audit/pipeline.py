@@ -97,7 +97,8 @@ class Sources:
     @classmethod
     def write(cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline, *, incremental: bool) -> Sources:
         state = table_state.load(layout.table_state)
-        kept = tables.update(spark, store, layout, state.pending) if incremental and state.built else tables.build(spark, store, layout)
+        follows = incremental and state.built and tables.kept(spark, layout)
+        kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
         reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
         return cls(flat, kept.requests, kept.alarms, spark.read.parquet(layout.work("identities")), kept.rewritten)

@@ -67,6 +67,11 @@ def exists(spark: SparkSession, path: str) -> bool:
     return bool(fs.exists(hadoop_path(path)))
 
 
+def kept(spark: SparkSession, layout: Layout) -> bool:
+    """Both tables are there to be updated (an operator may have removed them: then they are rebuilt)."""
+    return exists(spark, layout.table(REQUESTS)) and exists(spark, layout.table(ALARMS))
+
+
 def replace_partitions(spark: SparkSession, staging: str, target: str, dates: Iterable[date]) -> None:
     """Each ``date=<d>`` of ``target`` replaced by that of ``staging``, or removed where ``staging`` has none."""
     path, fs = _file_system(spark, target)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -93,9 +94,13 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
 
     assert (blank["run"]["batches"], blank["run"]["lines"], blank["run"]["stored"], blank["records"]) == (1, 0, 0, len(RECORDS))
 
+    # an operator removed a kept table: the next run rebuilds it from the store
+    shutil.rmtree(out / "_tables" / "requests")
+
     third = run(None, str(out), spark=spark, options=options)
 
     assert (third["run"]["batches"], third["run"]["stored"], third["records"]) == (0, 0, len(RECORDS))
+    assert third["requests"] == blank["requests"] > 0
     assert json.loads((out / "summary.json").read_text())["run"]["batches"] == 0
 
 
