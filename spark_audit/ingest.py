@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
-from spark_audit import table_state
+from spark_audit import hadoop_fs, table_state
 from spark_audit.layout import Layout
 from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse
 from spark_audit.schema import RECORD_SCHEMA
@@ -85,27 +85,6 @@ KIND = "kind"
 RECORD, REPEATED, QUARANTINED = "record", "repeated", "quarantined"
 
 
-def _file_system(spark: SparkSession, source: str) -> tuple[Any, Any]:
-    """Hadoop's ``Path`` class and the file system (local, HDFS...) that holds ``source``."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path
-    return path, path(source).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def _move(spark: SparkSession, source: str, target: str) -> bool:
-    """Replace ``target`` by the directory ``source``; False when ``source`` is absent."""
-    path, fs = _file_system(spark, source)
-    src, dst = path(source), path(target)
-    fs.delete(dst, True)
-    if not fs.exists(src):
-        return False
-    fs.mkdirs(dst.getParent())
-    if not fs.rename(src, dst):
-        raise OSError(f"could not move {source} to {target}")
-    return True
-
-
 def _origin_source() -> Column:
     """The file, or the Kafka partition, a line came from (a Kafka origin is ``kafka:<topic>/<partition>@<offset>``)."""
     return F.regexp_replace("origin", r"@\d+$", "")
@@ -122,36 +101,18 @@ def _origins(spark: SparkSession, lines: DataFrame) -> int:
 
 def _move_files(spark: SparkSession, source: str, target: str) -> None:
     """Move every ``date=<d>/`` file under ``source`` into the same partition of ``target`` (an append by renames)."""
-    path, fs = _file_system(spark, source)
-    root = path(source)
-    if not fs.exists(root):
-        return
-    for partition in fs.listStatus(root):
-        name = partition.getPath().getName()
-        if not (partition.isDirectory() and name.startswith("date=")):
-            continue
-        into = path(f"{target}/{name}")
+    path, fs = hadoop_fs.file_system(spark, source)
+    for day, files in hadoop_fs.date_partitions(spark, source):
+        into = path(f"{target}/date={day.isoformat()}")
         fs.mkdirs(into)
-        for part in fs.listStatus(partition.getPath()):
-            if part.isFile() and not part.getPath().getName().startswith((".", "_")):
-                if not fs.rename(part.getPath(), path(into, part.getPath().getName())):
-                    raise OSError(f"could not move {part.getPath()} into {into}")
+        for part in files:
+            if not fs.rename(part.getPath(), path(into, part.getPath().getName())):
+                raise OSError(f"could not move {part.getPath()} into {into}")
 
 
 def _partition_dates(spark: SparkSession, source: str) -> set[date]:
     """The dates of the ``date=<d>/`` partitions under ``source`` that hold a file."""
-    path, fs = _file_system(spark, source)
-    root = path(source)
-    if not fs.exists(root):
-        return set()
-    dates = set()
-    for partition in fs.listStatus(root):
-        name = partition.getPath().getName()
-        if partition.isDirectory() and name.startswith("date="):
-            files = fs.listStatus(partition.getPath())
-            if any(part.isFile() and not part.getPath().getName().startswith((".", "_")) for part in files):
-                dates.add(date.fromisoformat(name.removeprefix("date=")))
-    return dates
+    return {day for day, files in hadoop_fs.date_partitions(spark, source) if files}
 
 
 def _nonblank(lines: DataFrame) -> DataFrame:
@@ -252,7 +213,7 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
         table_state.add_pending(layout.table_state, moving)
         _move_files(spark, f"{work}/{KIND}={RECORD}", layout.records)
     else:
-        _move(spark, f"{work}/{KIND}={RECORD}", layout.records)
+        hadoop_fs.move(spark, f"{work}/{KIND}={RECORD}", layout.records)
     if counts.get(REPEATED):
         _move_files(spark, layout.work("repeated"), layout.records)
     if counts.get(QUARANTINED):

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_audit import collect, reports, table_state, tables
+from spark_audit import collect, hadoop_fs, reports, table_state, tables
 from spark_audit.html_report import ReportData, render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
@@ -23,8 +23,6 @@ from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
 from spark_audit.view import flatten
 from spark_audit.whatif import replay
-
-SECONDS_PER_DAY = 86400
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
 BY_DATE = frozenset({"who_did_what", "bursts", "sensitive_changes", "first_seen_pairs", "intents_without_outcome"})
@@ -95,8 +93,9 @@ class Sources:
     rewritten: frozenset[date] | None
 
     @classmethod
-    def write(cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline, *, incremental: bool) -> Sources:
-        state = table_state.load(layout.table_state)
+    def write(
+        cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline, state: TableState, *, incremental: bool
+    ) -> Sources:
         follows = incremental and state.built and tables.kept(spark, layout)
         kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
@@ -121,7 +120,7 @@ def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> 
     }
 
 
-def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions, layout: Layout) -> DataFrame:
+def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions, layout: Layout, state: TableState) -> DataFrame:
     """The who-did-what report; where the kept partitions were computed with these options, only the dates
     whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
     bucket = f"{options.bucket_seconds} seconds"
@@ -129,9 +128,9 @@ def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions,
     rewritten = sources.rewritten
     if (
         rewritten is None
-        or table_state.load(layout.table_state).report_options != tables.date_partitioned_options(options)
-        or SECONDS_PER_DAY % options.bucket_seconds != 0
-        or not tables.exists(spark, path)
+        or state.report_options != tables.date_partitioned_options(options)
+        or tables.DAY.total_seconds() % options.bucket_seconds != 0
+        or not hadoop_fs.exists(spark, path)
     ):
         return _write(spark, reports.who_did_what(sources.requests, bucket=bucket, include_local=options.include_local), path, by_date=True)
     frame = reports.who_did_what(
@@ -264,9 +263,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     store = read_store(spark, layout.records)
     window = Window.of(flatten(store), options.reports)
-    sources = Sources.write(spark, store, layout, window.baseline, incremental=stats.mode == "incremental")
+    state = table_state.load(layout.table_state)
+    sources = Sources.write(spark, store, layout, window.baseline, state, incremental=stats.mode == "incremental")
     flat = sources.flat
-    written = {"who_did_what": _who_did_what(spark, sources, options.reports, layout)}
+    written = {"who_did_what": _who_did_what(spark, sources, options.reports, layout, state)}
     for name, frame in _report_frames(sources, options.reports, window).items():
         written[name] = _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
     table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(options.reports)))

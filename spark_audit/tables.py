@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from spark_audit import hadoop_fs
 from spark_audit.ingest import empty_frame
 from spark_audit.layout import Layout
 from spark_audit.options import ReportOptions
@@ -55,33 +55,16 @@ def _is_in(column: str, dates: Iterable[date]) -> Column:
     return F.col(column).isin(*[F.lit(d) for d in sorted(dates)])
 
 
-def _file_system(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path
-    return hadoop_path, hadoop_path(path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def exists(spark: SparkSession, path: str) -> bool:
-    hadoop_path, fs = _file_system(spark, path)
-    return bool(fs.exists(hadoop_path(path)))
-
-
 def kept(spark: SparkSession, layout: Layout) -> bool:
     """Both tables are there to be updated (an operator may have removed them: then they are rebuilt)."""
-    return exists(spark, layout.table(REQUESTS)) and exists(spark, layout.table(ALARMS))
+    return hadoop_fs.exists(spark, layout.table(REQUESTS)) and hadoop_fs.exists(spark, layout.table(ALARMS))
 
 
 def replace_partitions(spark: SparkSession, staging: str, target: str, dates: Iterable[date]) -> None:
     """Each ``date=<d>`` of ``target`` replaced by that of ``staging``, or removed where ``staging`` has none."""
-    path, fs = _file_system(spark, target)
-    fs.mkdirs(path(target))
     for day in sorted(dates):
         name = f"date={day.isoformat()}"
-        source, into = path(f"{staging}/{name}"), path(f"{target}/{name}")
-        fs.delete(into, True)
-        if fs.exists(source) and not fs.rename(source, into):
-            raise OSError(f"could not move {source} to {into}")
+        hadoop_fs.move(spark, f"{staging}/{name}", f"{target}/{name}")
 
 
 @dataclass(frozen=True)
@@ -145,7 +128,7 @@ def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozens
     old = read_table(spark, schema, layout.table(REQUESTS))
     kept = old.filter(_is_in("date", neighbours)).join(touched, "requestId", "left_anti")
     staged_requests = layout.work("requests-update")
-    rows.filter(_is_in("date", rewritten)).unionByName(kept).write.mode("overwrite").partitionBy("date").parquet(staged_requests)
+    rows.unionByName(kept).write.mode("overwrite").partitionBy("date").parquet(staged_requests)
     new_requests = read_table(spark, schema, staged_requests)
     old_alarms = read_table(spark, schema, layout.table(ALARMS))
     kept_connections = old_alarms.filter(_is_in("date", neighbours) & ~F.col(REQUEST_ROW))
