@@ -1,8 +1,11 @@
-"""How much a run will read, for choosing the driver JVM's compilers before it starts.
+"""How much a run will parse and read, for choosing the driver JVM's compilers before it starts.
 
 A JVM compiles hot code twice, quickly (C1) and then well (C2). On two cores the second compiler
-competes with the job for a core: a job over 20,000 lines spends 0.85 x its time with C1 alone,
-a job over 1M records 1.19 x (docs/performance.md). So runs over little input use C1 alone.
+competes with the job for a core. C2 pays back in the JSON parse of a large input (a 1M-record
+batch job, about 1 GB of JSON, takes 1.2 x its time with C1 alone), not in the reports, which read
+small tables: a batch job over 300,000 lines (318 MB) takes 0.92 x its time with C1 alone, and an
+incremental rerun that parses one more day (350 MB) over a store of 1M records 0.94 x
+(docs/performance.md). So a run that parses little JSON uses C1 alone.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from pathlib import Path
 
 from spark_audit.layout import Layout
 
-#: at most this much JSON to read makes a short run (the two compilers break even near 300 MB)
-SHORT_RUN_BYTES = 128 * 1024 * 1024
+#: at most this much JSON to parse makes a short run (the two compilers break even near 500 MB)
+SHORT_RUN_BYTES = 384 * 1024 * 1024
+#: ... as long as an incremental run's reports read a store no larger than this much JSON held
+#: (about 1.5M records): measured up to 1M records, beyond that both compilers as before
+SHORT_RUN_STORE_BYTES = 1536 * 1024 * 1024
 #: the store's Parquet holds about a tenth of the JSON lines it came from
 PARQUET_TO_JSON = 10
 
@@ -22,20 +28,32 @@ def _files_bytes(directory: str, pattern: str) -> int:
     return sum(path.stat().st_size for path in Path(directory).glob(pattern) if path.is_file())
 
 
+def stored_json_bytes(output: str) -> int:
+    """The JSON the store holds, estimated from its Parquet (0 when there is no store)."""
+    records = Layout(output).records
+    return PARQUET_TO_JSON * _files_bytes(records, "**/*.parquet") if os.path.isdir(records) else 0
+
+
 def json_bytes(input_dir: str | None, output: str, *, incremental: bool) -> int | None:
-    """The JSON a run reads, or its equivalent in stored records; None when it cannot be told (Kafka, a remote file system)."""
+    """The JSON a run parses, or None when it cannot be told (Kafka, a remote file system).
+
+    A batch run parses all of its input; an incremental run what the store does not hold yet,
+    estimated as the input less the store's JSON.
+    """
     if input_dir is None or "://" in input_dir or "://" in output:
         return None
     try:
         total = _files_bytes(input_dir, "*.jsonl")
-        if incremental and os.path.isdir(Layout(output).records):
-            # the reports read the whole store, whose input files may be gone by now
-            total = max(total, PARQUET_TO_JSON * _files_bytes(Layout(output).records, "**/*.parquet"))
+        return max(0, total - stored_json_bytes(output)) if incremental else total
     except OSError:
         return None
-    return total
 
 
 def is_short(input_dir: str | None, output: str, *, incremental: bool) -> bool:
     size = json_bytes(input_dir, output, incremental=incremental)
-    return size is not None and size <= SHORT_RUN_BYTES
+    if size is None or size > SHORT_RUN_BYTES:
+        return False
+    try:
+        return not incremental or stored_json_bytes(output) <= SHORT_RUN_STORE_BYTES
+    except OSError:
+        return False

@@ -1,4 +1,4 @@
-"""Runs over little input start their driver JVM with the quick compiler alone (spark_audit/run_size.py)."""
+"""Runs that parse little input start their driver JVM with the quick compiler alone (spark_audit/run_size.py)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,31 @@ def test_the_input_files_decide(tmp_path: Path) -> None:
     assert not run_size.is_short(str(audit), str(tmp_path / "out"), incremental=False)
 
 
-def test_an_incremental_run_counts_the_store_its_reports_read(tmp_path: Path) -> None:
+def _store(out: Path, json_bytes: int) -> None:
+    _sized(out / "records" / "date=2026-11-21" / "part-0.parquet", json_bytes // run_size.PARQUET_TO_JSON)
+
+
+def test_an_incremental_run_counts_what_the_store_does_not_hold_yet(tmp_path: Path) -> None:
+    audit, out = tmp_path / "audit", tmp_path / "out"
+    _sized(audit / "days-1-3.jsonl", run_size.SHORT_RUN_BYTES)
+    _sized(audit / "day-4.jsonl", run_size.SHORT_RUN_BYTES // 2)
+    assert not run_size.is_short(str(audit), str(out), incremental=True)  # a first run parses everything
+    _store(out, run_size.SHORT_RUN_BYTES)  # the first three days are stored
+    stored = run_size.stored_json_bytes(str(out))
+    assert stored > run_size.SHORT_RUN_BYTES - run_size.PARQUET_TO_JSON
+    assert run_size.json_bytes(str(audit), str(out), incremental=True) == run_size.SHORT_RUN_BYTES * 3 // 2 - stored
+    assert run_size.is_short(str(audit), str(out), incremental=True)
+    assert not run_size.is_short(str(audit), str(out), incremental=False)  # a batch run parses all of its input again
+
+
+def test_an_incremental_run_over_a_large_store_keeps_both_compilers(tmp_path: Path) -> None:
     audit, out = tmp_path / "audit", tmp_path / "out"
     _sized(audit / "new-day.jsonl", 1024)
-    store = out / "records" / "date=2026-11-21" / "part-0.parquet"
-    _sized(store, run_size.SHORT_RUN_BYTES // run_size.PARQUET_TO_JSON + 1)
-    assert run_size.is_short(str(audit), str(out), incremental=False)  # a batch run rewrites the store from its input
+    _store(out, run_size.SHORT_RUN_STORE_BYTES)
+    assert run_size.is_short(str(audit), str(out), incremental=True)
+    _store(out, run_size.SHORT_RUN_STORE_BYTES + 100 * run_size.PARQUET_TO_JSON)
     assert not run_size.is_short(str(audit), str(out), incremental=True)
+    assert run_size.json_bytes(str(audit), str(out), incremental=True) == 0  # old files deleted: nothing new to parse
 
 
 def test_unknown_sizes_are_not_short(tmp_path: Path) -> None:
