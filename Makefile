@@ -63,9 +63,9 @@ deploy-check: $(STAMP) tools
 
 # A container engine (podman, runc) and mmdebstrap (the base image where no registry is reachable): Debian packages,
 # installed when no engine is there and we may (root with apt-get); otherwise tests/images skips (and fails when CI=true
-# on a machine where they could have been installed).
+# on a machine where they could have been installed). A docker client without a reachable daemon is no engine.
 image-tools:
-	@command -v podman >/dev/null || command -v docker >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq podman runc mmdebstrap) >/dev/null 2>&1; } || echo "!!! no container engine (podman or docker) and none could be installed: tests/images will be SKIPPED"
+	@tools/container/engine --version >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq podman runc mmdebstrap) >/dev/null 2>&1; } || echo "!!! no container engine (podman or docker) and none could be installed: tests/images will be SKIPPED"
 	@command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null && [ "$$(id -u)" = 0 ] && (apt-get install -y -qq mmdebstrap) >/dev/null 2>&1 || true
 
 # The proxy image and the audit image (deploy/container), with podman or docker; the base from Docker Hub, or built
