@@ -34,26 +34,30 @@ def stored_json_bytes(output: str) -> int:
     return PARQUET_TO_JSON * _files_bytes(records, "**/*.parquet") if os.path.isdir(records) else 0
 
 
+def _parsed_and_stored(input_dir: str | None, output: str, *, incremental: bool) -> tuple[int, int] | None:
+    """(JSON the run parses, JSON the store holds as the reports read it), or None when it cannot be told."""
+    if input_dir is None or "://" in input_dir or "://" in output:
+        return None
+    try:
+        total = _files_bytes(input_dir, "*.jsonl")
+        if not incremental:
+            return total, 0
+        stored = stored_json_bytes(output)
+    except OSError:
+        return None
+    return max(0, total - stored), stored
+
+
 def json_bytes(input_dir: str | None, output: str, *, incremental: bool) -> int | None:
     """The JSON a run parses, or None when it cannot be told (Kafka, a remote file system).
 
     A batch run parses all of its input; an incremental run what the store does not hold yet,
     estimated as the input less the store's JSON.
     """
-    if input_dir is None or "://" in input_dir or "://" in output:
-        return None
-    try:
-        total = _files_bytes(input_dir, "*.jsonl")
-        return max(0, total - stored_json_bytes(output)) if incremental else total
-    except OSError:
-        return None
+    sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
+    return None if sizes is None else sizes[0]
 
 
 def is_short(input_dir: str | None, output: str, *, incremental: bool) -> bool:
-    size = json_bytes(input_dir, output, incremental=incremental)
-    if size is None or size > SHORT_RUN_BYTES:
-        return False
-    try:
-        return not incremental or stored_json_bytes(output) <= SHORT_RUN_STORE_BYTES
-    except OSError:
-        return False
+    sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
+    return sizes is not None and sizes[0] <= SHORT_RUN_BYTES and sizes[1] <= SHORT_RUN_STORE_BYTES
