@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,11 @@ from tests.interop.kafka_node import KAFKA_VERSION, KafkaNode  # noqa: E402
 
 LOADGEN = HERE / "bin" / "loadgen"
 OUTPUT = HERE / "last-run.json"
+TASK_STEPS = HERE / "task_steps"
+TASK_STEPS_WAIT = 5.0
+"""How long a signalled process may take to write its task-step totals (run.py --task-steps)."""
+#: Measured roles that are trio processes, so they count task steps (the Kafka JVM is not).
+TRIO_ROLES = ("proxy", "relay")
 LOADGEN_GRACE = 90.0
 """Beyond warm-up and duration, how long a load-generator run may take before it is killed (its I/O deadline is 60 s)."""
 HEADROOM_WANTED = 10.0
@@ -92,6 +98,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where the JSON is written too (default %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, audit files)")
     parser.add_argument("--profile", type=Path, default=None, help="record a py-spy flame graph of every proxy row into this folder (pip install -e '.[bench]')")
+    parser.add_argument(
+        "--task-steps",
+        action="store_true",
+        help="count trio's task steps in the proxies and relays (bench/forwarding/task_steps): steps per request and the time of each",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = 2.0, 1.0
@@ -115,7 +126,27 @@ def _profiler(row: Row, connections: int, duration: float, folder: Path | None) 
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: float, profile: Path | None = None) -> dict[str, Any]:
+def _task_steps(pids: Sequence[int], folder: Path) -> tuple[int, float] | None:
+    """The task steps `pids` took so far and the seconds spent inside them; None if one did not answer in time."""
+    for pid in pids:
+        (folder / f"{pid}.json").unlink(missing_ok=True)
+        os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + TASK_STEPS_WAIT
+    steps, seconds = 0, 0.0
+    for pid in pids:
+        totals = folder / f"{pid}.json"
+        while not totals.exists():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
+        found = json.loads(totals.read_text())
+        steps, seconds = steps + int(found["steps"]), seconds + float(found["seconds"])
+    return steps, seconds
+
+
+def measure(
+    loadgen: Path, row: Row, connections: int, duration: float, warmup: float, profile: Path | None = None, task_steps: Path | None = None
+) -> dict[str, Any]:
     """One row at one connection count: the load generator's report and the measured processes' CPU over the window."""
     argv = [
         str(loadgen), "client", "--target", row.target, "--connections", str(connections),
@@ -127,11 +158,14 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
     try:
         time.sleep(warmup)
         before = {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in row.measured.items()}
+        counted = {role: pids for role, pids in row.measured.items() if role in TRIO_ROLES} if task_steps is not None else {}
+        steps_before = {role: _task_steps(pids, task_steps) for role, pids in counted.items() if task_steps is not None}
         profiler = _profiler(row, connections, duration, profile)
         began = time.monotonic()
         stdout, stderr = process.communicate(timeout=duration + LOADGEN_GRACE)
         elapsed = time.monotonic() - began
         after = {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in row.measured.items()}
+        steps_after = {role: _task_steps(pids, task_steps) for role, pids in counted.items() if task_steps is not None}
         if profiler is not None:
             profiler.wait(LOADGEN_GRACE)
     finally:
@@ -159,6 +193,11 @@ def measure(loadgen: Path, row: Row, connections: int, duration: float, warmup: 
         spent = after[role] - before[role]
         result[f"{role}_cpu_us_per_request"] = round(spent * 1e6 / requests, 1) if requests else None
         result[f"{role}_cpu_percent"] = round(spent * 100 / elapsed, 1)
+    for role in counted:
+        first, last = steps_before[role], steps_after[role]
+        if first is not None and last is not None and last[0] > first[0] and requests:
+            result[f"{role}_task_steps_per_request"] = round((last[0] - first[0]) / requests, 2)
+            result[f"{role}_us_per_task_step"] = round((last[1] - first[1]) * 1e6 / (last[0] - first[0]), 1)
     if "proxy" in row.measured:
         result["proxy_peak_rss_mb"] = max((peak_rss_mb(pid) or 0.0) for pid in row.measured["proxy"])
     return result
@@ -236,6 +275,13 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     if not args.loadgen.exists():
         raise SystemExit(f"{args.loadgen} not found: build it with `make bench-forwarding` (go build in bench/forwarding/loadgen)")
     load_before = os.getloadavg()
+    steps_folder: Path | None = None
+    if args.task_steps:
+        # every Python process started from here on imports task_steps/sitecustomize.py
+        steps_folder = workdir / "task-steps"
+        steps_folder.mkdir()
+        os.environ["BENCH_TASK_STEPS"] = str(steps_folder)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TASK_STEPS), os.environ.get("PYTHONPATH")]))
     with Processes(workdir) as procs, contextlib.ExitStack() as stack:
         rows: list[Row] = []
         node: KafkaNode | None = None
@@ -253,7 +299,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             for round_index in range(args.rounds):
                 for row in rows:
                     _progress(f"{connections:>3} connections, round {round_index + 1}/{args.rounds}: {row.name} ...")
-                    runs[row.name].append(measure(args.loadgen, row, connections, args.duration, args.warmup, args.profile))
+                    runs[row.name].append(measure(args.loadgen, row, connections, args.duration, args.warmup, args.profile, steps_folder))
                     _progress(f"    {runs[row.name][-1].get('rps')} rps, p99 {runs[row.name][-1].get('p99_us')} us")
             results = {name: median_result(found) for name, found in runs.items()}
             points.append({"connections": connections, "results": results, "ratios": ratios(results)})
