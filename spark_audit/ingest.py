@@ -26,7 +26,7 @@ from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit import hadoop_fs, table_state
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -116,7 +116,7 @@ def _partition_dates(spark: SparkSession, source: str) -> set[date]:
 
 
 def _nonblank(lines: DataFrame) -> DataFrame:
-    return lines.filter(F.trim("value") != "")
+    return lines.filter(nonblank(F.col("value")))
 
 
 def _repeated_ids_of_batch(lines: DataFrame) -> DataFrame:
@@ -130,10 +130,11 @@ def _repeated_ids_against_store(spark: SparkSession, lines: DataFrame, layout: L
 
     Only the store's partitions for the dates the new lines carry are read, and only their ``id``
     column: the cost follows the new input, not the history. The origins (files, or Kafka
-    partitions) are counted from the same small table, as a micro-batch has no file listing.
+    partitions) are counted from the same small table, as a micro-batch has no file listing; it
+    keeps the blank lines (no id, no date), so a file of blank lines counts as read, as in batch mode.
     """
     record = F.from_json("value", "id string, time timestamp")
-    new = _nonblank(lines).select(
+    new = lines.select(
         record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin")
     )
     new.write.mode("overwrite").parquet(layout.work("new-ids"))

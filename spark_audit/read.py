@@ -24,6 +24,7 @@ MALFORMED = "malformed JSON or a field of the wrong type"
 NO_ID = "no id"
 NO_TIME = "no time"
 NO_STAGE = "no data.stage"
+NO_VERSION = "no schemaversion"
 UNSUPPORTED_VERSION = "unsupported schemaversion"
 
 
@@ -106,8 +107,18 @@ def _problem(parsed: Column) -> Column:
         .when(parsed["id"].isNull() | (F.trim(parsed["id"]) == ""), F.lit(NO_ID))
         .when(parsed["time"].isNull(), F.lit(NO_TIME))
         .when(parsed["data"]["stage"].isNull(), F.lit(NO_STAGE))
+        .when(parsed["schemaversion"].isNull(), F.lit(NO_VERSION))
         .when(~F.coalesce(version_ok, F.lit(False)), F.concat(F.lit(f"{UNSUPPORTED_VERSION} "), parsed["schemaversion"].cast("string")))
     )
+
+
+#: What JSON counts as whitespace: a line of nothing else is blank, and skipped as Spark's JSON reader skips it.
+JSON_WHITESPACE = " \t\r\n"
+
+
+def nonblank(text: Column) -> Column:
+    """True for a line with something besides JSON whitespace in it."""
+    return F.trim(text, F.lit(JSON_WHITESPACE)) != F.lit("")
 
 
 def parse(lines: DataFrame) -> DataFrame:
@@ -122,7 +133,7 @@ def parse(lines: DataFrame) -> DataFrame:
         AUDIT_SCHEMA,
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN},
     ).alias("parsed")
-    rows = lines.filter(F.trim(text) != "").select(text, F.col("origin"), parsed)
+    rows = lines.filter(nonblank(text)).select(text, F.col("origin"), parsed)
     problem = _problem(F.col("parsed"))
     return rows.select(
         *[F.col("parsed")[name].alias(name) for name in RECORD_SCHEMA.fieldNames()],

@@ -171,7 +171,8 @@ def denial_ranking(flat: DataFrame) -> DataFrame:
     """
     events = closing_events(flat).filter(F.col("isDenial"))
     denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
-    labels = F.transform(denied, resource_label)
+    # one denial per resource it denied, however many of the request's entries name that resource
+    labels = F.array_distinct(F.transform(denied, resource_label))
     fallback = F.array(F.coalesce(F.col("subject"), F.when(F.col("isConnection"), F.lit(CONNECTION)).otherwise(F.lit(NO_RESOURCE))))
     keyed = events.select(
         "time",

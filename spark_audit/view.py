@@ -199,8 +199,13 @@ def resource_decision(resource: Column) -> Column:
 
 def with_resources(frame: DataFrame) -> DataFrame:
     """One row per (record, resource) with ``resource`` (label), ``resourceType``, ``resourceName``,
-    ``operation`` and ``resourceDecision``; a record without resources keeps one row labelled by its subject."""
-    exploded = frame.withColumn("_resource", F.explode_outer("resources"))
+    ``operation`` and ``resourceDecision``; a record without resources keeps one row labelled by its subject.
+
+    A resource the record lists twice under one label and operation (CreateAcls with a LITERAL and a
+    PREFIXED binding on one topic) is one row: a request is counted once per resource it touches.
+    """
+    touched = F.transform("resources", lambda r: F.struct(F.upper(r["type"]).alias("type"), r["name"].alias("name"), r["operation"].alias("operation")))
+    exploded = frame.withColumn("_resource", F.explode_outer(F.array_distinct(touched)))
     r = F.col("_resource")
     return exploded.select(
         "*",

@@ -312,7 +312,8 @@ class Oracle:
             if r.stage == "local":
                 continue
             bucket = r.us // size * size
-            rows = [(label(x), x.get("operation"), r.resource_denied(x)) for x in r.resources] or [(r.subject or NONE, None, r.denial)]
+            # a request counts once per resource and operation, however many of its entries name them
+            rows = list(dict.fromkeys((label(x), x.get("operation"), r.resource_denied(x)) for x in r.resources)) or [(r.subject or NONE, None, r.denial)]
             for resource, operation, is_denied in rows:
                 key = (bucket, _date(bucket), r.who, r.method, resource, operation)
                 requests[key] += 1
@@ -343,7 +344,7 @@ class Oracle:
                 continue
             seen[("principal", r.who)].append(r.us)
             seen[("address", r.address or NONE)].append(r.us)
-            labels = [label(x) for x in r.resources if r.resource_denied(x)]
+            labels = list(dict.fromkeys(label(x) for x in r.resources if r.resource_denied(x)))
             for key in labels or [r.subject or ("(connection)" if r.connection else NONE)]:
                 seen[("resource", key)].append(r.us)
         rows = set()

@@ -9,7 +9,19 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_audit.read import MALFORMED, NO_ID, NO_STAGE, NO_TIME, deduplicate, parse, quarantine_of, read_audit, read_files, records_of
+from spark_audit.read import (
+    MALFORMED,
+    NO_ID,
+    NO_STAGE,
+    NO_TIME,
+    NO_VERSION,
+    deduplicate,
+    parse,
+    quarantine_of,
+    read_audit,
+    read_files,
+    records_of,
+)
 from spark_audit.schema import AUDIT_SCHEMA, CORRUPT_RECORD_COLUMN, DATA
 from tests.spark_audit.records import connection, record_id, request, write_jsonl
 
@@ -55,6 +67,8 @@ def test_parse_quarantines_each_kind_of_bad_line_and_keeps_both_versions(spark: 
     wrong_type = request(3, "2026-11-21T10:00:00.000Z", "r3", "intent")
     wrong_type["data"]["apiKey"] = "nineteen"
     future = request(4, "2026-11-21T10:00:00.000Z", "r4", "intent", version=3)
+    unversioned = request(5, "2026-11-21T10:00:00.000Z", "r5", "intent")
+    del unversioned["schemaversion"]
     lines = [
         json.dumps(request(1, "2026-11-21T10:00:00.000Z", "r1", "intent", version=1)),
         json.dumps(connection(2, "2026-11-21T10:00:00.000Z", "authentication-failed", principal="User:eve")),
@@ -66,6 +80,8 @@ def test_parse_quarantines_each_kind_of_bad_line_and_keeps_both_versions(spark: 
         '{"id": "y", "time": "2026-11-21T10:00:00Z", "schemaversion": 2, "data": {}}',
         "   ",
         "[1, 2]",
+        json.dumps(unversioned),
+        " \t \r",
     ]
     raw = spark.createDataFrame([(line, f"f:{i}") for i, line in enumerate(lines)], "value string, origin string")
 
@@ -80,6 +96,7 @@ def test_parse_quarantines_each_kind_of_bad_line_and_keeps_both_versions(spark: 
             ("f:6", NO_TIME, '{"id": "x", "schemaversion": 2}'),
             ("f:7", NO_STAGE, '{"id": "y", "time": "2026-11-21T10:00:00Z", "schemaversion": 2, "data": {}}'),
             ("f:9", MALFORMED, "[1, 2]"),
+            ("f:10", NO_VERSION, json.dumps(unversioned)),
         ],
         QUARANTINE_SCHEMA,
     )

@@ -11,7 +11,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_audit import reports
 from spark_audit.options import parse_instant
-from tests.spark_audit.records import request, rid, ts
+from tests.spark_audit.records import err, request, resource, rid, ts
 from tests.spark_audit.scenario import BASELINE, RECORDS, flat_of
 
 pytestmark = pytest.mark.spark
@@ -230,3 +230,23 @@ def test_latency_percentiles_per_api(spark: SparkSession) -> None:
         "upstreamP50 double, upstreamP90 double, upstreamP99 double",
     )
     assertDataFrameEqual(reports.latency(flat), expected, checkRowOrder=True)
+
+
+def test_a_resource_listed_twice_counts_once_per_request(spark: SparkSession) -> None:
+    """CreateAcls with a LITERAL and a PREFIXED binding on one topic: one request on topic:orders, one denial of it."""
+    bindings = [{**resource("orders", "ALTER"), "patternType": pattern} for pattern in ("LITERAL", "PREFIXED")]
+    denied = [err(31, "CLUSTER_AUTHORIZATION_FAILED"), err(31, "CLUSTER_AUTHORIZATION_FAILED")]
+    acls = {"method": "kafka.CreateAcls", "api_key": 30, "resources": bindings}
+    flat = flat_of(
+        spark,
+        [
+            request(1, "2026-11-21T10:00:00.000Z", "acls", "intent", **acls),
+            request(2, "2026-11-21T10:00:00.100Z", "acls", "outcome", status="FAILURE", errors=denied, **acls),
+        ],
+    )
+
+    who = reports.who_did_what(flat, bucket="1 day").select("resource", "operation", "requests", "denied").collect()
+    ranking = reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
+
+    assert [tuple(row) for row in who] == [("topic:orders", "ALTER", 1, 1)]
+    assert [tuple(row) for row in ranking] == [("topic:orders", 1)]
