@@ -150,9 +150,25 @@ def _candidate(args: argparse.Namespace) -> Candidate | None:
             raise UsageError(f"--whatif-properties: cannot read {args.whatif_properties}: {exc.strerror or exc}") from None
     properties.update(_pairs(args.whatif_property, "--whatif-property"))
     try:
-        return Candidate.from_files(args.whatif_authorizer, properties, args.whatif_acls)
+        candidate = Candidate.from_files(args.whatif_authorizer, properties, args.whatif_acls)
     except WhatIfError as exc:
         raise UsageError(f"--whatif-acls: {exc}") from None
+    _importable(args.py_file)
+    try:
+        # a plug-in that cannot load, or refuses the properties or ACLs, fails here, before Spark starts
+        candidate.build()
+    except WhatIfError as exc:
+        raise UsageError(f"--whatif-authorizer {candidate.authorizer}: {exc}") from None
+    return candidate
+
+
+def _importable(py_files: Sequence[str]) -> None:
+    """The --py-file plug-ins importable on the driver too (Spark ships them to the executors)."""
+    for path in py_files:
+        # a .zip is imported from as it is; a .py from its directory
+        entry = os.path.abspath(path) if path.endswith(".zip") else os.path.dirname(os.path.abspath(path))
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
 
 
 def options_from(args: argparse.Namespace) -> JobOptions:
@@ -167,7 +183,13 @@ def options_from(args: argparse.Namespace) -> JobOptions:
     elif not args.input:
         raise UsageError("an input is needed: --input DIR, or --kafka-bootstrap-servers and --kafka-topic")
     elif "://" not in args.input and not os.path.isdir(args.input):
-        raise UsageError(f"input directory does not exist: {args.input}")
+        why = "is not a directory" if os.path.exists(args.input) else "does not exist"
+        raise UsageError(f"--input: {args.input} {why} (the audit directory: every *.jsonl directly in it is read)")
+    if "://" not in args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"--output: {args.output} is not a directory")
+    for path in args.py_file:
+        if not os.path.isfile(path) or not path.endswith((".py", ".zip")):
+            raise UsageError(f"--py-file: {path} is not a .py or .zip file")
     if not _MEMORY.match(args.driver_memory):
         raise UsageError(f"--driver-memory: {args.driver_memory!r} is not a size like 768m or 2g")
     for name in ("burst_threshold", "top", "max_files_per_trigger", "shuffle_partitions"):
@@ -206,7 +228,7 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     args = parser().parse_args(argv)
     try:
         options = options_from(args)
-        jars = connector_jars(args.kafka_jars) if options.kafka is not None else []
+        jars = _kafka_jars(args.kafka_jars) if options.kafka is not None else []
     except (UsageError, KafkaConnectorError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -218,7 +240,11 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     owns_session = SparkSession.getActiveSession() is None
     log = log_path(args.output) if owns_session and master is not None else None
     if log is not None:
-        os.makedirs(args.output, exist_ok=True)
+        try:
+            os.makedirs(args.output, exist_ok=True)
+        except OSError as exc:
+            print(f"{PROG}: --output: cannot create {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     resources = Resources(
         memory=args.driver_memory,
         local_dir=args.local_dir,
@@ -235,11 +261,6 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
             archive = class_archive.writing(spark)
         for path in args.py_file:
             spark.sparkContext.addPyFile(path)
-            if path.endswith(".py"):
-                # addPyFile puts a .py on the executors' path only; the driver builds the candidate too
-                sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-        if options.whatif is not None:
-            options.whatif.build()  # a plug-in that cannot load fails here, before any Spark job
         run(options.input, args.output, spark=spark, options=options)
         succeeded = True
     except WhatIfError as exc:
@@ -254,6 +275,13 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
             if archive is not None:
                 class_archive.finish(spark, archive, succeeded=succeeded)
     return 0
+
+
+def _kafka_jars(jars_dir: str | None) -> list[str]:
+    try:
+        return connector_jars(jars_dir)
+    except KafkaConnectorError as exc:
+        raise KafkaConnectorError(f"--kafka-jars: {exc}" if jars_dir else str(exc)) from None
 
 
 def _failed(exc: BaseException, memory: str, log: str | None) -> int:

@@ -78,7 +78,8 @@ def log_tail(path: str | None, limit: int = 2_000_000) -> str | None:
 def first_line(text: str) -> str:
     """The first non-blank line of an error message, without Py4J's preamble."""
     for line in text.splitlines():
-        stripped = line.strip()
+        # Py4J puts the Java exception on the line after its preamble, behind ": "
+        stripped = line.strip().removeprefix(": ").strip()
         if stripped and not stripped.startswith("An error occurred while calling"):
             return stripped[:300]
     return text.strip()[:300]

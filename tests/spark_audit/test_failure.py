@@ -41,7 +41,7 @@ def test_other_failures_are_not_blamed_on_memory() -> None:
     text = "An error occurred while calling o12.load.\n: org.apache.spark.sql.AnalysisException: [PATH_NOT_FOUND] Path does not exist"
 
     assert explain(text) is None
-    assert first_line(text) == ": org.apache.spark.sql.AnalysisException: [PATH_NOT_FOUND] Path does not exist"
+    assert first_line(text) == "org.apache.spark.sql.AnalysisException: [PATH_NOT_FOUND] Path does not exist"
 
 
 @pytest.mark.spark

@@ -161,7 +161,13 @@ def test_run_keeps_the_callers_api(spark: SparkSession, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--input", "{missing}"], "input directory does not exist"),
+        (["--input", "{missing}"], "--input: {missing} does not exist"),
+        (["--input", "{file}"], "--input: {file} is not a directory"),
+        (["--input", "{tmp}", "--output", "{file}"], "--output: {file} is not a directory"),
+        (["--input", "{tmp}", "--output", "{file}/reports"], "--output: cannot create {file}/reports"),
+        (["--input", "{tmp}", "--py-file", "{missing}"], "--py-file: {missing} is not a .py or .zip file"),
+        (["--input", "{tmp}", "--whatif-authorizer", "no.such:Thing"], "--whatif-authorizer no.such:Thing: "),
+        (["--kafka-bootstrap-servers", "h:1", "--kafka-topic", "t", "--kafka-jars", "{missing}"], "--kafka-jars: no jars in {missing}"),
         ([], "an input is needed"),
         (["--kafka-topic", "audit"], "--kafka-bootstrap-servers and --kafka-topic go together"),
         (["--input", "{tmp}", "--kafka-topic", "t", "--kafka-bootstrap-servers", "h:1"], "either --input or a Kafka topic"),
@@ -176,11 +182,14 @@ def test_run_keeps_the_callers_api(spark: SparkSession, tmp_path: Path) -> None:
 def test_bad_arguments_exit_2_before_spark_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
-    argv = [a.format(missing=tmp_path / "nope", tmp=tmp_path) for a in extra]
+    names = {"missing": tmp_path / "nope", "tmp": tmp_path, "file": tmp_path / "audit.jsonl"}
+    names["file"].write_text("{}\n")
+    argv = [a.format(**names) for a in extra]
+    output = [] if "--output" in argv else ["--output", str(tmp_path / "out")]
 
-    assert main([*argv, "--output", str(tmp_path / "out")]) == 2
+    assert main([*argv, *output]) == 2
 
-    assert message in capsys.readouterr().err
+    assert message.format(**names) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
