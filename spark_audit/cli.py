@@ -237,14 +237,14 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
 
     # Under spark-submit (which starts this process with a gateway port) its --master applies.
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
-    owns_session = SparkSession.getActiveSession() is None
-    log = log_path(args.output) if owns_session and master is not None else None
-    if log is not None:
+    if "://" not in args.output:
         try:
             os.makedirs(args.output, exist_ok=True)
         except OSError as exc:
             print(f"{PROG}: --output: cannot create {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 2
+    owns_session = SparkSession.getActiveSession() is None
+    log = log_path(args.output) if owns_session and master is not None else None
     resources = Resources(
         memory=args.driver_memory,
         local_dir=args.local_dir,
