@@ -26,8 +26,12 @@ CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "
 UNKNOWN_CONFIG_TYPE = 0
 
 _INT_BOUNDS = {"INT": 2**31, "SHORT": 2**15, "LONG": 2**63}
-INTEGER = re.compile(r"[+-]?[0-9]+")
+#: Integer.parseInt's and Long.parseLong's text: Java takes any Unicode decimal digit (Character.digit), as
+#: ``\d`` on a str pattern and Python's int() do; the two agree on everything this pattern lets through.
+INTEGER = re.compile(r"[+-]?\d+")
+#: Double.parseDouble's text: ASCII digits only, or a Java hexadecimal float (binary exponent required).
 _DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
+_HEX_DOUBLE = re.compile(r"[+-]?0[xX]([0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?")
 _COMMA_WITH_WHITESPACE = re.compile(r"\s*,\s*")
 LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
 _LEVEL_OR_DEFAULT = re.compile(r"\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)")
@@ -350,6 +354,8 @@ class KafkaFeatures:
     """Each metadata.version level, and whether it changed the metadata (didMetadataChange)."""
     dependencies: dict[str, dict[int, dict[str, int]]]
     minimum_metadata_version: tuple[int, str]
+    names: frozenset[str]
+    """Every name Feature.featureFromName knows, test features included."""
 
     def metadata_changed_between(self, high: int, low: int) -> bool:
         """MetadataVersion.checkIfMetadataChanged for a downgrade from `high` to `low`."""
@@ -359,8 +365,13 @@ class KafkaFeatures:
         return version != low
 
     def dependency_problem(self, name: str, level: int, proposed: Mapping[str, int]) -> str | None:
-        """Feature.validateVersion against the levels the update would leave, in Kafka's words."""
+        """Feature.featureFromName, then Feature.validateVersion against the levels the update would leave, in Kafka's words.
+
+        A name Kafka does not know gets here only at level 0, which its range check lets through.
+        """
         prefix = f"Invalid update version {level} for feature {name}."
+        if name not in self.names:
+            return f"{prefix} Feature {name} not found."
         minimum, minimum_name = self.minimum_metadata_version
         metadata = proposed.get("metadata.version")
         if level >= 1 and (metadata is None or metadata < minimum):
@@ -382,6 +393,7 @@ def kafka_features() -> KafkaFeatures:
         metadata_changes={int(v["level"]): bool(v["changed"]) for v in raw["metadata_versions"]},
         dependencies={str(n): {int(lv): {str(f): int(x) for f, x in deps.items()} for lv, deps in levels.items()} for n, levels in raw["dependencies"].items()},
         minimum_metadata_version=(int(raw["minimum_metadata_version"]["level"]), str(raw["minimum_metadata_version"]["name"])),
+        names=frozenset(str(n) for n in raw["names"]),
     )
 
 
@@ -410,6 +422,8 @@ def parse_type(name: str, value: str | None, kind: str) -> Any:
             raise ConfigValueError(invalid(name, value, f"Not a number of type {kind}"))
         return int(trimmed)
     if kind == "DOUBLE":
+        if _HEX_DOUBLE.fullmatch(trimmed) is not None:
+            return float.fromhex(trimmed.rstrip("fFdD"))
         if _DOUBLE.fullmatch(trimmed) is None:
             raise ConfigValueError(invalid(name, value, "Not a number of type DOUBLE"))
         return float(trimmed.rstrip("fFdD").replace("Infinity", "inf"))

@@ -14,12 +14,13 @@ from kio.schema.errors import ErrorCode
 
 from apiversions import Features, VersionRange
 from authz import Authorizer, Operation, RequestContext
-from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed, cluster_denied
+from controller.authorize import cluster_allowed, cluster_denied
 from controller.config_defs import ConfigValueError, kafka_configs, kafka_features, parse_type
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.leadership import Leadership
 from controller.membership import directory_uuid
+from envelope.error_messages import default_message
 from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -46,28 +47,35 @@ class QuorumHandlers:
         self.offset = offset  # the number of applied changes stands in for the metadata log's end offset
 
     def describe_quorum(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """KafkaRaftClient.handleDescribeQuorumRequest as 4.3.1 answers it: a request that does not name exactly
+        the metadata partition gets UNKNOWN_TOPIC_OR_PARTITION on every partition it names and no nodes; a message
+        Kafka does not set is its schema default, the empty string."""
         if not cluster_allowed(self.authorizer, ctx, Operation.DESCRIBE):
-            return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": AUTHORIZATION_FAILED, "topics": [], "nodes": []}
-        now_ms = int(time.time() * 1000)
-        end = self.offset()
-        topics = []
-        for topic in body.topics:
-            partitions = []
-            for partition in topic.partitions:
-                index = int(partition.partition_index)
-                if str(topic.topic_name) != METADATA_TOPIC or index != 0:
-                    partitions.append(_partition(index, ErrorCode.unknown_topic_or_partition, -1, 0, []))
-                elif not self.leadership.is_active:
-                    partitions.append(_partition(index, ErrorCode.not_leader_or_follower, -1, 0, []))
-                else:
-                    # a controller alone stands for a --standalone formatted node, whose voter has a directory id;
-                    # static voters (controller.quorum.voters) have none
-                    lone = not self.leadership.voters
-                    voters = [_voter(node, end, now_ms, directory_uuid(self.leadership.cluster_id, node) if lone else None) for node in self.leadership.voter_ids]
-                    partitions.append(_partition(index, ErrorCode.none, self.node_id, end, voters))
-            topics.append({"topic_name": str(topic.topic_name), "partitions": partitions})
+            code = ErrorCode.cluster_authorization_failed
+            return {"error_code": code, "error_message": default_message(code), "topics": [], "nodes": []}
+        named = [(str(topic.topic_name), [int(p.partition_index) for p in topic.partitions]) for topic in body.topics]
+        if named != [(METADATA_TOPIC, [0])]:
+            unknown = ErrorCode.unknown_topic_or_partition
+            topics = [
+                {"topic_name": name, "partitions": [_partition(i, unknown, 0, 0, [], epoch=0, message=default_message(unknown)) for i in indexes]}
+                for name, indexes in named
+            ]
+            return {"error_code": ErrorCode.none, "error_message": "", "topics": topics, "nodes": []}
+        if not self.leadership.is_active:
+            partition = _partition(0, ErrorCode.not_leader_or_follower, -1, 0, [], epoch=-1)
+        else:
+            # a controller alone stands for a --standalone formatted node, whose voter has a directory id;
+            # static voters (controller.quorum.voters) have none
+            end = self.offset()
+            now_ms = int(time.time() * 1000)
+            lone = not self.leadership.voters
+            voters = [
+                _voter(node, end, now_ms, directory_uuid(self.leadership.cluster_id, node) if lone else None)
+                for node in self.leadership.voter_ids
+            ]
+            partition = _partition(0, ErrorCode.none, self.node_id, end, voters, epoch=1, message="")
         nodes = self.leadership.quorum_nodes() if self.leadership.is_active else []
-        return {"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": nodes}
+        return {"error_code": ErrorCode.none, "error_message": "", "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}], "nodes": nodes}
 
     def update_features(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """QuorumController.updateFeatures: the updates by name (a name twice keeps its last), each checked in the
@@ -167,13 +175,13 @@ def _voter(node_id: int, end: int, now_ms: int, directory: uuid.UUID | None) -> 
     }
 
 
-def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]]) -> dict[str, Any]:
+def _partition(index: int, code: int, leader: int, end: int, voters: list[dict[str, Any]], *, epoch: int, message: str | None = None) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
-        "error_message": None,
+        "error_message": message,
         "leader_id": leader,
-        "leader_epoch": 1 if code == ErrorCode.none else -1,
+        "leader_epoch": epoch,
         "high_watermark": end,
         "current_voters": voters,
         "observers": [],

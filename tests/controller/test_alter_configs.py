@@ -56,6 +56,32 @@ def test_topic_values_are_checked_as_log_config_checks_them(name: str, value: st
     assert c.image.topics["t1"].configs == {}
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("retention.ms", "\u0661\u0660\u0660\u0660", "1000"),  # Long.parseLong takes any Unicode decimal digit
+        ("retention.ms", "\uff11\uff10\uff10\uff10", "1000"),
+        ("min.insync.replicas", "\u0661", "1"),
+        ("min.cleanable.dirty.ratio", "0x1p-1", "0.5"),  # Double.parseDouble takes Java's hexadecimal floats
+        ("min.cleanable.dirty.ratio", "0X.8P0D", "0.5"),
+    ],
+)
+def test_numbers_are_read_as_java_reads_them(name: str, value: str, shown: str) -> None:
+    """Found by an outside differential check: Kafka 4.3.1 accepted each of these."""
+    c = controller()
+    c.add_topic("t1")
+    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", 0, None)]
+    assert c.configs(TOPIC, "t1")[name]["value"] == shown
+
+
+@pytest.mark.parametrize(("name", "value", "kind"), [("retention.ms", "1_000", "LONG"), ("min.cleanable.dirty.ratio", "\u0660.5", "DOUBLE"), ("min.cleanable.dirty.ratio", "0x1", "DOUBLE")])
+def test_numbers_java_refuses_are_refused(name: str, value: str, kind: str) -> None:
+    c = controller()
+    c.add_topic("t1")
+    message = f"Invalid value {value} for configuration {name}: Not a number of type {kind}"
+    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", INVALID_CONFIG, message)]
+
+
 def test_checks_across_topic_values_and_accepted_values() -> None:
     c = controller()
     c.add_topic("t1")

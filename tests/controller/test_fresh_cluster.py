@@ -108,6 +108,9 @@ FAILED_ALL = "The update failed for all features since the following feature had
         ([("streams.version", 2, 1)], 95, "Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"),
         ([("no.such.version", 1, 1)], 95, "Invalid update version 1 for feature no.such.version. Local controller 1 does not support this feature."),
         ([("kraft.version", 0, 2)], 95, "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."),
+        # level 0 passes the range check of a name Kafka does not know; Feature.featureFromName then refuses it
+        ([("no.such.feature", 0, 2)], 95, "Invalid update version 0 for feature no.such.feature. Feature no.such.feature not found."),
+        ([("group.version", 1, 1), ("no.such.feature", 0, 1)], 95, "Invalid update version 0 for feature no.such.feature. Feature no.such.feature not found."),
         ([("share.version", 0, 2)], 0, None),
         ([("group.version", 1, 2)], 0, None),
         ([("metadata.version", 30, 1), ("metadata.version", 30, 1)], 0, None),  # a feature twice: answered twice

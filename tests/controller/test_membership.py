@@ -175,3 +175,37 @@ def test_describe_quorum_shows_the_directory_id_the_voter_changes_name() -> None
     message = call(handlers(), ApiKey.REMOVE_RAFT_VOTER, remove(voter_id=1, directory=directory))[1]
     assert message == f"Cannot remove voter ReplicaKey(id=1, directoryId={directory_id(CLUSTER_ID, 1)}) from the set of voters [ReplicaKey(id=1, directoryId={directory_id(CLUSTER_ID, 1)})]"
     assert _described_directories(handlers(voters=(1, 2, 3), kraft_version=0)) == [None, None, None]
+
+
+def _describe_quorum(topics: list[tuple[str, list[int]]], context: RequestContext = ADMIN) -> dict[str, Any]:
+    values = {"topics": [{"topic_name": name, "partitions": [{"partition_index": i} for i in indexes]} for name, indexes in topics]}
+    answer: dict[str, Any] = handlers().by_key[ApiKey.DESCRIBE_QUORUM](build_entity(request_schema(ApiKey.DESCRIBE_QUORUM, 2), values), context)
+    encode_response(build_entity(response_schema(ApiKey.DESCRIBE_QUORUM, 2), answer), correlation_id=1)
+    return answer
+
+
+def test_describe_quorum_answers_in_kafka_4_3_1s_words() -> None:
+    """What a real 4.3.1 node answered to the same requests (found by an outside differential check)."""
+    described = _describe_quorum([("__cluster_metadata", [0])])
+    assert (described["error_message"], described["topics"][0]["partitions"][0]["error_message"]) == ("", "")
+    assert (described["topics"][0]["partitions"][0]["leader_id"], described["topics"][0]["partitions"][0]["leader_epoch"]) == (1, 1)
+    denied = _describe_quorum([("__cluster_metadata", [0])], ALICE)
+    assert (denied["error_code"], denied["error_message"], denied["topics"]) == (ErrorCode.cluster_authorization_failed, "Cluster authorization failed.", [])
+
+
+@pytest.mark.parametrize(
+    "topics",
+    [[("orders", [0])], [("__cluster_metadata", [1])], [("__cluster_metadata", [0, 1])], [("__cluster_metadata", [0]), ("orders", [0, 2])]],
+)
+def test_describe_quorum_naming_more_or_other_than_the_metadata_partition_gets_unknown_on_each(topics: list[tuple[str, list[int]]]) -> None:
+    """KafkaRaftClient answers a request that is not exactly __cluster_metadata-0 with UNKNOWN_TOPIC_OR_PARTITION
+    on every partition it names, the schema's defaults elsewhere, and no nodes."""
+    answer = _describe_quorum(topics)
+    assert (answer["error_code"], answer["error_message"], answer["nodes"]) == (ErrorCode.none, "", [])
+    got = [
+        (t["topic_name"], p["partition_index"], p["error_code"], p["error_message"], p["leader_id"], p["leader_epoch"], p["current_voters"])
+        for t in answer["topics"]
+        for p in t["partitions"]
+    ]
+    unknown = "This server does not host this topic-partition."
+    assert got == [(name, i, ErrorCode.unknown_topic_or_partition, unknown, 0, 0, []) for name, indexes in topics for i in indexes]

@@ -11,6 +11,7 @@
 
 import java.lang.reflect.Field;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -199,7 +200,9 @@ public final class KafkaConfigsDump {
             field("metadata_versions", "[" + String.join(", ", versions) + "]"),
             field("supported", "{" + String.join(", ", supported) + "}"),
             field("format_defaults", "{" + String.join(", ", defaults) + "}"),
-            field("dependencies", "{" + String.join(", ", dependencies) + "}")) + "\n }";
+            field("dependencies", "{" + String.join(", ", dependencies) + "}"),
+            // every name Feature.featureFromName knows (test features included): an update naming another fails
+            field("names", strings(Arrays.stream(Feature.FEATURES).map(Feature::featureName).toList()))) + "\n }";
     }
 
     public static void main(String[] args) {
