@@ -66,7 +66,10 @@ def _bool(properties: Mapping[str, str], key: str) -> bool:
 def load_authorizer(name: str, properties: Mapping[str, str]) -> Authorizer:
     """The authorizer named `name`, built from `properties`; AuthorizerLoadError naming the problem otherwise."""
     if is_standard(name):
-        super_users = parse_super_users(properties.get("super.users"))
+        try:
+            super_users = parse_super_users(properties.get("super.users"))
+        except ValueError as exc:
+            raise AuthorizerLoadError("super.users", properties.get("super.users", ""), str(exc)) from None
         return AclAuthorizer(super_users, allow_everyone_if_no_acl_found=_bool(properties, "allow.everyone.if.no.acl.found"))
     factory = _factory(name)
     try:

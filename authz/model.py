@@ -178,5 +178,13 @@ class RequestContext:
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:
-    """`super.users` as Kafka reads it: principals separated by ';', because a certificate DN contains ','."""
-    return frozenset(user.strip() for user in (text or "").split(";") if user.strip())
+    """`super.users` as Kafka reads it: principals separated by ';', because a certificate DN contains ','.
+
+    Empty entries are skipped; an entry without a type is refused with SecurityUtils.parseKafkaPrincipal's
+    ValueError (Kafka fails to start).
+    """
+    users = frozenset(user.strip() for user in (text or "").split(";") if user.strip())
+    for user in sorted(users):
+        if ":" not in user:
+            raise ValueError(f"expected a string in format principalType:principalName but got {user}")
+    return users

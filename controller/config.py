@@ -4,14 +4,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from authz import Authorizer
-from authz.model import parse_super_users
 from controller.delegation_tokens import TokenSettings, parse_token_settings
 from controller.identity import CLUSTER_ID_KEY
 from controller.leadership import NO_LEADER
 from envelope import kafka_uuid
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
-from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
+from proxy.properties import INT32_MAX, ConfigError, Properties, load_authorizer, load_properties, super_users
 
 ACTIVE_ID_KEY = "embedded.controller.active.id"
 
@@ -68,7 +67,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     authorizer_class = props.get("authorizer.class.name") or ""
     if authorizer_class:
         load_authorizer(authorizer_class, props.raw)  # a plug-in that cannot be built is a config error now, not at the first request
-    node_id = props.required_int("node.id", minimum=0)
+    node_id = props.required_int("node.id", minimum=0, maximum=INT32_MAX)
     roles = props.list("process.roles", "controller")
     if "controller" not in roles or any(role not in ("controller", "broker") for role in roles):
         raise ConfigError("process.roles", props.get("process.roles"), "the embedded controller needs process.roles=controller")
@@ -97,12 +96,12 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         cluster_id=cluster_id,
         active_id=None if active == NO_LEADER else active,
         listeners=listeners,
-        super_users=parse_super_users(props.get("super.users")),
+        super_users=super_users(props),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         default_partitions=props.int("num.partitions", 1, minimum=1),
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
         broker_count=props.int("embedded.broker.count", 1, minimum=1),
-        metadata_dir=Path(text) if (text := props.get("metadata.log.dir")) else None,
+        metadata_dir=_metadata_dir(props.get("metadata.log.dir")),
         authorizer_class=authorizer_class,
         tokens=parse_token_settings(props),
         properties=dict(props.raw),
@@ -112,3 +111,13 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
 
 def load_controller_config(path: str | Path) -> ControllerConfig:
     return parse_controller_config(load_properties(path))
+
+
+def _metadata_dir(text: str | None) -> Path | None:
+    """`metadata.log.dir`; a path that exists and is not a directory is refused here, so check-config sees it too."""
+    if not text:
+        return None
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ConfigError("metadata.log.dir", text, "is not a directory")
+    return path

@@ -99,7 +99,10 @@ class MetadataStore:
 
     def load(self, image: MetadataImage) -> list[AclBinding]:
         """Fill `image` from disk and return the stored ACLs; nothing stored yet leaves it empty."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MetadataStoreError(f"{self.directory}: cannot create: {exc.strerror}") from exc
         for leftover in self.directory.glob(f".{FILE_NAME}.*.tmp"):
             leftover.unlink(missing_ok=True)  # a crash between write and rename: never acknowledged
         try:

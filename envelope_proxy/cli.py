@@ -1,6 +1,7 @@
 """`envelope-proxy`: run, controller, demo, audit, check-config, scram, certs."""
 
 import argparse
+import errno
 import json
 import logging
 import signal
@@ -97,10 +98,12 @@ def _is_controller(raw: dict[str, str]) -> bool:
 
 def _check_config(path: str) -> int:
     raw = load_properties(path)
+    _apply_log_format(raw)  # read as run and controller read it
     if _is_controller(raw):
         effective = {"role": "controller", **parse_controller_config(raw).effective()}
     else:
         effective = {"role": "proxy", **parse_proxy_config(raw).effective()}
+    effective["log.format"] = (raw.get("log.format") or "text").strip()
     print(json.dumps(effective, indent=2))
     return 0
 
@@ -184,7 +187,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
         return 2
+    except (OSError, BaseExceptionGroup) as exc:
+        # a server's start-up fails inside its nursery, so its error arrives wrapped in a group
+        return _start_up_failure(exc)
     return 1
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _start_up_failure(exc: BaseException) -> int:
+    """One line for what stops a server from starting (a bad setting, a port in use); anything else is a bug: re-raised."""
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, ConfigError):
+            print(f"configuration error: {leaf}", file=sys.stderr)
+            return 2
+    for leaf in leaves:
+        if isinstance(leaf, OSError) and leaf.errno == errno.EADDRINUSE:
+            print(f"error: {leaf}", file=sys.stderr)
+            return 1
+    raise exc
 
 
 if __name__ == "__main__":

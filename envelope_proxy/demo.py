@@ -10,9 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import trio
 
-from envelope_proxy.embedded import EmbeddedStack, client_config, start_stack
+from envelope_proxy.embedded import EmbeddedStack, client_config, controller_properties, proxy_properties, start_stack
 
 TIMEOUT = 30.0
 
@@ -67,9 +68,20 @@ def _admin_work(stack: EmbeddedStack) -> list[str]:
     return lines
 
 
+def _write_configs(workdir: Path, stack: EmbeddedStack) -> None:
+    """The settings the two servers ran with, to read or to start them again by hand (port 0: any free port)."""
+    for name, properties in (
+        ("controller.properties", controller_properties()),
+        ("proxy.properties", proxy_properties(stack.controller_port, workdir / "audit")),
+    ):
+        with open(workdir / name, "w", encoding="utf-8") as handle:
+            javaproperties.dump(properties, handle, timestamp=False, comments=f"what envelope-proxy demo ran ({name})")
+
+
 async def _run_stack(workdir: Path) -> list[str]:
     async with trio.open_nursery() as nursery:
         stack = await start_stack(nursery, workdir / "audit")
+        _write_configs(workdir, stack)
         print(
             f"controller on 127.0.0.1:{stack.controller_port}, proxy on {stack.sasl_address} (SASL_PLAINTEXT) and {stack.plaintext_address} (PLAINTEXT)",
             flush=True,

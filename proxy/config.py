@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from authz.loading import is_standard
-from authz.model import parse_super_users
 from envelope import kafka_uuid
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import EdgeSettings
@@ -15,7 +14,7 @@ from proxy.net.addresses import parse_quorum, parse_servers
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
-from proxy.properties import ConfigError, Properties, load_authorizer, load_properties
+from proxy.properties import INT32_MAX, ConfigError, Properties, load_authorizer, load_properties, super_users
 from proxy.upstream.cluster_identity import CLUSTER_ID_KEY
 from proxy.upstream.login import parse_upstream_login
 from proxy.upstream.settings import UpstreamSettings
@@ -139,8 +138,8 @@ def _upstream(props: Properties) -> tuple[str, UpstreamSettings]:
 def _reconnect_backoff(props: Properties) -> float:
     """`reconnect.backoff.ms`, Kafka's key and default. Kafka takes 0; here it is refused, because the wait is what
     keeps a controller that drops every connection from being reconnected to thousands of times a second."""
-    milliseconds = props.int("reconnect.backoff.ms", 50, minimum=0)
-    if milliseconds == 0:
+    milliseconds = props.int("reconnect.backoff.ms", 50)
+    if milliseconds < 1:
         raise ConfigError(
             "reconnect.backoff.ms",
             props.get("reconnect.backoff.ms"),
@@ -151,7 +150,7 @@ def _reconnect_backoff(props: Properties) -> float:
 
 def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     props = Properties(raw)
-    node_id = props.required_int("node.id", minimum=0)
+    node_id = props.required_int("node.id", minimum=0, maximum=INT32_MAX)
     controller_listener, upstream = _upstream(props)
     privileged = props.principals("privileged.principals")
     listeners = [
@@ -190,7 +189,7 @@ def _edge(props: Properties) -> EdgeSettings:
         policy, plugin = "plugin", load_authorizer(name, props.raw)
     return EdgeSettings(
         policy=policy,
-        super_users=parse_super_users(props.get("super.users")),
+        super_users=super_users(props),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
         token_refresh_seconds=props.int("edge.token.refresh.ms", 5000, minimum=100) / 1000,

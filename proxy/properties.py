@@ -10,6 +10,10 @@ import javaproperties
 from authz import Authorizer
 from authz.loading import AuthorizerLoadError
 from authz.loading import load_authorizer as _load_authorizer
+from authz.model import parse_super_users
+
+#: The largest value of a Kafka config of type INT (node.id, socket.request.max.bytes, ...).
+INT32_MAX = 2**31 - 1
 
 
 class ConfigError(ValueError):
@@ -33,13 +37,15 @@ def load_properties(path: str | Path) -> dict[str, str]:
         return dict(javaproperties.load(handle))
 
 
-def _to_int(key: str, text: str, minimum: int | None) -> int:
+def _to_int(key: str, text: str, minimum: int | None, maximum: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise ConfigError(key, text, "expected an integer") from None
     if minimum is not None and value < minimum:
         raise ConfigError(key, text, f"must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(key, text, f"must be at most {maximum}")
     return value
 
 
@@ -58,12 +64,12 @@ class Properties:
             raise ConfigError(key, value, "is required")
         return value
 
-    def required_int(self, key: str, *, minimum: int | None = None) -> int:
-        return _to_int(key, self.require(key), minimum)
+    def required_int(self, key: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+        return _to_int(key, self.require(key), minimum, maximum)
 
-    def int(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def int(self, key: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
         text = self.raw.get(key)
-        return default if text is None else _to_int(key, text, minimum)
+        return default if text is None else _to_int(key, text, minimum, maximum)
 
     def bool(self, key: str, default: bool) -> bool:
         text = self.raw.get(key)
@@ -95,3 +101,11 @@ class Properties:
         """The key `listener_value` reads, so that errors name the one that was set."""
         override = f"listener.name.{listener.lower()}.{key}"
         return override if override in self.raw else key
+
+
+def super_users(props: Properties) -> frozenset[str]:
+    """`super.users`, its errors as ConfigError."""
+    try:
+        return parse_super_users(props.get("super.users"))
+    except ValueError as exc:
+        raise ConfigError("super.users", props.get("super.users"), str(exc)) from None

@@ -21,7 +21,17 @@ _MISSING_FAMILY = (errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT)
 
 
 async def open_listeners(host: str | None, port: int, *, reuse_port: bool) -> list[trio.SocketListener]:
-    """Bound and listening TCP sockets for `host` (None: every address) and `port` (0: any free port)."""
+    """Bound and listening TCP sockets for `host` (None: every address) and `port` (0: any free port).
+
+    A failure names the address: "address already in use" alone does not say which of the listeners it is.
+    """
+    try:
+        return await _open_listeners(host, port, reuse_port=reuse_port)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot listen on {host or '*'}:{port}: {exc.strerror or exc}") from exc
+
+
+async def _open_listeners(host: str | None, port: int, *, reuse_port: bool) -> list[trio.SocketListener]:
     if not reuse_port:
         return await trio.open_tcp_listeners(port, host=host)
     found = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)

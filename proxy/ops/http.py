@@ -82,7 +82,10 @@ async def serve_operations(
     endpoint: OperationsEndpoint, host: str, port: int, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Serve until cancelled; reports the bound port (useful with port 0)."""
-    listeners = await trio.open_tcp_listeners(port, host=host or None)
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host or None)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot listen on {host or '*'}:{port} (metrics): {exc.strerror or exc}") from exc
     bound = listeners[0].socket.getsockname()[1]
     log.info("operations endpoint on %s:%s (/metrics /healthz /readyz)", host or "*", bound)
     task_status.started(bound)

@@ -88,7 +88,6 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
         ({"controller.connections": "0"}, "controller.connections", "must be at least 1"),
         ({"controller.forward.timeout.ms": "soon"}, "controller.forward.timeout.ms", "integer"),
         ({"reconnect.backoff.ms": "0"}, "reconnect.backoff.ms", "must be at least 1: with no wait"),
-        ({"reconnect.backoff.ms": "-5"}, "reconnect.backoff.ms", "must be at least 0"),
         ({"reconnect.backoff.ms": "50ms"}, "reconnect.backoff.ms", "expected an integer"),
         ({"reconnect.backoff.max.ms": "-1"}, "reconnect.backoff.max.ms", "must be at least 0"),
         (
@@ -97,6 +96,13 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
             "only one of",
         ),
         ({"socket.reuse.port": "yes"}, "socket.reuse.port", "expected true or false"),
+        # found by an outside check of the docs: each was accepted, or failed later with a traceback
+        ({"node.id": "2147483648"}, "node.id", "must be at most 2147483647"),
+        ({"socket.request.max.bytes": "99999999999"}, "socket.request.max.bytes", "must be at most 2147483647"),
+        ({"super.users": "User:proxy;admin"}, "super.users", "expected a string in format principalType:principalName but got admin"),
+        ({"reconnect.backoff.ms": "-5"}, "reconnect.backoff.ms", "must be at least 1"),
+        ({"audit.log.dir": "/etc/hostname"}, "audit.log.dir", "is not a directory"),
+        ({"audit.log.dir": "/etc/hostname/audit"}, "audit.log.dir", "cannot create it: /etc/hostname is not a directory"),
         # the audit pipeline
         ({"audit.durability": "always"}, "audit.durability", "expected one of none, flush, fsync"),
         ({"audit.on.failure": "drop"}, "audit.on.failure", "expected one of block, reject"),
@@ -187,6 +193,21 @@ def test_controller_config_reads_super_users_separated_by_semicolons() -> None:
     config = parse_controller_config(props)
     assert config.super_users == frozenset({"User:proxy", "User:CN=a,OU=b"})
     assert config.allow_everyone_if_no_acl_found is False
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("node.id", "99999999999", "must be at most 2147483647"),
+        ("super.users", "admin", "expected a string in format principalType:principalName but got admin"),
+        ("metadata.log.dir", "/etc/hostname", "is not a directory"),
+    ],
+)
+def test_bad_controller_config_names_key_value_and_reason(key: str, value: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_controller_config({**controller_properties(), key: value})
+    assert (error.value.key, error.value.value) == (key, value)
+    assert reason in str(error.value)
 
 
 def test_controller_needs_the_controller_role() -> None:

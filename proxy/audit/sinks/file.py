@@ -23,7 +23,7 @@ import trio
 from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
 from proxy.files import fsync_directory
 from proxy.ops.metrics import ProxyMetrics
-from proxy.properties import Properties
+from proxy.properties import ConfigError, Properties
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +234,8 @@ class FileSinkKind:
     name = "file"
 
     def parse(self, props: Properties, log_dir: Path, *, enabled: bool) -> FileSinkSettings:
+        if enabled:
+            _check_log_dir(log_dir)
         # Read (and checked) whether or not the sink is enabled, as they always were.
         rotate_ms = props.int("audit.file.rotate.ms", 300000, minimum=0)
         return FileSinkSettings(props.int("audit.file.max.bytes", 64 * 1024 * 1024, minimum=1), rotate_ms / 1000 if rotate_ms else None)
@@ -243,14 +245,33 @@ class FileSinkKind:
         return {"file.max.bytes": settings.max_file_bytes, "file.rotate.ms": int(settings.rotate * 1000) if settings.rotate else 0}
 
     def open(self, settings: FileSinkSettings, context: SinkContext) -> AuditSink:
-        return FileSink(
-            context.log_dir,
-            context.node_id,
-            durability=context.durability,
-            max_file_bytes=settings.max_file_bytes,
-            rotate_seconds=settings.rotate,
-            metrics=context.metrics,
-        )
+        try:
+            return FileSink(
+                context.log_dir,
+                context.node_id,
+                durability=context.durability,
+                max_file_bytes=settings.max_file_bytes,
+                rotate_seconds=settings.rotate,
+                metrics=context.metrics,
+            )
+        except OSError as exc:  # what the check of parse cannot see: permissions, a read-only or special file system
+            raise ConfigError(LOG_DIR_KEY, str(context.log_dir), f"cannot create {exc.filename or context.log_dir}: {exc.strerror}") from None
+
+
+LOG_DIR_KEY = "audit.log.dir"
+
+
+def _check_log_dir(log_dir: Path) -> None:
+    """`audit.log.dir` is, or can become, a directory: check-config says so without creating it."""
+    if log_dir.exists():
+        if not log_dir.is_dir():
+            raise ConfigError(LOG_DIR_KEY, str(log_dir), "is not a directory")
+        return
+    for parent in log_dir.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(LOG_DIR_KEY, str(log_dir), f"cannot create it: {parent} is not a directory")
+            return
 
 
 KIND = FileSinkKind()
