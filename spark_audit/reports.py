@@ -226,16 +226,28 @@ def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10) ->
 # --------------------------------------------------------------------------- changes and identities
 
 
+def _described_resources() -> Column:
+    """``topic:orders ALTER, topic:logs- ALTER (PREFIXED)``: each resource with its operation, and its pattern type
+    where it is not LITERAL, so that a prefixed ACL binding reads differently from a literal one."""
+
+    def one(r: Column) -> Column:
+        kind = r["patternType"]
+        pattern = F.when(kind.isNotNull() & (F.upper(kind) != F.lit("LITERAL")), F.concat(F.lit("("), kind, F.lit(")")))
+        return F.concat_ws(" ", resource_label(r), r["operation"], pattern)
+
+    return F.concat_ws(", ", F.transform("resources", one))
+
+
 def sensitive_changes(flat: DataFrame) -> DataFrame:
     """Requests that change ACLs, configs, SCRAM credentials or quotas, whatever their outcome.
 
     Columns: time, date, category (acl, config, scram-credentials, quota),
     method, principal, clientAddress, listener, forwardingPrincipal,
-    resources (``topic:orders ALTER_CONFIGS, ...``), status (``NO_OUTCOME``
+    resources (``topic:orders ALTER_CONFIGS, ...``: :func:`_described_resources`), status (``NO_OUTCOME``
     when only the intent was recorded), errorCode, denied, requestId.
     """
     categories = F.create_map(*[item for m, c in SENSITIVE_METHODS.items() for item in (F.lit(m), F.lit(c))])
-    described = F.concat_ws(", ", F.transform("resources", lambda r: F.concat_ws(" ", resource_label(r), r["operation"])))
+    described = _described_resources()
     return (
         requests(flat)
         .filter(F.col("method").isin(*SENSITIVE_METHODS))
@@ -370,7 +382,7 @@ def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFr
             .limit(0)
             .select("requestId", "time", "date", "principal", "clientAddress", "listener", "method", "subject", "resources")
         )
-    described = F.concat_ws(", ", F.transform("resources", lambda r: F.concat_ws(" ", resource_label(r), r["operation"])))
+    described = _described_resources()
     return (
         requests(flat)
         .filter((F.col("status") == F.lit(NO_OUTCOME)) & (_us() <= F.lit(before_us)))

@@ -24,6 +24,15 @@ AUTHORIZATION_ERRORS = (
     ErrorCode.delegation_token_authorization_failed,
 )
 AUTHORIZATION_ERROR_CODES: dict[int, str] = {int(code): envelope_error_name(code) for code in AUTHORIZATION_ERRORS}
+#: Authorization errors that concern one kind of resource: an error row with one of them names a resource of
+#: these types only (an error row carries a bare name, and a group may share a topic's name). A delegation
+#: token's owner is a USER resource.
+AUTHORIZATION_ERROR_TYPES: dict[int, tuple[str, ...]] = {
+    int(ErrorCode.topic_authorization_failed): ("TOPIC",),
+    int(ErrorCode.group_authorization_failed): ("GROUP",),
+    int(ErrorCode.transactional_id_authorization_failed): ("TRANSACTIONAL_ID",),
+    int(ErrorCode.delegation_token_authorization_failed): ("DELEGATION_TOKEN", "USER"),
+}
 
 #: Names for every code a record may carry without an errorName: kio's ErrorCode, the one table of every package.
 KAFKA_ERROR_NAMES: dict[int, str] = {int(code): envelope_error_name(code) for code in ErrorCode}
@@ -175,8 +184,9 @@ def resource_decision(resource: Column) -> Column:
 
     DENIED when the request was refused, or denied as a whole (a top-level
     authorization error; CreateAcls/DeleteAcls, which Kafka authorizes as one
-    ALTER on the cluster), or when an error row for this resource (by name;
-    for the cluster, int(ErrorCode.cluster_authorization_failed)) is an authorization failure.
+    ALTER on the cluster), or when an error row for this resource (by name, with a
+    code that fits its type; for the cluster, int(ErrorCode.cluster_authorization_failed))
+    is an authorization failure.
     ALLOWED otherwise.
     """
     whole_request = (
@@ -184,17 +194,27 @@ def resource_decision(resource: Column) -> Column:
         | is_auth_code(F.col("errorCode"))
         | (F.col("method").isin("kafka.CreateAcls", "kafka.DeleteAcls") & F.exists(F.col("errors"), lambda e: is_auth_code(e["errorCode"])))
     )
+    kind = F.upper(resource["type"])
     this_resource = F.exists(
         F.col("errors"),
         lambda e: (
             is_auth_code(e["errorCode"])
             & (
-                (e["resource"] == resource["name"])
-                | ((resource["type"] == F.lit("CLUSTER")) & (e["errorCode"] == int(ErrorCode.cluster_authorization_failed)))
+                ((e["resource"] == resource["name"]) & _concerns(e["errorCode"], kind))
+                | ((kind == F.lit("CLUSTER")) & (e["errorCode"] == int(ErrorCode.cluster_authorization_failed)))
             )
         ),
     )
     return F.when(F.coalesce(whole_request | this_resource, F.lit(False)), F.lit(DENIED)).otherwise(F.lit(ALLOWED))
+
+
+def _concerns(code: Column, kind: Column) -> Column:
+    """An authorization error with ``code`` may concern a resource of type ``kind`` (:data:`AUTHORIZATION_ERROR_TYPES`;
+    any type for the other codes, and for a resource of no type)."""
+    fits = F.lit(True)
+    for error, kinds in AUTHORIZATION_ERROR_TYPES.items():
+        fits = F.when(code == F.lit(error), F.coalesce(kind.isin(*kinds), F.lit(True))).otherwise(fits)
+    return fits
 
 
 def with_resources(frame: DataFrame) -> DataFrame:

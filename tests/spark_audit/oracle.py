@@ -23,6 +23,8 @@ CONNECTION_TYPE = "io.github.kafka-envelope-proxy.connection"
 AUTH_CODES = frozenset({29, 30, 31, 53, 58, 65})
 CLUSTER_AUTHORIZATION_FAILED = 31
 SASL_AUTHENTICATION_FAILED = 58
+#: docs/audit-job.md: the resource types an authorization code can name (the others: any type).
+CODE_TYPES: dict[int, tuple[str, ...]] = {29: ("TOPIC",), 30: ("GROUP",), 53: ("TRANSACTIONAL_ID",), 65: ("DELEGATION_TOKEN", "USER")}
 CLOSING = frozenset({"outcome", "refused", "local", "read"})
 SENSITIVE = {
     "kafka.CreateAcls": "acl",
@@ -233,11 +235,12 @@ class Rec:
             or self.error_code in AUTH_CODES
             or (self.method in ("kafka.CreateAcls", "kafka.DeleteAcls") and any(e.get("errorCode") in AUTH_CODES for e in self.errors))
         )
+        kind = (resource.get("type") or "").upper()
         named = any(
             e.get("errorCode") in AUTH_CODES
             and (
-                e.get("resource") == resource.get("name")
-                or (resource.get("type") == "CLUSTER" and e.get("errorCode") == CLUSTER_AUTHORIZATION_FAILED)
+                (e.get("resource") == resource.get("name") and (not kind or kind in CODE_TYPES.get(e.get("errorCode"), (kind,))))
+                or (kind == "CLUSTER" and e.get("errorCode") == CLUSTER_AUTHORIZATION_FAILED)
             )
             for e in self.errors
         )
@@ -253,7 +256,13 @@ def label(resource: dict[str, Any]) -> str:
 
 
 def described(resources: Iterable[dict[str, Any]]) -> str:
-    return ", ".join(" ".join(part for part in (label(r), r.get("operation")) if part is not None) for r in resources)
+    """docs/audit-job.md: each resource, its operation, and its pattern type in brackets where it is not LITERAL."""
+
+    def pattern(r: dict[str, Any]) -> str | None:
+        kind = r.get("patternType")
+        return None if kind is None or str(kind).upper() == "LITERAL" else f"({kind})"
+
+    return ", ".join(" ".join(part for part in (label(r), r.get("operation"), pattern(r)) if part is not None) for r in resources)
 
 
 def error_name(code: int | None) -> str | None:

@@ -250,3 +250,33 @@ def test_a_resource_listed_twice_counts_once_per_request(spark: SparkSession) ->
 
     assert [tuple(row) for row in who] == [("topic:orders", "ALTER", 1, 1)]
     assert [tuple(row) for row in ranking] == [("topic:orders", 1)]
+
+
+def test_an_error_row_denies_only_a_resource_of_the_type_its_code_names(spark: SparkSession) -> None:
+    """Found by an outside check: IncrementalAlterConfigs on a topic and a group both named orders, the group denied
+    (GROUP_AUTHORIZATION_FAILED, by bare name): only group:orders is denied."""
+    configs = {"method": "kafka.IncrementalAlterConfigs", "api_key": 44, "resources": [resource("orders", "ALTER_CONFIGS"), resource("orders", "ALTER_CONFIGS", "GROUP")]}
+    flat = flat_of(
+        spark,
+        [
+            request(1, "2026-11-21T10:00:00.000Z", "configs", "intent", **configs),
+            request(2, "2026-11-21T10:00:00.100Z", "configs", "outcome", status="FAILURE", errors=[err(30, "GROUP_AUTHORIZATION_FAILED")], **configs),
+        ],
+    )
+
+    who = reports.who_did_what(flat, bucket="1 day").select("resource", "requests", "denied").orderBy("resource").collect()
+    ranking = reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
+
+    assert [tuple(row) for row in who] == [("group:orders", 1, 1), ("topic:orders", 1, 0)]
+    assert [tuple(row) for row in ranking] == [("group:orders", 1)]
+
+
+def test_the_resources_text_tells_a_prefixed_binding_from_a_literal_one(spark: SparkSession) -> None:
+    """Found by an outside check: a LITERAL and a PREFIXED ACL on one topic both read topic:orders ALTER."""
+    bindings = [{**resource("orders", "ALTER"), "patternType": pattern} for pattern in ("LITERAL", "PREFIXED")]
+    acls = {"method": "kafka.CreateAcls", "api_key": 30, "resources": bindings}
+    flat = flat_of(spark, [request(1, "2026-11-21T10:00:00.000Z", "acls", "intent", **acls), request(2, "2026-11-21T10:00:00.100Z", "acls", "outcome", **acls)])
+
+    (row,) = reports.sensitive_changes(flat).select("resources").collect()
+
+    assert row[0] == "topic:orders ALTER, topic:orders ALTER (PREFIXED)"
