@@ -101,6 +101,7 @@ def test_every_quorum_address_is_used_in_order_with_the_voters_ids() -> None:
         ({"socket.request.max.bytes": "99999999999"}, "socket.request.max.bytes", "must be at most 2147483647"),
         ({"super.users": "User:proxy;admin"}, "super.users", "expected a string in format principalType:principalName but got admin"),
         ({"reconnect.backoff.ms": "-5"}, "reconnect.backoff.ms", "must be at least 1"),
+        ({"sasl.enabled.mechanisms": ""}, "sasl.enabled.mechanisms", "no SASL mechanism is enabled, and listener CLIENT needs at least one"),
         ({"audit.log.dir": "/etc/hostname"}, "audit.log.dir", "is not a directory"),
         ({"audit.log.dir": "/etc/hostname/audit"}, "audit.log.dir", "cannot create it: /etc/hostname is not a directory"),
         # the audit pipeline

@@ -35,8 +35,10 @@ def reauth_key(props: Properties, listener: str, mechanism: str) -> str:
 def parse_sasl(props: Properties, listener: str) -> SaslSettings:
     mechanisms_key = props.listener_key(listener, "sasl.enabled.mechanisms")
     configured = props.listener_value(listener, "sasl.enabled.mechanisms")
-    text = configured or "GSSAPI"  # Kafka's default
+    text = "GSSAPI" if configured is None else configured  # Kafka's default
     mechanisms = tuple(dict.fromkeys(m.strip().upper() for m in text.split(",") if m.strip()))
+    if not mechanisms:  # set but empty: not the default, and a SASL listener cannot log anyone in
+        raise ConfigError(mechanisms_key, configured, f"no SASL mechanism is enabled, and listener {listener} needs at least one")
     for mechanism in mechanisms:
         if mechanism not in BY_NAME:
             raise ConfigError(
