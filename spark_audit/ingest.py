@@ -243,16 +243,36 @@ class _BatchWriter:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.stats = IngestStats("incremental")
+        self.batch_ids: list[int] = []
 
     def __call__(self, lines: DataFrame, batch_id: int) -> None:
         spark = lines.sparkSession
         self.stats.batches += 1
+        self.batch_ids.append(batch_id)
         _single_write(spark, lines, self.layout, self.stats, incremental=True, quarantine=f"{self.layout.quarantine}/batch={batch_id}")
 
 
-def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> IngestStats:
-    """Process what the checkpoint has not seen yet (``availableNow``), then stop."""
+def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str, *, files: bool = False) -> IngestStats:
+    """Process what the checkpoint has not seen yet (``availableNow``), then stop.
+
+    With a file source (``files``), the origins are the files its log lists for this run's batches, as a
+    batch run counts the files it lists: a file with no line at all is read too, though no line names it.
+    """
     writer = _BatchWriter(layout)
     query = stream.writeStream.foreachBatch(writer).trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
     query.awaitTermination()
+    if files and writer.batch_ids:
+        writer.stats.origins = _files_listed(stream.sparkSession, checkpoint, writer.batch_ids)
     return writer.stats
+
+
+def _files_listed(spark: SparkSession, checkpoint: str, batch_ids: list[int]) -> int:
+    """Distinct files the file source's log (``<checkpoint>/sources/0``: a version line, then one JSON entry per
+    file with its ``path`` and ``batchId``) lists for ``batch_ids``."""
+    try:
+        log = spark.read.text(f"{checkpoint}/sources/0")
+    except AnalysisException:
+        return 0
+    entry = F.from_json("value", "path string, batchId long")
+    row = log.select(entry.alias("e")).filter(F.col("e.batchId").isin(*batch_ids)).agg(F.count_distinct("e.path")).first()
+    return 0 if row is None else int(row[0])

@@ -48,7 +48,7 @@ def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestSt
             stream = stream_kafka(spark, options.kafka)
         else:
             stream = stream_files(spark, str(options.input), max_files_per_trigger=options.max_files_per_trigger)
-        return ingest_incremental(stream, layout, options.checkpoint or layout.default_checkpoint)
+        return ingest_incremental(stream, layout, options.checkpoint or layout.default_checkpoint, files=options.kafka is None)
     lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
     return ingest_batch(spark, lines, layout)
 
