@@ -52,7 +52,7 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
     empty = {"throttle_time": 0, "tokens": []}
     if not token_requests_allowed(ctx, broker=True):
         refused = ErrorCode.delegation_token_request_not_allowed
-        return ReadResult(path.encode(header, {**empty, "error_code": refused}), [], [], refused, NOT_ALLOWED)
+        return ReadResult(path.encode(header, {**empty, "error_code": refused}), [], [], refused, NOT_ALLOWED, refused=True)
     try:
         response = await path.upstream_call(header.api_key, header.api_version, as_dict(body))
     except ReadUnavailable as exc:

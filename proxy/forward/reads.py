@@ -60,10 +60,16 @@ class ReadResult:
     error_message: str | None = None
     local: bool = False
     """Answered from what the proxy knows itself, without the upstream or the edge authorizer (audited as `local`)."""
+    refused: bool = False
+    """Refused before anything was asked, as a broker refuses it itself (audited as `refused`, with `error_code`)."""
 
 
 class ReadUnavailable(Exception):
     """The read upstream could not answer (down, or it does not serve this API)."""
+
+
+class NotServed(ReadUnavailable):
+    """The read upstream answered, but does not serve this API at a version the client may get."""
 
 
 class ReadPath:
@@ -135,10 +141,12 @@ class ReadPath:
 
     async def upstream_call(self, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
         """The upstream's answer to `values`, asked at the highest version both sides speak."""
-        ranges = self.upstream.controller_ranges or {}
+        ranges = self.upstream.controller_ranges
+        if not ranges:  # its versions come with the first answer after a login: none has succeeded yet
+            raise ReadUnavailable(f"the read upstream {self.upstream.settings.address} has not answered yet (not reached, or the proxy's login to it failed)")
         served = ranges.get(api_key)
         if served is None or served.min > client_version:
-            raise ReadUnavailable(
+            raise NotServed(
                 f"the read upstream {self.upstream.settings.address} does not serve this API at v{client_version} or lower"
             )
         version = min(client_version, served.max)

@@ -436,6 +436,8 @@ class ProxyService:
         result = await READ_ROUTES[header.api_key](self.reads, session.context(header.client_id), session.listener, header, body)
         if result.local:
             return Answer(Local(), result.frame)
+        if result.refused:  # as the token changes a broker refuses itself: audited as refused, the connection kept
+            return Answer(Refused(result.error_message or "refused", result.error_code, result.resources), result.frame)
         return Answer(Read(self.settings.edge.policy, result.resources, result.denied, denial_code, result.error_code, result.error_message), result.frame)
 
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:

@@ -16,7 +16,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
-from proxy.forward.reads import ReadPath, ReadUnavailable
+from proxy.forward.reads import NotServed, ReadPath, ReadUnavailable
 from proxy.net.sasl.scram_mechanism import ScramServerSide
 from proxy.net.sasl.token_cache import TokenCache, TokenInfo
 from proxy.net.settings import ListenerConfig
@@ -52,7 +52,7 @@ class TokenMirror:
         try:
             response = await self.path.upstream_call(ApiKey.DESCRIBE_DELEGATION_TOKEN, DESCRIBE_VERSION, {"owners": None})
         except ReadUnavailable as exc:
-            return self._failed(str(exc))
+            return self._failed(str(exc), advise=isinstance(exc, NotServed))
         if int(response.error_code) != ErrorCode.none:
             return self._failed(f"DescribeDelegationToken answered error {int(response.error_code)}")
         tokens = [
@@ -73,14 +73,14 @@ class TokenMirror:
         self.refreshes += 1
         return True
 
-    def _failed(self, why: str) -> bool:
+    def _failed(self, why: str, *, advise: bool = True) -> bool:
         # Said once per outage (the first refresh included), not every period.
         if self._failing is None:
             log.warning(
-                "delegation tokens: cannot read them from %s (%s); token logins fail until it answers (it must serve "
-                "DescribeDelegationToken to the proxy: a broker listener in read.bootstrap.servers)",
+                "delegation tokens: cannot read them from %s (%s); token logins fail until it answers%s",
                 self.path.upstream.settings.address,
                 why,
+                " (it must serve DescribeDelegationToken to the proxy: a broker listener in read.bootstrap.servers)" if advise else "",
             )
         self._failing = why
         for cache in self.caches:

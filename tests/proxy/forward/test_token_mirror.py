@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from proxy.forward.reads import ReadUnavailable
+from proxy.forward.reads import NotServed, ReadUnavailable
 from proxy.forward.token_mirror import TokenMirror
 from proxy.net.sasl.token_cache import TokenCache
 
@@ -46,3 +46,19 @@ async def test_a_snapshot_reaches_every_cache_and_a_failure_empties_them(caplog:
     assert not await mirror.refresh()  # an error answer counts as a failure too, warned about once per outage
     assert sum("cannot read them" in record.message for record in caplog.records) == 1
     assert await mirror.refresh() and mirror.caches[1].login("SCRAM-SHA-512")("t1") is not None
+
+
+@pytest.mark.parametrize(
+    ("failure", "advised"),
+    [(ReadUnavailable("the read upstream 127.0.0.1:9092 has not answered yet"), False), (NotServed("does not serve this API at v3 or lower"), True)],
+)
+async def test_the_warning_advises_a_broker_listener_only_when_the_upstream_does_not_serve_the_api(
+    caplog: pytest.LogCaptureFixture, failure: ReadUnavailable, advised: bool
+) -> None:
+    """Found by an outside check: with the proxy's Kerberos login failing, the warning blamed the upstream's APIs."""
+    mirror = TokenMirror(_Upstream(failure), 5.0)  # type: ignore[arg-type]
+    mirror.caches = [TokenCache()]
+    assert not await mirror.refresh()
+    (warning,) = [record.message for record in caplog.records if "cannot read them" in record.message]
+    assert str(failure) in warning
+    assert ("a broker listener in read.bootstrap.servers" in warning) is advised
