@@ -59,6 +59,8 @@ from proxy.upstream.pool import ControllerPool, UpstreamEvent
 log = logging.getLogger(__name__)
 
 _DISCONNECT_AUDIT_TIMEOUT = 10.0
+#: Listeners whose connections have no SASL login: the first request is held to connections.preauth.idle.ms.
+WITHOUT_SASL = frozenset({"PLAINTEXT", "SSL"})
 # RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
 _REFUSAL_CAUSES = {
     IP_FILTER: "ip_filter",
@@ -283,10 +285,11 @@ class ProxyService:
         try:
             with conn.serving():
                 while not session.closing:
-                    # Without a login (PLAINTEXT), the first request is all that shows a Kafka client, so it must come as
-                    # soon as a login's would (connections.preauth.idle.ms); after a login, only connections.max.idle.ms
-                    # applies, as in Kafka.
-                    first = not session.requests and session.mechanism is None
+                    # Without a SASL login (PLAINTEXT, SSL: a TLS handshake needs no Kafka client, and with client auth
+                    # none or requested proves nothing), the first request is all that shows a Kafka client, so it must
+                    # come as soon as a login's would (connections.preauth.idle.ms); after a SASL login, only
+                    # connections.max.idle.ms applies, as in Kafka.
+                    first = not session.requests and session.listener.security_protocol in WITHOUT_SASL
                     timeout = min(conn.idle_timeout, self.settings.transport.preauth_idle_timeout) if first else conn.idle_timeout
                     frame = await conn.receive_frame(timeout)
                     if frame is None:
@@ -334,6 +337,7 @@ class ProxyService:
         if session.expiry.expires_at is not None:  # only sessions with a lifetime (KIP-368) pay for this
             step = session.expiry.step(header.api_key, trio.current_time())
             if step is SessionStep.REAUTHENTICATE:
+                session.requests -= 1  # a re-authentication is not a request (the `disconnected` record's count)
                 await self._reauthenticate(session, frame)
                 return
             if step is SessionStep.EXPIRED:

@@ -119,6 +119,7 @@ async def test_a_raw_re_authentication_renews_the_session_and_may_not_change_the
     assert failed["data"]["authorizationInfo"]["detail"].startswith("Cannot change principals")
     (disconnected,) = _connection_events(audit, "disconnected")
     assert disconnected["data"]["connection"]["cause"] == "authentication-failed"
+    assert disconnected["data"]["connection"]["requests"] == 1  # DescribeCluster; the two re-authentications are not requests
 
 
 async def test_sasl_frames_after_a_login_without_a_lifetime_are_answered_illegal_sasl_state(stack: EmbeddedStack) -> None:

@@ -432,3 +432,26 @@ async def test_the_proxy_refuses_a_controller_certificate_for_another_host(nurse
     stack = await start_stack(nursery, tmp_path / "audit", proxy_overrides=proxy, controller_overrides=controller)
     # ssl.endpoint.identification.algorithm=https (the default): 127.0.0.1 is not in the certificate.
     assert not stack.proxy.service.upstream.connected
+
+
+async def test_an_ssl_connection_that_sends_no_request_is_closed_after_preauth_idle(nursery: Any, tmp_path: Path, pki: DevPki) -> None:
+    """Found by an outside check: a finished TLS handshake (client auth none) held the connection for
+    connections.max.idle.ms. As on PLAINTEXT, the first request must come within connections.preauth.idle.ms."""
+    proxy = {
+        "listeners": "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
+        "listener.security.protocol.map": "CLIENT:SSL,PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        **keystore(pki, "listener.name.client."),
+        "connections.preauth.idle.ms": "300",
+    }
+    stack = await start_stack(nursery, tmp_path / "audit", proxy_overrides=proxy)
+
+    def probe() -> tuple[bool, bool]:
+        addr = address(stack, "CLIENT")
+        with tls_socket(addr, pki) as silent, tls_socket(addr, pki) as talking:
+            assert api_versions_work(talking)
+            time.sleep(1.0)
+            return wire.is_closed(silent), api_versions_work(talking, correlation_id=8)
+
+    assert await trio.to_thread.run_sync(probe) == (True, True)
+    causes = [r["data"]["connection"]["cause"] for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "disconnected"]
+    assert "idle" in causes

@@ -211,7 +211,9 @@ class SaslMachine:
             return self._handshake(header, frame)
         if header.api_key != ApiKey.SASL_AUTHENTICATE or self._exchange is None or self._raw_tokens:
             detail = f"{api_name(header.api_key)} v{header.api_version} before SASL authentication completed (ILLEGAL_SASL_STATE)"
-            return self._end(Refused(PROTOCOL_ERROR, detail, None, self.mechanism), Close(CAUSE_PROTOCOL_ERROR))
+            # a re-authenticating connection had logged in: the refusal names its principal, as after any login
+            principal = self.reauthenticating.principal if self.reauthenticating is not None else None
+            return self._end(Refused(PROTOCOL_ERROR, detail, principal, self.mechanism), Close(CAUSE_PROTOCOL_ERROR))
         body = decode_body(header.api_key, header.api_version, frame, header.header_size)
         return self._step(header, bytes(body.auth_bytes))
 

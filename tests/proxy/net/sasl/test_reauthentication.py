@@ -12,7 +12,17 @@ from envelope.header import peek_request_header
 from envelope.principal import Principal
 from proxy.net.login import MIN_REAUTH_INTERVAL, SessionExpiry, SessionStep
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
-from proxy.net.sasl.machine import Close, LoggedIn, LoginFailed, Reply, SaslMachine, SessionLogin, illegal_sasl_state, session_lifetime_ms
+from proxy.net.sasl.machine import (
+    Close,
+    LoggedIn,
+    LoginFailed,
+    Refused,
+    Reply,
+    SaslMachine,
+    SessionLogin,
+    illegal_sasl_state,
+    session_lifetime_ms,
+)
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.settings import ListenerConfig, parse_listeners
 from proxy.properties import Properties
@@ -167,3 +177,12 @@ def test_reauthentications_begin_at_most_once_a_second() -> None:
     # Within the second: not a re-authentication, so KafkaApis answers it ILLEGAL_SASL_STATE.
     assert expiry.step(ApiKey.SASL_HANDSHAKE, 10.0 + MIN_REAUTH_INTERVAL / 2) is SessionStep.SERVE
     assert expiry.step(ApiKey.SASL_HANDSHAKE, 10.0 + MIN_REAUTH_INTERVAL) is SessionStep.REAUTHENTICATE
+
+
+def test_a_protocol_error_during_a_reauthentication_names_the_sessions_principal(tmp_path: Any) -> None:
+    """Found by an outside check: the refusal of a connection that had logged in carried no principal."""
+    machine = SaslMachine(_listener(tmp_path, PLAIN=5000), reauthenticating=SessionLogin("PLAIN", ALICE))
+    assert int(_answer(machine.receive(_handshake()), 17, 1).error_code) == 0
+    events = machine.receive(wire.request(18, 0, {}))  # an ApiVersions where the SaslAuthenticate belongs
+    (refused,) = [e for e in events if isinstance(e, Refused)]
+    assert (refused.reason, refused.principal, refused.mechanism) == ("protocol-error", ALICE, "PLAIN")
