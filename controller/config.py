@@ -8,6 +8,7 @@ from controller.delegation_tokens import TokenSettings, parse_token_settings
 from controller.identity import CLUSTER_ID_KEY
 from controller.leadership import NO_LEADER
 from envelope import kafka_uuid
+from proxy.files import directory_problem
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
 from proxy.properties import INT32_MAX, ConfigError, Properties, load_authorizer, load_properties, super_users
@@ -114,10 +115,11 @@ def load_controller_config(path: str | Path) -> ControllerConfig:
 
 
 def _metadata_dir(text: str | None) -> Path | None:
-    """`metadata.log.dir`; a path that exists and is not a directory is refused here, so check-config sees it too."""
+    """`metadata.log.dir`; a path that is not a directory and cannot become one is refused here, so check-config sees it too."""
     if not text:
         return None
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise ConfigError("metadata.log.dir", text, "is not a directory")
+    problem = directory_problem(path)
+    if problem is not None:
+        raise ConfigError("metadata.log.dir", text, problem)
     return path

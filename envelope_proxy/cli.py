@@ -181,13 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from spark_audit.job import main as audit_main
 
             return audit_main(audit_args)
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
-        return 2
-    except (OSError, BaseExceptionGroup) as exc:
+    except (ConfigError, OSError, BaseExceptionGroup) as exc:
         # a server's start-up fails inside its nursery, so its error arrives wrapped in a group
         return _start_up_failure(exc)
     return 1
@@ -200,11 +194,16 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def _start_up_failure(exc: BaseException) -> int:
-    """One line for what stops a server from starting (a bad setting, a port in use); anything else is a bug: re-raised."""
+    """One line for what stops a command or a server from starting (a bad setting, a missing file, a port in use),
+    alone or wrapped in a nursery's group; anything else is a bug: re-raised."""
     leaves = _leaves(exc)
     for leaf in leaves:
         if isinstance(leaf, ConfigError):
             print(f"configuration error: {leaf}", file=sys.stderr)
+            return 2
+    for leaf in leaves:
+        if isinstance(leaf, FileNotFoundError):
+            print(f"error: {leaf.strerror}: {leaf.filename}", file=sys.stderr)
             return 2
     for leaf in leaves:
         if isinstance(leaf, OSError) and leaf.errno == errno.EADDRINUSE:

@@ -38,3 +38,14 @@ def write_atomically(path: Path, data: bytes, *, mode: int | None = None, fsync:
         raise
     if fsync:
         fsync_directory(path.parent)
+
+
+def directory_problem(path: Path) -> str | None:
+    """Why `path` cannot be used as a directory (None when it is one, or can be created), told without creating it:
+    what a configured folder's key is refused for when it is read (check-config included)."""
+    if path.exists():
+        return None if path.is_dir() else "is not a directory"
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"cannot create it: {parent} is not a directory"
+    return None

@@ -202,6 +202,7 @@ def test_controller_config_reads_super_users_separated_by_semicolons() -> None:
         ("node.id", "99999999999", "must be at most 2147483647"),
         ("super.users", "admin", "expected a string in format principalType:principalName but got admin"),
         ("metadata.log.dir", "/etc/hostname", "is not a directory"),
+        ("metadata.log.dir", "/etc/hostname/metadata", "cannot create it: /etc/hostname is not a directory"),
     ],
 )
 def test_bad_controller_config_names_key_value_and_reason(key: str, value: str, reason: str) -> None:

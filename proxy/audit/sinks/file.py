@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 import trio
 
 from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
-from proxy.files import fsync_directory
+from proxy.files import directory_problem, fsync_directory
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import ConfigError, Properties
 
@@ -263,15 +263,9 @@ LOG_DIR_KEY = "audit.log.dir"
 
 def _check_log_dir(log_dir: Path) -> None:
     """`audit.log.dir` is, or can become, a directory: check-config says so without creating it."""
-    if log_dir.exists():
-        if not log_dir.is_dir():
-            raise ConfigError(LOG_DIR_KEY, str(log_dir), "is not a directory")
-        return
-    for parent in log_dir.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(LOG_DIR_KEY, str(log_dir), f"cannot create it: {parent} is not a directory")
-            return
+    problem = directory_problem(log_dir)
+    if problem is not None:
+        raise ConfigError(LOG_DIR_KEY, str(log_dir), problem)
 
 
 KIND = FileSinkKind()
