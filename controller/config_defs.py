@@ -12,6 +12,7 @@ does (`parse`), a value back into the text DescribeConfigs shows
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,10 +26,12 @@ from controller.java_order import DEFAULT_CAPACITY, LOAD_FACTOR, string_hash, st
 CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 UNKNOWN_CONFIG_TYPE = 0
 
-_INT_BOUNDS = {"INT": 2**31, "SHORT": 2**15, "LONG": 2**63}
+_INT_BITS = {"INT": 32, "SHORT": 16, "LONG": 64}
 #: Integer.parseInt's and Long.parseLong's text: Java takes any Unicode decimal digit (Character.digit), as
 #: ``\d`` on a str pattern and Python's int() do; the two agree on everything this pattern lets through.
 INTEGER = re.compile(r"[+-]?\d+")
+#: No value of a Java long has more significant digits.
+_LONG_DIGITS = 19
 #: Double.parseDouble's text: ASCII digits only, or a Java hexadecimal float (binary exponent required).
 _DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
 _HEX_DOUBLE = re.compile(r"[+-]?0[xX]([0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?")
@@ -403,6 +406,23 @@ def generated_defaults(kind: str) -> dict[str, str | None]:
     return dict(raw[kind]["defaults"])
 
 
+def java_integer(text: str, bits: int = 32) -> int | None:
+    """Short/Integer/Long.parseX of `text` for a `bits`-wide type: the value, or None where Java throws
+    NumberFormatException. Leading zeros are dropped first, so that no text reaches int() with more digits
+    than a long has: int() refuses over 4,300 digits, and a config value may hold 32,767 characters."""
+    if INTEGER.fullmatch(text) is None:
+        return None
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
+    start = 0
+    while start < len(digits) - 1 and unicodedata.decimal(digits[start]) == 0:
+        start += 1
+    if len(digits) - start > _LONG_DIGITS:
+        return None
+    number = int(sign + digits[start:])
+    bound = 2 ** (bits - 1)
+    return number if -bound <= number < bound else None
+
+
 def parse_type(name: str, value: str | None, kind: str) -> Any:
     """ConfigDef.parseType for a config given as text."""
     if value is None:
@@ -416,11 +436,11 @@ def parse_type(name: str, value: str | None, kind: str) -> Any:
         raise ConfigValueError(invalid(name, value, "Expected value to be either true or false"))
     if kind in ("STRING", "PASSWORD", "CLASS"):
         return trimmed  # a class name is not loaded: the embedded controller runs no Java
-    if kind in _INT_BOUNDS:
-        bound = _INT_BOUNDS[kind]
-        if INTEGER.fullmatch(trimmed) is None or not -bound <= int(trimmed) < bound:
+    if kind in _INT_BITS:
+        number = java_integer(trimmed, _INT_BITS[kind])
+        if number is None:
             raise ConfigValueError(invalid(name, value, f"Not a number of type {kind}"))
-        return int(trimmed)
+        return number
     if kind == "DOUBLE":
         if _HEX_DOUBLE.fullmatch(trimmed) is not None:
             return float.fromhex(trimmed.rstrip("fFdD"))

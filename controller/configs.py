@@ -28,7 +28,7 @@ from authz import Authorizer, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
 from controller.changes import change_of
-from controller.config_defs import INTEGER, ConfigValueError, java_text, kafka_configs
+from controller.config_defs import ConfigValueError, java_integer, java_text, kafka_configs
 from controller.config_state import ConfigState
 from controller.describe_configs import (
     BROKER,
@@ -321,9 +321,10 @@ class ConfigHandlers:
                 raise ConfigProblem(ErrorCode.invalid_config, problem)
         elif kind == BROKER:
             if name:
-                if INTEGER.fullmatch(name) is None or not -(2**31) <= int(name) < 2**31:
+                broker = java_integer(name)
+                if broker is None:
                     raise ConfigProblem(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
-                if int(name) < 0:
+                if broker < 0:
                     raise ConfigProblem(ErrorCode.invalid_request, "Invalid negative broker ID.")
         elif kind == CLIENT_METRICS:
             _client_metrics_problem(name, configs)
@@ -335,7 +336,7 @@ class ConfigHandlers:
     def _exists(self, kind: int, name: str) -> None:
         """QuorumController's ConfigResourceExistenceChecker."""
         if kind == BROKER and name:
-            node = int(name)
+            node = java_integer(name)  # checked before: a broker name that parses
             if node not in self.broker_ids and node not in self.controller_ids:
                 raise ConfigProblem(ErrorCode.broker_id_not_registered, f"No node with id {node} found.")
         elif kind == TOPIC and name not in self.image.topics:
@@ -349,10 +350,11 @@ class ConfigHandlers:
         try:
             if not allowed(self.authorizer, ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ConfigProblem(ErrorCode.cluster_authorization_failed, ERROR_MESSAGES[ErrorCode.cluster_authorization_failed])
-            if INTEGER.fullmatch(name) is None or not -(2**31) <= int(name) < 2**31:
+            node = java_integer(name)
+            if node is None:
                 raise ConfigProblem(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}")
-            if int(name) != self.node_id:
-                raise ConfigProblem(ErrorCode.invalid_request, f"Unexpected node id. Expected {self.node_id}, but received {int(name)}")
+            if node != self.node_id:
+                raise ConfigProblem(ErrorCode.invalid_request, f"Unexpected node id. Expected {self.node_id}, but received {node}")
             ops = [(str(c.name), int(c.config_operation), c.value) for c in resource.configs]
             for logger, op, value in ops:
                 _check_logger_op(logger, op, value)

@@ -23,10 +23,10 @@ from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
 from controller.config_defs import (
     CONFIG_TYPE_IDS,
-    INTEGER,
     UNKNOWN_CONFIG_TYPE,
     ConfigKey,
     java_hash_map_order,
+    java_integer,
     java_trim,
     kafka_configs,
     normalized,
@@ -76,9 +76,10 @@ class ResourceError(Exception):
 
 def broker_id_of(name: str, message: str) -> int:
     """Integer.parseInt, or the INVALID_REQUEST Kafka gives with `message` + the name."""
-    if INTEGER.fullmatch(name) is None or not -(2**31) <= int(name) < 2**31:
+    broker = java_integer(name)
+    if broker is None:
         raise ResourceError(ErrorCode.invalid_request, f"{message}{name}")
-    return int(name)
+    return broker
 
 
 def _log4j_level(level: int) -> str:
@@ -421,8 +422,8 @@ def _converted(value: str, factor: int) -> str:
     if factor == 1:
         return value
     trimmed = java_trim(value)
-    number = int(trimmed) if INTEGER.fullmatch(trimmed) and -(2**31) <= int(trimmed) < 2**31 else 0
-    return str(number * factor)
+    number = java_integer(trimmed)
+    return str((number or 0) * factor)
 
 
 def _type_id(config_type: str | None) -> int:

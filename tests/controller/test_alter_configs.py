@@ -162,6 +162,23 @@ def test_broker_names_and_nodes() -> None:
     assert c.image.broker_configs[""] == {"min.insync.replicas": "1"}
 
 
+def test_numbers_of_thousands_of_digits_are_read_as_java_reads_them() -> None:
+    """Python's int() refuses over 4,300 digits, where Long.parseLong reads leading zeros and refuses only the value."""
+    c = controller()
+    c.add_topic("t1")
+    too_long = "1" * 5000
+    assert c.incremental((TOPIC, "t1", [("retention.ms", SET, too_long)])) == [
+        (TOPIC, "t1", INVALID_CONFIG, f"Invalid value {too_long} for configuration retention.ms: Not a number of type LONG")
+    ]
+    assert c.incremental((TOPIC, "t1", [("retention.ms", SET, "0" * 5000 + "1000")])) == [(TOPIC, "t1", 0, None)]
+    assert c.configs(TOPIC, "t1")["retention.ms"]["value"] == "1000"
+    change = [("log.retention.ms", SET, "1")]
+    assert c.incremental((BROKER, too_long, change), (BROKER, "0" * 5000 + "2", change)) == [
+        (BROKER, too_long, INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
+        (BROKER, "0" * 5000 + "2", 102, "No node with id 2 found."),
+    ]
+
+
 def test_groups_and_client_metrics_are_validated() -> None:
     c = controller()
     assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "1")])) == [
