@@ -13,7 +13,7 @@ names; the rest follows kafka_configs.json, generated from Kafka's classes.
 """
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -137,11 +137,22 @@ def _listed(names: Iterable[str], wanted: list[str] | None) -> list[str]:
 
 
 class ConfigDescriber:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, static_config: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        image: MetadataImage,
+        authorizer: Authorizer,
+        *,
+        node_id: int,
+        static_config: Mapping[str, str],
+        broker_ids: Sequence[int] = (),
+    ) -> None:
         self.image = image
         self.authorizer = authorizer
         self.node_id = node_id
         self.static_config = dict(static_config)
+        # The embedded controller stands in for its brokers, as it lists them in Metadata: each answers for itself
+        # with the controller's static configs and its own dynamic ones, as a broker of that cluster would.
+        self.broker_ids = frozenset(broker_ids) | {node_id}
 
     def state(self) -> ConfigState:
         return ConfigState(self.image, self.static_config, self.node_id)
@@ -260,10 +271,13 @@ class ConfigDescriber:
             values = state.dynamic_default
             names = scala_hash_map_order(values)
             return [self._broker_entry(n, values[n], state, False, include_synonyms, include_documentation) for n in _listed(names, wanted)]
-        if broker_id_of(name, "Broker id must be an integer, but it is: ") != self.node_id:
+        broker_id = broker_id_of(name, "Broker id must be an integer, but it is: ")
+        if broker_id not in self.broker_ids:
             raise ResourceError(
                 ErrorCode.invalid_request, f"Unexpected broker id, expected {self.node_id} or empty string, but received {name}"
             )
+        if broker_id != state.node_id:
+            state = ConfigState(self.image, self.static_config, broker_id)
         names = _originals_first(state.effective, state.defs.broker.describe_order)
         return [
             self._broker_entry(n, state.broker_value(n), state, True, include_synonyms, include_documentation) for n in _listed(names, wanted)
@@ -298,7 +312,7 @@ class ConfigDescriber:
     def _broker_logger(self, name: str, wanted: list[str] | None) -> list[dict[str, Any]]:
         if not name:
             raise ResourceError(ErrorCode.invalid_request, "Broker id must not be empty")
-        if broker_id_of(name, "Broker id must be an integer, but it is: ") != self.node_id:
+        if broker_id_of(name, "Broker id must be an integer, but it is: ") not in self.broker_ids:
             raise ResourceError(ErrorCode.invalid_request, f"Unexpected broker id, expected {self.node_id} but received {name}")
         loggers = python_loggers()
         return [

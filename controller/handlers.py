@@ -73,10 +73,19 @@ class Handlers:
             broker_ids=broker_ids_of(broker_count),
             controller_ids=leadership.voter_ids,
         )
-        describer = ConfigDescriber(image, authorizer, node_id=leadership.node_id, static_config=static_config or {})
+        describer = ConfigDescriber(
+            image, authorizer, node_id=leadership.node_id, static_config=static_config or {}, broker_ids=broker_ids_of(broker_count)
+        )
         acls = AclHandlers(image, authorizer)
         self.acl_store: AclStore | None = acls.acl_store
-        reads = ReadHandlers(image, authorizer, node_id=leadership.node_id, cluster_id=leadership.cluster_id, broker_count=broker_count)
+        reads = ReadHandlers(
+            image,
+            authorizer,
+            node_id=leadership.node_id,
+            cluster_id=leadership.cluster_id,
+            broker_count=broker_count,
+            endpoint=lambda listener: leadership.own_endpoints.get(listener.upper()),
+        )
         quotas = QuotaHandlers(image, authorizer)
         scram = ScramCredentialHandlers(image, authorizer)
         partitions = PartitionAdminHandlers(image, authorizer, broker_ids=reads.broker_ids)

@@ -7,6 +7,7 @@ the controller authorizes that caller, as a broker would.
 """
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +24,7 @@ from controller.acls import NO_ACL_STORE, binding_filter_of
 from controller.authorize import AUTHORIZATION_FAILED, allowed
 from controller.image import MetadataImage
 from envelope.responses import metadata_topic_error
+from proxy.net.addresses import ControllerAddress
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 NO_CONTROLLER = -1
@@ -36,7 +38,16 @@ def _by_id(topic_id: Any, code: int) -> dict[str, Any]:
 
 
 class ReadHandlers:
-    def __init__(self, image: MetadataImage, authorizer: Authorizer, *, node_id: int, cluster_id: str, broker_count: int) -> None:
+    def __init__(
+        self,
+        image: MetadataImage,
+        authorizer: Authorizer,
+        *,
+        node_id: int,
+        cluster_id: str,
+        broker_count: int,
+        endpoint: Callable[[str], ControllerAddress | None] = lambda listener: None,
+    ) -> None:
         self.image = image
         self.cluster_id = cluster_id
         self.authorizer = authorizer
@@ -44,6 +55,8 @@ class ReadHandlers:
         self.node_id = node_id
         # The embedded controller has no brokers; replicas are numbered 1..broker_count like registered ones would be.
         self.broker_ids = list(range(1, broker_count + 1))
+        self.endpoint = endpoint
+        """The controller's own address on a listener: it lists its brokers there, as the one process behind them."""
 
     def _allowed(self, ctx: RequestContext, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         return allowed(self.authorizer, ctx, operation, resource_type, name)
@@ -59,20 +72,20 @@ class ReadHandlers:
                 {**metadata_topic_error(str(t.name or ""), ErrorCode.invalid_request), "topic_id": getattr(t, "topic_id", None) or zero}
                 for t in body.topics
             ]
-            return {**self._answer(topics), "brokers": [], "cluster_id": None, "controller_id": NO_CONTROLLER}
+            return {**self._answer(topics, ctx), "brokers": [], "cluster_id": None, "controller_id": NO_CONTROLLER}
         ids = list(dict.fromkeys(t.topic_id for t in body.topics or () if getattr(t, "topic_id", None) is not None))
         if ids:
-            return self._answer(self._topics_by_id(ids, ctx))
+            return self._answer(self._topics_by_id(ids, ctx), ctx)
         if body.topics is None or (not body.topics and version == 0):  # v0 has no null: [] is every topic
             names = [n for n in sorted(self.image.topics) if self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, n)]
-            return self._answer([self._described(name) for name in names])
+            return self._answer([self._described(name) for name in names], ctx)
         # KafkaApis' order: the topics that exist, then the unknown ones, then those the caller may not describe
         names = list(dict.fromkeys(str(t.name) for t in body.topics if t.name is not None))
         visible = [(name, self._allowed(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name)) for name in names]
         described = [self._described(name) for name, ok in visible if ok and name in self.image.topics]
         unknown = [metadata_topic_error(name, ErrorCode.unknown_topic_or_partition) for name, ok in visible if ok and name not in self.image.topics]
         denied = [metadata_topic_error(name, ErrorCode.topic_authorization_failed) for name, ok in visible if not ok]
-        return self._answer(described + unknown + denied)
+        return self._answer(described + unknown + denied, ctx)
 
     def _topics_by_id(self, ids: list[Any], ctx: RequestContext) -> list[dict[str, Any]]:
         """KIP-516 lookups as a broker answers them: names beside ids ignored; unknown ids (UNKNOWN_TOPIC_ID) first,
@@ -106,12 +119,16 @@ class ReadHandlers:
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
 
-    def _answer(self, topics: list[dict[str, Any]]) -> dict[str, Any]:
+    def _answer(self, topics: list[dict[str, Any]], ctx: RequestContext) -> dict[str, Any]:
+        """Kafka's answer lists the live brokers and names one of them the controller: here the broker ids the
+        partitions use, at the controller's own address on the listener asked through (none when it has none)."""
+        own = self.endpoint(ctx.listener)
+        brokers = [] if own is None else [{"node_id": b, "host": own.host, "port": own.port, "rack": None} for b in self.broker_ids]
         return {
             "throttle_time": 0,
-            "brokers": [],
+            "brokers": brokers,
             "cluster_id": self.cluster_id,
-            "controller_id": self.node_id,
+            "controller_id": self.node_id if own is None or self.node_id in self.broker_ids else self.broker_ids[0],
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             "error_code": ErrorCode.none,

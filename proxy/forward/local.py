@@ -1,8 +1,9 @@
 """Answers the proxy gives itself: Metadata and DescribeCluster.
 
-The proxy presents itself as the only broker and as the controller, at the
-advertised endpoint of the listener the request came in on (KIP-103), so
-admin clients send controller-bound requests to it. Every field is what a
+The proxy lists the cluster's brokers (proxy/forward/broker_view.py), every
+one at the advertised endpoint of the listener the request came in on
+(KIP-103), so whichever broker or controller a client picks, it reaches
+the proxy. Every field is what a
 Kafka 4.3 broker sends (docs/clients.md): the cluster's id, never null or
 empty; rack null; authorized operations Integer.MIN_VALUE unless asked for.
 """
@@ -17,18 +18,19 @@ from envelope.apis import EndpointType
 from envelope.build import build_entity
 from envelope.codec import encode_response, response_schema
 from envelope.header import RequestHeaderInfo
+from proxy.forward.broker_view import BrokerSet
 from proxy.net.settings import ListenerConfig
 
 __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "describe_cluster_response", "endpoint_error", "metadata_response"]
 
 
-def metadata_response(header: RequestHeaderInfo, body: Any, *, node_id: int, listener: ListenerConfig, cluster_id: str) -> bytes:
+def metadata_response(header: RequestHeaderInfo, body: Any, *, brokers: BrokerSet, listener: ListenerConfig, cluster_id: str) -> bytes:
     requested = list(dict.fromkeys(t.name for t in body.topics or () if t.name is not None))  # each once, as Kafka answers
     values = {
         "throttle_time": 0,
-        "brokers": [{"node_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}],
+        "brokers": brokers.listed(listener.advertised_host, listener.advertised_port),
         "cluster_id": cluster_id,
-        "controller_id": node_id,
+        "controller_id": brokers.controller_id,
         # Topic reads go through the upstream only once the edge authorizer exists;
         # until then a named topic is reported as unknown rather than guessed.
         "topics": [
@@ -67,7 +69,7 @@ def describe_cluster_response(
     header: RequestHeaderInfo,
     body: Any,
     *,
-    node_id: int,
+    brokers: BrokerSet,
     listener: ListenerConfig,
     cluster_id: str,
     cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
@@ -95,9 +97,9 @@ def describe_cluster_response(
             "error_message": None,
             "endpoint_type": EndpointType.BROKER,
             "cluster_id": cluster_id,
-            "controller_id": node_id,
+            "controller_id": brokers.controller_id,
             "brokers": [
-                {"broker_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None, "is_fenced": False}
+                {**b, "is_fenced": False} for b in brokers.listed(listener.advertised_host, listener.advertised_port, id_key="broker_id")
             ],
             "cluster_authorized_operations": cluster_authorized_operations,
         }

@@ -6,12 +6,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, RequestContext, ResourceType
-from authz.actions import CONFIG_TOPIC, ResourceAccess
+from authz.actions import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC, ResourceAccess
 from authz.model import CLUSTER_NAME
 from envelope.apis import ApiKey
 from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo
+from proxy.forward.broker_view import BrokerSet
 from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, denial_code, topic_access
+from proxy.net.addresses import ControllerAddress
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
@@ -34,18 +36,63 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
     wanted = [r for r, ok in zip(requested, allowed, strict=True) if ok]
     results: list[dict[str, Any]] = []
     if wanted:
-        values = {**as_dict(body), "resources": wanted}
-        try:
-            results = [as_dict(r) for r in (await path.upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)).results]
-        except ReadUnavailable as exc:
-            log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
-            error = (ErrorCode.unknown_server_error, str(exc))
-            results = [_config_failed(r, ErrorCode.unknown_server_error, str(exc)) for r in wanted]
+        routes = await path.offload.entries(len(wanted), _routes, wanted, await path.brokers(), path.upstream.active_id)
+        answered: dict[int, dict[str, Any]] = {}
+        for broker, group in _grouped(routes):
+            resources = [{**wanted[i], "resource_name": name} for i, name in group]
+            values = {**as_dict(body), "resources": resources}
+            try:
+                if broker is None:
+                    response = await path.upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)
+                else:
+                    response = await path.broker_call(broker, ApiKey.DESCRIBE_CONFIGS, header.api_version, values)
+                # Each result under the name the client asked for: the broker knows itself by its own id.
+                answered.update({i: {**as_dict(r), "resource_name": wanted[i]["resource_name"]} for (i, _), r in zip(group, response.results, strict=True)})
+            except ReadUnavailable as exc:
+                log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
+                error = (ErrorCode.unknown_server_error, str(exc))
+                answered.update({i: _config_failed(wanted[i], ErrorCode.unknown_server_error, str(exc)) for i, _ in group})
+        results = [answered[i] for i in range(len(wanted))]
     results += [_config_denied(r, access) for r, access, ok in zip(requested, accesses, allowed, strict=True) if not ok]
     denied = [a for a, ok in zip(accesses, allowed, strict=True) if not ok]
     frame = path.encode(header, {"throttle_time": 0, "results": results})
     return ReadResult(frame, accesses, denied, *error)
 
+
+
+def _routes(wanted: list[dict[str, Any]], brokers: BrokerSet, upstream_id: int) -> list[tuple[ControllerAddress | None, str]]:
+    """Where each resource is asked, and under which name: a broker's own configs (and loggers) only that broker
+    answers, so each goes to the broker it names, at the address the read upstream gives for it; everything else
+    (and an id outside the brokers listed, which gets that broker's own Kafka error) goes to the read upstream.
+    While the proxy stands alone as the only broker, its own id means the read upstream's node."""
+    routes: list[tuple[ControllerAddress | None, str]] = []
+    for resource in wanted:
+        name = str(resource["resource_name"])
+        broker_id = _broker_id(int(resource["resource_type"]), name)
+        broker = None if broker_id is None else brokers.get(broker_id)
+        if broker is not None and broker.upstream is not None:
+            routes.append((broker.upstream, name if broker.upstream.node_id is None else str(broker.upstream.node_id)))
+        elif broker is not None and upstream_id >= 0:
+            routes.append((None, str(upstream_id)))
+        else:
+            routes.append((None, name))
+    return routes
+
+
+def _grouped(routes: list[tuple[ControllerAddress | None, str]]) -> list[tuple[ControllerAddress | None, list[tuple[int, str]]]]:
+    """The resources by destination, in the order first named; each with its index in the request and its name."""
+    groups: dict[ControllerAddress | None, list[tuple[int, str]]] = {}
+    for index, (broker, name) in enumerate(routes):
+        groups.setdefault(broker, []).append((index, name))
+    return list(groups.items())
+
+
+def _broker_id(resource_type: int, name: str) -> int | None:
+    """The broker a BROKER or BROKER_LOGGER resource names; None for other types, the cluster default ("") and names
+    that are no number (the upstream refuses those with Kafka's own message)."""
+    if resource_type not in (CONFIG_BROKER, CONFIG_BROKER_LOGGER) or not name.isascii() or not name.lstrip("-").isdigit():
+        return None
+    return int(name)
 
 
 def _config_access(resource_type: int, name: str) -> ResourceAccess:

@@ -1,5 +1,6 @@
-"""The Metadata read: the topics a client may DESCRIBE, as the read upstream describes them, with the proxy as the
-only broker (KIP-103: at the advertised endpoint of the client's listener); by name, by topic id (KIP-516), or all.
+"""The Metadata read: the topics a client may DESCRIBE, as the read upstream describes them, with the cluster's
+brokers at the advertised endpoint of the client's listener (KIP-103, proxy/forward/broker_view.py); by name, by
+topic id (KIP-516), or all.
 
 A Metadata that asks for no topic (only the brokers and the controller) is answered from what the proxy knows
 itself, without the upstream, and audited as `local`.
@@ -16,6 +17,7 @@ from authz.actions import AUTHORIZED_OPERATIONS_OMITTED, ResourceAccess
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
 from envelope.responses import metadata_topic_error
+from proxy.forward.broker_view import BrokerSet
 from proxy.forward.local import metadata_response
 from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, topic_access
 from proxy.net.settings import ListenerConfig
@@ -39,7 +41,8 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
     ):
         # Only brokers and the controller asked for: the proxy knows those itself.
         cluster_id = await path.cluster_id()
-        return ReadResult(metadata_response(header, body, node_id=path.node_id, listener=listener, cluster_id=cluster_id), [], local=True)
+        brokers = await path.brokers()
+        return ReadResult(metadata_response(header, body, brokers=brokers, listener=listener, cluster_id=cluster_id), [], local=True)
     return await _read(path, ctx, listener, header, body)
 
 
@@ -71,6 +74,7 @@ async def _read(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, h
         else:
             # Metadata v0 and v1 carry no cluster id
             path.identity.accept(f"read upstream {path.upstream.settings.address}", getattr(response, "cluster_id", None))
+            path.broker_view.learn(response)
             upstream_topics = [as_dict(t) for t in response.topics]
             if not explicit:
                 # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
@@ -93,7 +97,8 @@ async def _read(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, h
     asked = frozenset(allowed_names)
     answered = [t for name, t in topics.items() if name in asked] if explicit else list(topics.values())
     ordered = answered + list(refused.values())
-    frame = await path.offload.entries(len(ordered), _frame, path, header, listener, cluster_id, ordered, cluster_operations)
+    brokers = await path.brokers()
+    frame = await path.offload.entries(len(ordered), _frame, path, header, listener, cluster_id, brokers, ordered, cluster_operations)
     return ReadResult(frame, accesses, denied, *error)
 
 async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
@@ -119,6 +124,7 @@ async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
         error = (ErrorCode.unknown_server_error, str(exc))
         topics = [_topic_id_error(i, ErrorCode.unknown_server_error) for i in ids]
     else:
+        path.broker_view.learn(response)
         answered = {t["topic_id"]: t for t in (as_dict(t) for t in response.topics) if t["topic_id"] is not None}
         named = [answered[i] for i in ids if i in answered and answered[i]["name"] is not None]
         accesses = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in named]
@@ -135,7 +141,7 @@ async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
             _topic_id_error(t["topic_id"], ErrorCode.topic_authorization_failed) for t, ok in zip(named, visible, strict=True) if not ok
         ]
         topics = unknown + described + refused
-    frame = _frame(path, header, listener, cluster_id, topics)
+    frame = _frame(path, header, listener, cluster_id, await path.brokers(), topics)
     return ReadResult(frame, accesses, denied, *error)
 
 def _frame(
@@ -143,17 +149,15 @@ def _frame(
     header: RequestHeaderInfo,
     listener: ListenerConfig,
     cluster_id: str,
+    brokers: BrokerSet,
     topics: list[dict[str, Any]],
     cluster_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
 ) -> bytes:
     values: dict[str, Any] = {
         "throttle_time": 0,
-        "brokers": [
-            {"node_id": node_id, "host": listener.advertised_host, "port": listener.advertised_port, "rack": None}
-            for node_id in [path.node_id, *sorted(_replica_ids(topics) - {path.node_id})]
-        ],
+        "brokers": brokers.listed(listener.advertised_host, listener.advertised_port),
         "cluster_id": cluster_id,
-        "controller_id": path.node_id,
+        "controller_id": brokers.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_operations,
         "error_code": ErrorCode.none,
@@ -180,18 +184,3 @@ def _requested_topics(body: Any) -> list[ResourceAccess]:
     """The DESCRIBE each topic a Metadata request names needs: each name once, as Kafka answers each once."""
     names = dict.fromkeys(str(t.name) for t in body.topics or () if t.name is not None)
     return [topic_access(name, Operation.DESCRIBE) for name in names]
-
-
-def _replica_ids(topics: list[dict[str, Any]]) -> set[int]:
-    """The brokers the topics' partitions name (leaders, replicas, ISR, offline replicas).
-
-    Each is listed at the proxy's own endpoint: a client resolves a partition's leader through the brokers
-    of the answer (`kafka-topics --describe` prints "Leader: none" for an id it cannot find), and whatever
-    it sends to that node still reaches the proxy."""
-    found: set[int] = set()
-    for topic in topics:
-        for partition in topic.get("partitions") or ():
-            found.add(int(partition.get("leader_id", -1)))
-            for key in ("replica_nodes", "isr_nodes", "offline_replicas"):
-                found.update(int(node) for node in partition.get(key) or ())
-    return {node for node in found if node >= 0}

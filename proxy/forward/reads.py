@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
 from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, RequestContext, ResourceType
@@ -33,12 +34,14 @@ from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo
+from proxy.forward.broker_view import BrokerSet, BrokerView
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.local import describe_cluster_response, endpoint_error
 from proxy.forward.offload import CpuOffload
+from proxy.net.addresses import ControllerAddress
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
-from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.link import Link, UpstreamAuthenticationError, UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,22 @@ class ReadPath:
         self.offload = offload or CpuOffload()
         self.node_id = node_id
         self.identity = identity
+        self.broker_view = BrokerView(node_id, upstream.settings.discovery_interval)
+
+    async def brokers(self) -> BrokerSet:
+        """The cluster's brokers, the one set every answer that names nodes lists (proxy/forward/broker_view.py)."""
+        return await self.broker_view.current(self._cluster_metadata)
+
+    async def _cluster_metadata(self) -> Any | None:
+        """The read upstream's Metadata for no topic (its brokers, controller and cluster id), or None."""
+        request = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        try:
+            response = await self.upstream_call(ApiKey.METADATA, METADATA_WITH_CLUSTER_ID, request)
+        except ReadUnavailable as exc:
+            log.debug("Metadata from the read upstream: %s", exc)
+            return None
+        self.identity.accept(f"read upstream {self.upstream.settings.address}", getattr(response, "cluster_id", None))
+        return response
 
     async def cluster_id(self) -> str:
         """The id of the cluster, for every answer that carries one; ReadUnavailable while nobody has said it.
@@ -90,13 +109,9 @@ class ReadPath:
         known = self.identity.cluster_id
         if known is not None:
             return known
-        request = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-        try:
-            response = await self.upstream_call(ApiKey.METADATA, METADATA_WITH_CLUSTER_ID, request)
-        except ReadUnavailable as exc:
-            log.debug("cluster id from the read upstream: %s", exc)
-        else:
-            self.identity.accept(f"read upstream {self.upstream.settings.address}", getattr(response, "cluster_id", None))
+        response = await self._cluster_metadata()
+        if response is not None:
+            self.broker_view.learn(response)
         # Discovery has had its first round before the listeners opened: a short wait covers a round in progress.
         known = await self.identity.wait(min(self.upstream.settings.request_timeout, FIRST_CLUSTER_ID_WAIT))
         if known is None:
@@ -130,13 +145,13 @@ class ReadPath:
     async def describe_cluster(
         self, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any, cluster_id: str
     ) -> bytes:
-        """DescribeCluster, answered by the proxy as the only broker (proxy/forward/local.py)."""
+        """DescribeCluster, answered by the proxy with the cluster's brokers at its own address (proxy/forward/local.py)."""
         operations = AUTHORIZED_OPERATIONS_OMITTED
         asked_type = int(getattr(body, "endpoint_type", EndpointType.BROKER))  # v1+
         if body.include_cluster_authorized_operations and endpoint_error(header.api_version, asked_type) is None:
             operations = await self.cluster_authorized_operations(ctx)
         return describe_cluster_response(
-            header, body, node_id=self.node_id, listener=listener, cluster_id=cluster_id, cluster_authorized_operations=operations
+            header, body, brokers=await self.brokers(), listener=listener, cluster_id=cluster_id, cluster_authorized_operations=operations
         )
 
     async def upstream_call(self, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
@@ -157,6 +172,29 @@ class ReadPath:
         except (UpstreamUnavailable, ProtocolError) as exc:
             raise ReadUnavailable(str(exc)) from exc
         return response
+
+    async def broker_call(self, broker: ControllerAddress, api_key: int, client_version: int, values: dict[str, Any]) -> Any:
+        """The answer of one broker of the cluster, for what only that broker answers (its own configs).
+
+        The read upstream's connection when it is that broker; otherwise a connection of its own, with the read
+        upstream's login, for this request only: such reads are rare (a tool listing each broker's configs)."""
+        active = self.upstream.active
+        if active is not None and (active.host, active.port) == (broker.host, broker.port):
+            return await self.upstream_call(api_key, client_version, values)
+        deadline = trio.current_time() + self.upstream.settings.request_timeout
+        try:
+            link = await Link.open(self.upstream.settings, broker)
+        except (UpstreamUnavailable, UpstreamAuthenticationError, ProtocolError) as exc:
+            raise ReadUnavailable(f"broker {broker}: {exc}") from exc
+        try:
+            served = link.ranges.get(api_key)
+            if served is None or served.min > client_version:
+                raise NotServed(f"broker {broker} does not serve this API at v{client_version} or lower")
+            return await link.call(ApiKey(api_key), min(client_version, served.max), values, deadline=deadline)
+        except (UpstreamUnavailable, ProtocolError) as exc:
+            raise ReadUnavailable(f"broker {broker}: {exc}") from exc
+        finally:
+            await link.aclose()
 
     def encode(self, header: RequestHeaderInfo, values: dict[str, Any]) -> bytes:
         entity = build_entity(response_schema(header.api_key, header.api_version), values)

@@ -17,6 +17,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.identity import META_PROPERTIES, cluster_id_for
 from controller.server import EmbeddedController
+from controller.topics import broker_ids_of
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, controller_properties, proxy_properties
@@ -63,8 +64,9 @@ async def test_confluent_kafka_describe_cluster_through_the_proxy_gets_the_contr
     assert done.returncode == 0, f"confluent-kafka exited with {done.returncode} (-11 is SIGSEGV): {done.stderr[-2000:]}"
     listed, described, nodes = done.stdout.split("\n")[:3]
     assert listed == described == expected
-    node_id = stack.proxy_config.node_id
-    assert nodes == f"{node_id} [{node_id}]"
+    # The cluster's brokers at the proxy's address, one of them the controller (docs/clients.md, one broker view).
+    brokers = broker_ids_of(stack.controller.config.broker_count)
+    assert nodes == f"{brokers[0]} {brokers}"
 
 
 @pytest.mark.parametrize("version", range(1, 14))
@@ -72,7 +74,7 @@ async def test_metadata_at_every_version_from_v2_carries_the_cluster_id(stack: E
     body = await trio.to_thread.run_sync(lambda: _ask(stack.sasl_address, ApiKey.METADATA, version, _metadata_values(version)))
     if version >= 2:
         assert body.cluster_id == stack.controller.leadership.cluster_id
-    assert [int(b.node_id) for b in body.brokers] == [stack.proxy_config.node_id]
+    assert [int(b.node_id) for b in body.brokers] == broker_ids_of(stack.controller.config.broker_count)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

@@ -9,10 +9,11 @@ import pytest
 import trio
 
 from apiversions import intersect
+from controller.topics import broker_ids_of
 from envelope.apis import FORWARDABLE
 from envelope.principal import Principal
 from envelope.wrap import wrap
-from envelope_proxy.embedded import EmbeddedStack, client_config
+from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, client_config
 from tests.integration import wire
 from tests.integration.conftest import audit_records
 
@@ -180,17 +181,26 @@ async def test_api_versions_are_the_intersection_with_the_controller(stack: Embe
     assert advertised[19] == (max(2, stack.controller.ranges[19].min), stack.controller.ranges[19].max)
 
 
-async def test_metadata_names_the_proxy_as_broker_and_controller(stack: EmbeddedStack) -> None:
-    def fetch() -> Any:
-        with wire.connect(stack.plaintext_address) as sock:
-            return wire.call(
-                sock, 3, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-            )
+async def test_every_answer_names_the_clusters_brokers_at_the_proxy(stack: EmbeddedStack) -> None:
+    """One broker view (docs/clients.md): Metadata with no topic, with all, with names, and DescribeCluster list the
+    same brokers, the cluster's, each at the proxy's address, and name one of them the controller."""
+    no_topic = {"allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
 
-    body = await trio.to_thread.run_sync(fetch)
-    listener = stack.proxy.listener("PLAIN")
-    assert [(int(b.node_id), b.host, int(b.port)) for b in body.brokers] == [(100, "127.0.0.1", listener.port)]
-    assert int(body.controller_id) == 100
+    def fetch() -> list[Any]:
+        with wire.connect(stack.sasl_address) as sock:
+            assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
+            answers = [wire.call(sock, 3, 12, {**no_topic, "topics": topics}) for topics in ([], None, [{"name": "absent", "topic_id": None}])]
+            cluster = wire.call(sock, 60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
+        return [*answers, cluster]
+
+    *metadata, cluster = await trio.to_thread.run_sync(fetch)
+    port = stack.proxy.listener("CLIENT").port
+    expected = [(broker, "127.0.0.1", port) for broker in broker_ids_of(stack.controller.config.broker_count)]
+    for body in metadata:
+        assert [(int(b.node_id), b.host, int(b.port)) for b in body.brokers] == expected
+        assert int(body.controller_id) == expected[0][0]
+    assert [(int(b.broker_id), b.host, int(b.port)) for b in cluster.brokers] == expected
+    assert int(cluster.controller_id) == expected[0][0]
 
 
 async def test_kcat_lists_the_proxy_as_the_broker(stack: EmbeddedStack) -> None:
@@ -206,7 +216,7 @@ async def test_kcat_lists_the_proxy_as_the_broker(stack: EmbeddedStack) -> None:
     )
     assert result.returncode == 0, result.stderr
     port = stack.proxy.listener("PLAIN").port
-    assert f"broker 100 at 127.0.0.1:{port} (controller)" in result.stdout
+    assert f"broker 1 at 127.0.0.1:{port} (controller)" in result.stdout
 
 
 async def test_a_wrong_password_is_refused_and_the_connection_closed(stack: EmbeddedStack) -> None:

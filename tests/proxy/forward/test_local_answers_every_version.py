@@ -43,10 +43,12 @@ from envelope.codec import decode_body, decode_response_body, encode_request, en
 from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import Principal
+from proxy.forward.broker_view import RETRY_AFTER, BrokerSet, BrokerView, ClusterBroker
 from proxy.forward.local import describe_cluster_response, metadata_response
 from proxy.forward.read_routes import CLUSTER_GATED_READS, READ_ROUTES
 from proxy.forward.reads import ReadPath
 from proxy.forward.service import own_ranges
+from proxy.net.addresses import ControllerAddress
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
 from tests.proxy.forward.harness import CLUSTER_ID, Proxy
@@ -55,7 +57,20 @@ ADVERTISED = own_ranges()
 """What the proxy advertises for the APIs it answers itself (none of them is forwarded, so no intersection)."""
 MIN_INT32 = -(2**31)
 ZERO_UUID = uuid.UUID(int=0)
-BROKER_ID = 1  # the upstream's own broker, which the proxy's answers never name as a broker
+BROKER_ID = 1  # the upstream's own broker
+UPSTREAM_BROKERS = [
+    {"node_id": BROKER_ID, "host": "broker.example.com", "port": 9092, "rack": "r1"},
+    {"node_id": 3, "host": "broker-3.example.com", "port": 9092, "rack": None},
+]
+UPSTREAM_VIEW = BrokerSet(
+    (
+        ClusterBroker(BROKER_ID, "r1", ControllerAddress("broker.example.com", 9092, BROKER_ID)),
+        ClusterBroker(3, None, ControllerAddress("broker-3.example.com", 9092, 3)),
+    ),
+    BROKER_ID,
+    from_upstream=True,
+)
+"""The brokers every answer through the proxy lists, at the proxy's address, when the upstream lists UPSTREAM_BROKERS."""
 
 # Kafka's flexibleVersions (the *.json message definitions): from these on, a response header is v1 (a tag section).
 FIRST_FLEXIBLE: dict[int, int] = {
@@ -143,28 +158,27 @@ def request_of(api_key: int, version: int, body: Any, correlation_id: int = 7) -
     return header, decode_body(api_key, version, frame, header.header_size, allow_trailing=True)
 
 
-def check_proxy_broker(body: Any, version: int, node_id: int, listener: ListenerConfig, broker_field: str = "node_id") -> None:
-    """The proxy is the first broker and the controller; every broker is at the listener's advertised address, with no
-    rack (null, as Kafka without broker.rack). Brokers beside the proxy are exactly those the partitions name, so a
-    client resolves every leader and replica, and reaches the proxy whichever node it picks."""
-    first, *others = body.brokers
-    assert getattr(first, broker_field) == node_id
-    named = {
-        int(node)
-        for topic in getattr(body, "topics", ())
-        for partition in topic.partitions
-        for node in (partition.leader_id, *partition.replica_nodes, *partition.isr_nodes, *getattr(partition, "offline_replicas", ()))
-        if int(node) >= 0
-    }
-    assert [getattr(b, broker_field) for b in others] == sorted(named - {node_id})
-    for broker in body.brokers:
+def check_broker_view(body: Any, brokers: BrokerSet, listener: ListenerConfig, broker_field: str = "node_id") -> None:
+    """The one broker view (docs/clients.md): exactly the cluster's brokers, by id, each at the listener's advertised
+    address with the rack the cluster gives it, and a controller that is one of them."""
+    assert [getattr(b, broker_field) for b in body.brokers] == list(brokers.ids)
+    for broker, known in zip(body.brokers, brokers.brokers, strict=True):
         assert (broker.host, broker.port) == (listener.advertised_host, listener.advertised_port)
         if hasattr(broker, "rack"):
-            assert broker.rack is None
+            assert broker.rack == known.rack
         if hasattr(broker, "is_fenced"):
             assert broker.is_fenced is False
     if hasattr(body, "controller_id"):
-        assert body.controller_id == node_id
+        assert body.controller_id == brokers.controller_id
+        assert body.controller_id in brokers.ids
+
+
+def check_partitions_name_listed_brokers(body: Any) -> None:
+    """Every leader a partition names is a listed broker, so no tool prints "Leader: none"."""
+    listed = {getattr(b, "node_id", None) for b in body.brokers}
+    for topic in getattr(body, "topics", ()):
+        for partition in topic.partitions:
+            assert partition.leader_id in listed or partition.leader_id < 0
 
 
 # -- generated inputs ------------------------------------------------------------------------------
@@ -174,6 +188,17 @@ hosts = st.one_of(
     st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str), hostnames, st.sampled_from(["localhost", "kafka.example.com"])
 )
 node_ids = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+@st.composite
+def broker_sets(draw: st.DrawFn) -> BrokerSet:
+    """The proxy alone (no upstream has listed brokers), or a cluster's brokers as an upstream lists them."""
+    if draw(st.booleans()):
+        return BrokerSet.alone(draw(node_ids))
+    ids = sorted(draw(st.sets(node_ids, min_size=1, max_size=5)))
+    racks = draw(st.lists(st.one_of(st.none(), st.sampled_from(["r1", "r2"])), min_size=len(ids), max_size=len(ids)))
+    brokers = tuple(ClusterBroker(i, rack, ControllerAddress("broker.example.com", 9092, i)) for i, rack in zip(ids, racks, strict=True))
+    return BrokerSet(brokers, draw(st.sampled_from(ids)), from_upstream=True)
 correlation_ids = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 cluster_ids = st.uuids().filter(lambda u: u.int > 1).map(kafka_uuid.to_text).filter(lambda t: not t.startswith("-"))
 
@@ -243,15 +268,15 @@ def metadata_requests(draw: st.DrawFn) -> tuple[int, Any]:
 
 
 @PROPERTY
-@given(request=metadata_requests(), node_id=node_ids, listener=listeners(), cluster_id=cluster_ids, correlation_id=correlation_ids)
+@given(request=metadata_requests(), brokers=broker_sets(), listener=listeners(), cluster_id=cluster_ids, correlation_id=correlation_ids)
 def test_local_metadata_at_every_version(
-    request: tuple[int, Any], node_id: int, listener: ListenerConfig, cluster_id: str, correlation_id: int
+    request: tuple[int, Any], brokers: BrokerSet, listener: ListenerConfig, cluster_id: str, correlation_id: int
 ) -> None:
     version, request_body = request
     header, decoded = request_of(ApiKey.METADATA, version, request_body, correlation_id)
-    frame = metadata_response(header, decoded, node_id=node_id, listener=listener, cluster_id=cluster_id)
+    frame = metadata_response(header, decoded, brokers=brokers, listener=listener, cluster_id=cluster_id)
     body = read_answer(ApiKey.METADATA, version, frame, correlation_id)
-    check_proxy_broker(body, version, node_id, listener)
+    check_broker_view(body, brokers, listener)
     if version >= 2:
         assert body.cluster_id == cluster_id  # librdkafka strdup()s it: never null (docs/clients.md)
     if version in range(8, 11):
@@ -275,19 +300,19 @@ def test_local_metadata_at_every_version(
 @given(
     version=st.sampled_from(versions(ApiKey.DESCRIBE_CLUSTER)),
     data=st.data(),
-    node_id=node_ids,
+    brokers=broker_sets(),
     listener=listeners(),
     cluster_id=cluster_ids,
     operations=st.integers(min_value=-(2**31), max_value=2**31 - 1),
     correlation_id=correlation_ids,
 )
 def test_describe_cluster_at_every_version(
-    version: int, data: st.DataObject, node_id: int, listener: ListenerConfig, cluster_id: str, operations: int, correlation_id: int
+    version: int, data: st.DataObject, brokers: BrokerSet, listener: ListenerConfig, cluster_id: str, operations: int, correlation_id: int
 ) -> None:
     request_body = data.draw(requests(ApiKey.DESCRIBE_CLUSTER, version))
     header, decoded = request_of(ApiKey.DESCRIBE_CLUSTER, version, request_body, correlation_id)
     frame = describe_cluster_response(
-        header, decoded, node_id=node_id, listener=listener, cluster_id=cluster_id, cluster_authorized_operations=operations
+        header, decoded, brokers=brokers, listener=listener, cluster_id=cluster_id, cluster_authorized_operations=operations
     )
     body = read_answer(ApiKey.DESCRIBE_CLUSTER, version, frame, correlation_id)
     if version >= 1:
@@ -296,7 +321,7 @@ def test_describe_cluster_at_every_version(
     if endpoint == EndpointType.BROKER:
         assert (body.error_code, body.error_message) == (ErrorCode.none, None)
         assert body.cluster_id == cluster_id
-        check_proxy_broker(body, version, node_id, listener, "broker_id")
+        check_broker_view(body, brokers, listener, "broker_id")
         assert body.cluster_authorized_operations == operations
         return
     # AuthHelper.computeDescribeClusterResponse: an error with every other field at its default
@@ -329,6 +354,7 @@ class FakeEdge:
 class _Settings:
     address: str = "broker.example.com:9092"
     request_timeout: float = 1.0
+    discovery_interval: float = 30.0
 
 
 class FakeReadUpstream:
@@ -340,6 +366,8 @@ class FakeReadUpstream:
         self.controller_ranges = served if served is not None else dict(ADVERTISED)
         self.settings = _Settings()
         self.asked: list[tuple[int, int, Any]] = []
+        self.active = ControllerAddress("broker.example.com", 9092)
+        self.active_id = -1
 
     async def request(self, build: Callable[[int], bytes], *, timeout: float | None = None) -> bytes:
         frame = build(99)
@@ -429,12 +457,11 @@ def kafka_metadata(existing: dict[str, int], cluster_id: str) -> Callable[[int, 
         ids = [t.topic_id for t in body.topics or () if version >= 10 and t.topic_id is not None]
         if ids:  # KafkaApis: the unknown ids first, then the topics found by id; names in the request are ignored
             topics = [by_topic_id(i) for i in ids if i not in by_id] + [by_topic_id(i) for i in ids if i in by_id]
-            return {"throttle_time": 0, "brokers": [], "cluster_id": cluster_id, "controller_id": BROKER_ID, "topics": topics, "error_code": 0}
+            return {"throttle_time": 0, "brokers": UPSTREAM_BROKERS, "cluster_id": cluster_id, "controller_id": BROKER_ID, "topics": topics, "error_code": 0}
         names = list(existing) if everything else [str(t.name) for t in body.topics]
-        broker = {"node_id": BROKER_ID, "host": "broker.example.com", "port": 9092, "rack": "r1"}
         return {
             "throttle_time": 250,
-            "brokers": [broker],
+            "brokers": UPSTREAM_BROKERS,
             "cluster_id": cluster_id,
             "controller_id": BROKER_ID,
             "topics": [topic(n) for n in names],
@@ -472,7 +499,8 @@ def test_metadata_read_at_every_version(
     upstream = FakeReadUpstream(kafka_metadata(existing, cluster_id))
     body = read_answer(ApiKey.METADATA, version, read(read_path(upstream, edge, node_id, cluster_id), listener, header, decoded), 7)
 
-    check_proxy_broker(body, version, node_id, listener)
+    check_broker_view(body, UPSTREAM_VIEW, listener)
+    check_partitions_name_listed_brokers(body)
     if version >= 2:
         assert body.cluster_id == cluster_id
     everything = decoded.topics is None or (version == 0 and not decoded.topics)
@@ -534,6 +562,8 @@ def test_metadata_by_topic_id(
     described = [i for i in ids if i in names and names[i] in describable]
     refused = [i for i in ids if i in names and names[i] not in describable]
     assert [t.topic_id for t in body.topics] == unknown + described + refused
+    check_broker_view(body, UPSTREAM_VIEW, LISTENER)
+    check_partitions_name_listed_brokers(body)
     for topic in body.topics:
         if topic.topic_id in described:
             assert (topic.error_code, topic.name, len(topic.partitions)) == (
@@ -564,12 +594,14 @@ def test_describe_cluster_authorized_operations(
     request_body = data.draw(requests(ApiKey.DESCRIBE_CLUSTER, version))
     header, decoded = request_of(ApiKey.DESCRIBE_CLUSTER, version, request_body)
     edge = FakeEdge(frozenset((ResourceType.CLUSTER, "kafka-cluster", op) for op in granted))
-    path = read_path(FakeReadUpstream(lambda *_: {}), edge, node_id, cluster_id)
+    path = read_path(FakeReadUpstream(kafka_metadata({}, cluster_id)), edge, node_id, cluster_id)
 
     async def main() -> bytes:
         return await path.describe_cluster(CONTEXT, listener, header, decoded, cluster_id)
 
     body = read_answer(ApiKey.DESCRIBE_CLUSTER, version, trio.run(main), 7)
+    if body.error_code == ErrorCode.none:
+        check_broker_view(body, UPSTREAM_VIEW, listener, "broker_id")
     if body.error_code != ErrorCode.none or not decoded.include_cluster_authorized_operations:
         assert body.cluster_authorized_operations == MIN_INT32
         assert edge.asked == []
@@ -594,7 +626,7 @@ def _config_name(kind: int, name: str) -> str:
 @PROPERTY
 @given(
     version=st.sampled_from(versions(ApiKey.DESCRIBE_CONFIGS)),
-    asked=st.lists(st.tuples(st.sampled_from(sorted(CONFIG_TYPES)), topic_names), max_size=5),
+    asked=st.lists(st.tuples(st.sampled_from(sorted(CONFIG_TYPES)), st.one_of(topic_names, st.sampled_from([str(BROKER_ID), "7", ""]))), max_size=5),
     granted_names=st.sets(topic_names),
     cluster_ok=st.booleans(),
     flags=st.tuples(st.booleans(), st.booleans()),
@@ -619,6 +651,8 @@ def test_describe_configs_at_every_version(
     grants = {(CONFIG_TYPES[kind], _config_name(kind, name), Operation.DESCRIBE_CONFIGS) for kind, name, ok in resources if ok}
 
     def kafka(api_key: int, asked_version: int, body: Any) -> dict[str, Any]:
+        if api_key == ApiKey.METADATA:
+            return kafka_metadata({}, "Zm9yd2FyZGluZy11bml0LQ")(api_key, asked_version, body)
         config = {"name": "retention.ms", "value": "1", "read_only": False, "config_source": 5, "is_sensitive": False}
         config |= {"synonyms": [], "config_type": 5, "documentation": None}
         results = [
@@ -821,3 +855,98 @@ async def test_describe_cluster_and_metadata_through_the_service(proxy: Proxy, a
     metadata = await client.call(ApiKey.METADATA, 10, {**no_topics, "include_cluster_authorized_operations": False}, correlation_id=7)
     assert (metadata.cluster_id, metadata.cluster_authorized_operations) == (CLUSTER_ID, MIN_INT32)
     assert proxy.upstream.envelopes == []
+
+
+# -- one broker view in every answer ---------------------------------------------------------------
+
+
+@st.composite
+def node_naming_requests(draw: st.DrawFn) -> tuple[int, int, Any]:
+    """Any request whose answer names nodes: Metadata of every shape at every version, DescribeCluster at every version."""
+    if draw(st.booleans()):
+        version = draw(st.sampled_from(versions(ApiKey.DESCRIBE_CLUSTER)))
+        values = {
+            "include_cluster_authorized_operations": draw(st.booleans()),
+            "endpoint_type": EndpointType.BROKER,
+            "include_fenced_brokers": draw(st.booleans()),
+        }
+        return ApiKey.DESCRIBE_CLUSTER, version, build_entity(request_schema(ApiKey.DESCRIBE_CLUSTER, version), values)
+    version = draw(st.sampled_from(versions(ApiKey.METADATA)))
+    shape = draw(st.sampled_from(["none", "all", "named"] if version > 0 else ["all", "named"]))
+    topics = {"none": [], "all": None if version > 0 else [], "named": [{"name": n, "topic_id": None} for n in draw(st.lists(topic_names, min_size=1, max_size=3))]}[shape]
+    values = {
+        "topics": topics,
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": draw(st.booleans()),
+        "include_topic_authorized_operations": draw(st.booleans()),
+    }
+    return ApiKey.METADATA, version, build_entity(request_schema(ApiKey.METADATA, version), values)
+
+
+@PROPERTY
+@given(world=topic_worlds(), asked=st.lists(node_naming_requests(), min_size=2, max_size=6), listener=listeners(), node_id=node_ids)
+def test_every_answer_names_the_same_brokers(
+    world: tuple[dict[str, int], FakeEdge], asked: list[tuple[int, int, Any]], listener: ListenerConfig, node_id: int
+) -> None:
+    """docs/clients.md, "one broker view": whatever a client asks, in whatever order, at whatever version, it sees the
+    same brokers (the cluster's, at the proxy's address) and the same controller, one of them; every leader is listed."""
+    existing, edge = world
+    cluster_id = "Zm9yd2FyZGluZy11bml0LQ"
+    path = read_path(FakeReadUpstream(kafka_metadata(existing, cluster_id)), edge, node_id, cluster_id)
+
+    async def main() -> list[Any]:
+        bodies = []
+        for api_key, version, request_body in asked:
+            header, decoded = request_of(api_key, version, request_body)
+            if api_key == ApiKey.DESCRIBE_CLUSTER:
+                frame = await path.describe_cluster(CONTEXT, listener, header, decoded, cluster_id)
+            else:
+                frame = (await READ_ROUTES[api_key](path, CONTEXT, listener, header, decoded)).frame
+            bodies.append(read_answer(api_key, version, frame, 7))
+        return bodies
+
+    for (api_key, _, _), body in zip(asked, trio.run(main), strict=True):
+        check_broker_view(body, UPSTREAM_VIEW, listener, "broker_id" if api_key == ApiKey.DESCRIBE_CLUSTER else "node_id")
+        check_partitions_name_listed_brokers(body)
+
+
+def test_the_broker_view_outlives_an_upstream_that_went_away(autojump_clock: MockClock) -> None:
+    """The set learned last stays while the upstream cannot answer, so a client never sees brokers vanish; the
+    controller a client was told stays put while it is a broker, though the upstream names another each time."""
+
+    async def main() -> None:
+        view = BrokerView(100, max_age=30.0)
+        assert (await view.current(_no_answer)).ids == (100,)  # nothing known yet: the proxy alone
+        await trio.sleep(RETRY_AFTER)
+        first = _upstream_metadata([3, 1, 2], controller=2)
+        assert (await view.current(_answer_with(first))).ids == (1, 2, 3)
+        assert view.known.controller_id == 2
+        await trio.sleep(31)
+        again = await view.current(_answer_with(_upstream_metadata([1, 2, 3, 4], controller=4)))
+        assert (again.ids, again.controller_id) == ((1, 2, 3, 4), 2)
+        await trio.sleep(31)
+        assert (await view.current(_no_answer)).ids == (1, 2, 3, 4)
+        gone = await view.current(_answer_with(_upstream_metadata([1, 3], controller=3)))
+        assert gone.ids == (1, 2, 3, 4), "an upstream that failed is asked again only after RETRY_AFTER"
+        await trio.sleep(RETRY_AFTER)
+        later = await view.current(_answer_with(_upstream_metadata([1, 3], controller=3)))
+        assert (later.ids, later.controller_id) == ((1, 3), 3)
+
+    trio.run(main, clock=autojump_clock)
+
+
+async def _no_answer() -> Any | None:
+    return None
+
+
+def _answer_with(response: Any) -> Callable[[], typing.Awaitable[Any | None]]:
+    async def ask() -> Any | None:
+        return response
+
+    return ask
+
+
+def _upstream_metadata(ids: list[int], *, controller: int) -> Any:
+    brokers = [{"node_id": i, "host": f"b{i}.example.com", "port": 9092, "rack": None} for i in ids]
+    values = {"throttle_time": 0, "brokers": brokers, "cluster_id": "c", "controller_id": controller, "topics": [], "error_code": 0}
+    return build_entity(response_schema(ApiKey.METADATA, 12), values)
