@@ -35,10 +35,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::Deprecati
 CLIENT_ID = "interop-bytes"
 ALLOWED_DIFFERENCES: dict[str, str] = {
     "broker identity": (
-        "The proxy is the broker its clients see: brokers lists the proxy's node.id at the advertised host and port of "
-        "the listener the request came in on (KIP-103), then each broker the partitions name, at that same address, so "
-        "that clients resolve leaders and replicas and still reach only the proxy; controller_id is the proxy's node.id, "
-        "where Kafka names its own node (and, in KRaft, a random live broker as the controller)."
+        "One broker view (docs/clients.md): brokers lists the cluster's brokers, with their ids and racks, at the "
+        "advertised host and port of the listener the request came in on (KIP-103), so that clients still reach only "
+        "the proxy; ids, order and controller_id are the cluster's own."
     ),
     "api keys": (
         "ApiVersions lists only the APIs the proxy serves (no Produce, Fetch, group or transaction APIs); every API both "
@@ -73,20 +72,13 @@ class Sides:
 
 
 def _broker_identity(theirs: Any, ours: Any, sides: Sides) -> Any:
-    changes: dict[str, Any] = {}
-    if getattr(theirs, "brokers", ()):
-        (broker,) = theirs.brokers  # a one-node cluster
-        id_field = "node_id" if hasattr(broker, "node_id") else "broker_id"
-        assert getattr(broker, id_field) == sides.broker_id
-        host, port = sides.proxy_host_port
-        brokers = [dataclasses.replace(broker, **{id_field: sides.proxy_id, "host": host, "port": port})]
-        named = {int(n) for t in getattr(theirs, "topics", ()) for p in t.partitions for n in (p.leader_id, *p.replica_nodes)}
-        if sides.broker_id in named:
-            brokers.append(dataclasses.replace(broker, host=host, port=port))
-        changes["brokers"] = tuple(brokers)
-    if getattr(theirs, "controller_id", None) == sides.broker_id:
-        changes["controller_id"] = sides.proxy_id
-    return dataclasses.replace(theirs, **changes)
+    if not getattr(theirs, "brokers", ()):
+        return theirs
+    (broker,) = theirs.brokers  # a one-node cluster
+    id_field = "node_id" if hasattr(broker, "node_id") else "broker_id"
+    assert getattr(broker, id_field) == sides.broker_id
+    host, port = sides.proxy_host_port
+    return dataclasses.replace(theirs, brokers=(dataclasses.replace(broker, host=host, port=port),))
 
 
 def _api_keys(theirs: Any, ours: Any, sides: Sides) -> Any:
