@@ -8,7 +8,7 @@ from typing import Any
 from authz.loading import is_standard
 from envelope import kafka_uuid
 from proxy.audit.settings import AuditSettings, parse_audit_settings
-from proxy.forward.edge_authz import EdgeSettings
+from proxy.forward.edge_authz import GENERATION_DIR_KEY, EdgeSettings, default_generation_dir, generation_dir_problem
 from proxy.forward.settings import ServiceSettings
 from proxy.net.addresses import parse_quorum, parse_servers
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
@@ -161,6 +161,7 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
             "listeners", props.get("listeners"), "the proxy needs at least one client listener besides the controller listener"
         )
     audit_log_dir = Path(props.get("audit.log.dir") or "audit")
+    transport = parse_transport(props)
     return ProxyConfig(
         node_id=node_id,
         listeners=listeners,
@@ -169,16 +170,16 @@ def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
         audit_log_dir=audit_log_dir,
         audit=parse_audit_settings(props, audit_log_dir),
         cluster_id=_cluster_id(props),
-        transport=parse_transport(props),
+        transport=transport,
         read_upstream=_read_upstream(props, upstream),
         metrics_listen=_metrics_listen(props),
         shutdown_timeout=props.int("shutdown.timeout.ms", 30000, minimum=0) / 1000,
-        edge=_edge(props),
+        edge=_edge(props, listeners, transport),
         privileged_principals=privileged,
     )
 
 
-def _edge(props: Properties) -> EdgeSettings:
+def _edge(props: Properties, listeners: list[ListenerConfig], transport: TransportSettings) -> EdgeSettings:
     name = props.get("authorizer.class.name") or ""
     plugin = None
     if not name:
@@ -195,7 +196,28 @@ def _edge(props: Properties) -> EdgeSettings:
         token_refresh_seconds=props.int("edge.token.refresh.ms", 5000, minimum=100) / 1000,
         plugin=plugin,
         plugin_name=name if plugin is not None else None,
+        **_generation(props, listeners, transport),
     )
+
+
+def _generation(props: Properties, listeners: list[ListenerConfig], transport: TransportSettings) -> dict[str, Any]:
+    """`edge.generation.dir`: where the processes on one port (`socket.reuse.port`) share their ACL and token
+    generations; unset, a directory of this user in the temp folder with `socket.reuse.port=true`, else none."""
+    text = props.get(GENERATION_DIR_KEY)
+    port = min((listener.port for listener in listeners if listener.port), default=0)
+    if text:
+        path = Path(text)
+        problem = generation_dir_problem(path, default=False)
+        if problem is not None:
+            raise ConfigError(GENERATION_DIR_KEY, text, problem)
+        return {"generation_dir": path, "generation_port": port}
+    if not transport.reuse_port:
+        return {}
+    path = default_generation_dir()
+    problem = generation_dir_problem(path, default=True)
+    if problem is not None:
+        raise ConfigError(GENERATION_DIR_KEY, str(path), f"(the default with socket.reuse.port=true) {problem}")
+    return {"generation_dir": path, "generation_dir_default": True, "generation_port": port}
 
 
 def _metrics_listen(props: Properties) -> tuple[str, int] | None:

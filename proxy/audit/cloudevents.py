@@ -7,6 +7,11 @@ counter in the last group, still UUID-shaped and unique per source (74 random bi
 processes apart, the counter tells records apart), and the timestamp's second is formatted
 once per second.
 
+`source` names the process: `envelope-proxy/<node.id>/<pid>-<8 hex digits drawn at start>`. The processes that share
+a port (`socket.reuse.port`) share `node.id` and count connection ids each from 1, so `source` is what tells their
+records apart; the random part keeps it unique where pids are not (pid 1 in every container, a pid used again after
+a restart).
+
 What a client chooses must not decide how big the audit grows. Every string a client
 controls (client id, software name and version, the principal it tried, resource names,
 error messages) is capped; long resource and error lists keep their first entries and
@@ -15,6 +20,7 @@ cut is written down in `data.truncated`, so a reader knows the record is partial
 """
 
 import itertools
+import os
 import secrets
 import time
 import uuid
@@ -32,6 +38,9 @@ _COUNTER_BITS = 48  # the UUID's last group: 12 hex digits
 _PREFIX = str(uuid.uuid4())[:24]  # "xxxxxxxx-xxxx-4xxx-yxxx-": version and variant kept
 _counter = itertools.count(secrets.randbits(_COUNTER_BITS))
 _COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+
+INSTANCE = f"{os.getpid()}-{secrets.token_hex(4)}"
+"""This process, in every record's `source` after the node id."""
 
 _second = -1
 _second_text = ""
@@ -53,12 +62,17 @@ def utc_now() -> str:
     return f"{_second_text}{int((now - second) * 1000):03d}Z"
 
 
+def source(node_id: int) -> str:
+    """The records' `source`: this process of the proxy `node_id`."""
+    return f"envelope-proxy/{node_id}/{INSTANCE}"
+
+
 def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, event_type: str = REQUEST_EVENT_TYPE) -> dict[str, Any]:
     return {
         "specversion": "1.0",
         "id": new_id(),
         "type": event_type,
-        "source": f"envelope-proxy/{node_id}",
+        "source": source(node_id),
         "time": utc_now(),
         "subject": subject,
         "datacontenttype": "application/json",

@@ -2,11 +2,14 @@
 
 A Kafka broker learns each token from the metadata log. The proxy asks the read upstream (a broker listener, or
 the embedded controller) DescribeDelegationToken for every owner under its own identity, every
-`edge.token.refresh.ms`, and at once after a token change it forwarded. So a token created, renewed or expired
-through any broker is seen within that period (plus one request's time), and one made through the proxy at
-once. The proxy's principal must be able to describe every token (a super user, or DESCRIBE_TOKENS on the owners);
-a token it cannot see cannot log in. When the upstream cannot answer, or answers an error, no token logs in until
-it answers again (fail closed: an expiry made meanwhile must not be missed).
+`edge.token.refresh.ms`, at once after a token change it forwarded, and as soon as it sees that another process on
+its port (`socket.reuse.port`) forwarded one: it stats the file of the shared token generation (proxy/forward/edge_authz.py
+`SharedGeneration`) every `GENERATION_WATCH_SECONDS`. So a token created, renewed or expired through any broker is
+seen within that period (plus one request's time), one made through this process at once, and one made through
+another process on the port within 50 ms plus one request's time. The proxy's principal must be able to describe
+every token (a super user, or DESCRIBE_TOKENS on the owners); a token it cannot see cannot log in. When the upstream
+cannot answer, or answers an error, no token logs in until it answers again (fail closed: an expiry made meanwhile
+must not be missed).
 """
 
 import logging
@@ -16,6 +19,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
+from proxy.forward.edge_authz import SharedGeneration
 from proxy.forward.reads import NotServed, ReadPath, ReadUnavailable
 from proxy.net.sasl.scram_mechanism import ScramServerSide
 from proxy.net.sasl.token_cache import TokenCache, TokenInfo
@@ -25,6 +29,12 @@ log = logging.getLogger(__name__)
 
 DESCRIBE_VERSION = 3
 """The newest DescribeDelegationToken Kafka 4.3 serves; upstream_call steps down to what the upstream speaks."""
+
+GENERATION_WATCH_SECONDS = 0.05
+"""How often the shared token generation is checked while a generation file is shared (without one, nothing is
+watched): one stat and one wake-up of the event loop, 20 a second. A wake-up measured about 250 µs of CPU on the
+loaded 2-core VM of docs/performance.md (a bare `trio.sleep` loop costs the same there), so about 0.5% of a core
+per process; off the request path."""
 
 
 def token_caches(listeners: Iterable[ListenerConfig]) -> list[TokenCache]:
@@ -42,9 +52,18 @@ class TokenMirror:
         self._failing: str | None = None
         """Why the last refresh failed; None after a success."""
         self._poked = trio.Event()
+        self._refreshing = trio.Lock()
+        self._loaded: tuple[int, int, int, int] | None = None
+        """The generation the caches were last filled at (read before that refresh began)."""
+
+    @property
+    def generation(self) -> SharedGeneration:
+        """The token generation shared by the processes on the port (held by the edge authorizer with the ACL one)."""
+        return self.path.edge.token_generation
 
     def poke(self) -> None:
-        """A token changed through the proxy: refresh now rather than at the next period."""
+        """A token changed through the proxy: refresh now rather than at the next period, and tell the other processes."""
+        self.generation.bump()
         self._poked.set()
 
     async def refresh(self) -> bool:
@@ -87,18 +106,48 @@ class TokenMirror:
             cache.clear()
         return False
 
+    async def current(self) -> None:
+        """Before a token login decides: when a token change was forwarded since the caches were filled (through this
+        process or, with a shared generation, another one on the port), fill them again first. One stat otherwise.
+
+        A login that awaits this before its SCRAM exchange sees every change answered before it began, without the
+        watch's 50 ms window; the login path (proxy/forward/service.py `_login`, `_reauthenticate`) does not call
+        it yet."""
+        if self.generation.read() != self._loaded:
+            await self._refresh(force=False)
+
     async def run(self, caches: list[TokenCache], *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Refresh every `refresh_seconds`, or when poked, for as long as the proxy runs."""
+        """Refresh every `refresh_seconds`, when poked, or when another process moved the generation, for as long as
+        the proxy runs."""
         self.caches = caches
         task_status.started()
         while True:
             self._poked = trio.Event()
+            await self._refresh(force=True)
+            with trio.move_on_after(self.refresh_seconds):
+                await self._changed_since(self._loaded)
+
+    async def _refresh(self, *, force: bool) -> None:
+        """One refresh at a time; without `force`, none when another one already covered the current generation."""
+        async with self._refreshing:
+            # Read before the refresh: a change made while it runs moves the generation again, and is refreshed for.
+            seen = self.generation.read()
+            if not force and seen == self._loaded:
+                return
             # Bounded: a refresh that hangs is abandoned and counts as failed.
             with trio.move_on_after(max(self.path.upstream.settings.request_timeout, 1.0)) as waited:
                 await self.refresh()
             if waited.cancelled_caught:
                 self._failed("no answer in time")
-            with trio.move_on_after(self.refresh_seconds):
+            self._loaded = seen
+
+    async def _changed_since(self, loaded: tuple[int, int, int, int] | None) -> None:
+        """Until this process pokes, or (with a shared generation) another process's change shows in the file."""
+        if not self.generation.shared:
+            await self._poked.wait()
+            return
+        while self.generation.read() == loaded:
+            with trio.move_on_after(GENERATION_WATCH_SECONDS):
                 await self._poked.wait()
 
 
