@@ -14,37 +14,16 @@ from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_response, known_versions, response_schema
 from envelope.errors import ProtocolError
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class VersionRange:
-    min: int
-    max: int
-
-    def __post_init__(self) -> None:
-        if self.min < 0 or self.min > self.max:
-            raise ValueError(f"invalid version range {self.min}..{self.max}")
-
-    def __contains__(self, version: object) -> bool:
-        return isinstance(version, int) and self.min <= version <= self.max
-
-    def intersect(self, other: "VersionRange") -> "VersionRange | None":
-        low, high = max(self.min, other.min), min(self.max, other.max)
-        return VersionRange(low, high) if low <= high else None
-
+from envelope.served import ENVELOPE_RANGE as ENVELOPE_RANGE
+from envelope.served import Serving, pinned_ranges, served_as
+from envelope.versions import VersionRange as VersionRange
 
 Ranges = Mapping[int, VersionRange]
 
 # The ranges every server of this product speaks itself, whatever its other APIs: the proxy
 # (proxy/forward/service.py) and the embedded controller (controller/server.py) both advertise them.
-CONNECTION_RANGES: Mapping[int, VersionRange] = {
-    ApiKey.API_VERSIONS: VersionRange(0, 4),
-    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
-    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
-}
-"""ApiVersions (v0..v4) and the SASL login (SaslHandshake v0..v1, SaslAuthenticate v0..v2)."""
-ENVELOPE_RANGE = VersionRange(0, 0)
-"""The Envelope a controller accepts (KIP-590)."""
+CONNECTION_RANGES: Mapping[int, VersionRange] = pinned_ranges(served_as(Serving.CONNECTION))
+"""ApiVersions and the SASL login, as envelope/served.py pins them."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from envelope.build import build_entity
 from envelope.codec import response_schema
 from envelope.errors import ProtocolError
 from envelope.responses import ResourceError, ResultReader, deleted_topics, field_results, partition_results, quota_entity
+from envelope.served import Serving, check_served
 
 ErrorAnswer = Callable[[Any, dict[str, Any]], dict[str, Any]]
 """(request body, {"error_code", "error_message"}) -> the response's values answering every resource with that error."""
@@ -191,6 +192,7 @@ ADMIN_APIS: dict[int, AdminApi] = {
 }
 
 SERVED_ADMIN_APIS: frozenset[int] = frozenset(ADMIN_APIS)
+check_served("authz/admin_apis.py ADMIN_APIS", SERVED_ADMIN_APIS, Serving.FORWARD)
 
 
 def resources_of(api_key: int, body: Any) -> list[ResourceAccess]:

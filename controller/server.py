@@ -27,6 +27,7 @@ from envelope.codec import decode_body, encode_response, response_schema
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import ANONYMOUS, Principal
+from envelope.served import pinned_ranges
 from envelope.wrap import EnvelopeError, unwrap_request, wrap_response
 from proxy.net.addresses import ControllerAddress
 from proxy.net.connection import KafkaConnection
@@ -97,10 +98,11 @@ class EmbeddedController:
         self._applied = 0
         self._stored = 0  # how many of the applied requests the stored image holds
         self._store_lock = trio.Lock()
+        # The versions envelope/served.py pins for what the proxy serves, which the controller serves too.
         self.ranges: dict[int, VersionRange] = {
             **apiversions.CONNECTION_RANGES,
             ApiKey.ENVELOPE: apiversions.ENVELOPE_RANGE,
-            **{key: apiversions.kio_range(key) for key in self.handlers.by_key},
+            **pinned_ranges(frozenset(self.handlers.by_key)),
         }
 
     async def run(self, *, task_status: trio.TaskStatus[list[ListenerConfig]] = trio.TASK_STATUS_IGNORED) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from authz import RequestContext
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
+from envelope.served import Serving, check_served
 from proxy.forward import read_cluster_gated, read_configs, read_metadata, read_tokens
 from proxy.forward.reads import ReadPath, ReadResult
 from proxy.net.settings import ListenerConfig
@@ -27,4 +28,5 @@ READ_ROUTES: Mapping[int, ReadRoute] = {
 }
 
 READ_APIS = frozenset(READ_ROUTES)
+check_served("proxy/forward/read_routes.py READ_ROUTES", READ_APIS, Serving.READ)
 CLUSTER_GATED_READS = frozenset(key for key, answer in READ_ROUTES.items() if answer is read_cluster_gated.answer)

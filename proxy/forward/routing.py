@@ -26,13 +26,14 @@ from kio.schema.errors import ErrorCode
 from apiversions import VersionRange
 from envelope.apis import ApiKey, api_name
 from envelope.header import RequestHeaderInfo
+from envelope.served import Serving, served_as
 from proxy.audit.request_records import Outcome
 from proxy.net.refusals import CAUSE_PROTOCOL_ERROR
 
-# Answered by the proxy itself: it is the only broker and the controller its clients see. SASL frames after the
-# login that begin no re-authentication get Kafka's ILLEGAL_SASL_STATE answer there too.
-SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-LOCAL_APIS = frozenset({ApiKey.DESCRIBE_CLUSTER, *SASL_APIS})
+# Answered by the proxy itself (envelope/served.py's local lines). SASL frames after the login that begin no
+# re-authentication get Kafka's ILLEGAL_SASL_STATE answer there too.
+SASL_APIS = served_as(Serving.CONNECTION) - {ApiKey.API_VERSIONS}
+LOCAL_APIS = served_as(Serving.LOCAL) | SASL_APIS
 
 
 class Route(Enum):
