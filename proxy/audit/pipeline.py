@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits, encode_bounded
+from proxy.backoff import Backoff
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import Properties
 
@@ -47,7 +48,8 @@ ON_FAILURE_BLOCK = "block"
 ON_FAILURE_REJECT = "reject"
 _MAX_BATCH = 512
 _QUEUE_SIZE = 4096
-_RETRY_FIRST, _RETRY_MAX = 0.05, 2.0
+_SINK_RETRY = Backoff.doubling(0.05, 2.0)
+"""A sink that cannot take records is tried again after 50 ms, doubling to 2 s."""
 _STILL_FAILING_LOG_INTERVAL = 30.0
 
 
@@ -353,7 +355,7 @@ class AuditLog:
 
     async def _commit_to(self, sink: AuditSink, batch: list[AuditEntry]) -> BaseException | None:
         """None once committed; the failure when `reject` gives up. `block` only returns on success."""
-        delay = _RETRY_FIRST
+        failures = 0
         failing_since: float | None = None
         last_log = 0.0
         while True:
@@ -373,8 +375,8 @@ class AuditLog:
                 elif now - last_log >= _STILL_FAILING_LOG_INTERVAL:
                     last_log = now
                     log.error("audit sink %s still failing after %.0f s: %s", sink.name, now - failing_since, exc)
-                await trio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX)
+                failures += 1
+                await trio.sleep(_SINK_RETRY.delay(failures))
                 continue
             if self.metrics is not None:
                 self.metrics.audit_commit_time.labels(sink.name).observe(time.perf_counter() - started)

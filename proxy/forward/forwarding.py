@@ -24,12 +24,12 @@ from envelope.responses import ResourceError
 from envelope.wrap import unwrap, wrap
 from proxy.audit.pipeline import AuditUnavailable
 from proxy.audit.request_records import Failed, Forwarded, RequestAudit, Unrecorded
+from proxy.backoff import Backoff
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
 from proxy.forward.routing import Answer, CloseConnection, Next, envelope_action
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
-from proxy.upstream.backoff import Backoff
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull
 

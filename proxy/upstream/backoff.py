@@ -1,48 +1,13 @@
-"""How long the proxy waits, after a failure, before it connects to a controller again or re-sends a request.
+"""Per controller node: the consecutive connection failures and when the next connection may be opened.
 
-The schedule is Kafka's (`org.apache.kafka.common.utils.ExponentialBackoff`, which its NetworkClient
-uses for `reconnect.backoff.ms` and `reconnect.backoff.max.ms`): after n consecutive failures the
-wait is `initial * 2^(n-1)` times a random factor in [0.8, 1.2), never more than the maximum; a
-maximum not above the initial wait gives a constant wait. The jitter spreads the reconnects of many
-proxies that lost the same controller at the same moment.
-
-Sans-IO: the caller passes the clock's time in and sleeps itself, and the random draw is injectable,
-so the schedule is tested without sleeping.
+The wait is the one schedule of proxy/backoff.py (Kafka's `reconnect.backoff.ms` doubling to
+`reconnect.backoff.max.ms`, with jitter, which spreads the reconnects of many proxies that lost the
+same controller at the same moment). Sans-IO: the caller passes the clock's time in and sleeps itself.
 """
 
-import math
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-Uniform = Callable[[float, float], float]
-"""A random number between its two bounds, as `random.uniform`."""
-
-KAFKA_MULTIPLIER = 2.0
-KAFKA_JITTER = 0.2
-
-
-@dataclass(frozen=True)
-class Backoff:
-    initial: float
-    """Seconds after the first failure (`reconnect.backoff.ms`)."""
-    maximum: float
-    """The longest wait (`reconnect.backoff.max.ms`)."""
-    multiplier: float = KAFKA_MULTIPLIER
-    jitter: float = KAFKA_JITTER
-    uniform: Uniform = field(default=random.uniform, compare=False, repr=False)
-
-    def delay(self, failures: int) -> float:
-        """Seconds to wait after `failures` consecutive failures (0 when nothing has failed)."""
-        if failures <= 0:
-            return 0.0
-        if self.maximum <= self.initial or self.initial <= 0:
-            return self.initial
-        # The exponent stops where the maximum is reached, as Kafka's expMax, so the jitter still spreads waits at the top.
-        exponent = min(failures - 1, math.log(self.maximum / self.initial, self.multiplier))
-        factor = self.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
-        wait: float = self.initial * self.multiplier**exponent * factor
-        return min(wait, self.maximum)
+from proxy.backoff import Backoff, Uniform
 
 
 @dataclass

@@ -54,6 +54,7 @@ from typing import Any
 
 import trio
 
+from proxy.backoff import Backoff
 from proxy.net.sasl.jaas import JaasFile, select_login
 from proxy.net.sasl.oauth_http import HttpError, fetch
 from proxy.net.sasl.oauth_validation import SCOPE_CLAIM_KEY, SUB_CLAIM_KEY, allowed_urls, check_url, oauth_value
@@ -382,7 +383,7 @@ async def retrieve_token(
             raise OAuthLoginError(str(exc)) from None
         value = data.body.decode("utf-8", "replace").strip()
         return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
-    backoff, end = settings.retry_backoff_ms / 1000, clock() + settings.retry_backoff_max_ms / 1000
+    backoff, end = Backoff.doubling(settings.retry_backoff_ms / 1000), clock() + settings.retry_backoff_max_ms / 1000
     attempt = 0
     while True:
         attempt += 1
@@ -392,7 +393,7 @@ async def retrieve_token(
         except _Final as exc:
             raise OAuthLoginError(f"{exc}; will not attempt further retries") from None
         except (HttpError, OAuthLoginError) as exc:
-            wait = min(backoff * 2 ** (attempt - 1), end - clock())
+            wait = min(backoff.delay(attempt), end - clock())
             if wait <= 0:
                 raise OAuthLoginError(f"no token from {settings.token_endpoint_url} after {attempt} attempts: {exc}") from None
             log.debug("token endpoint %s: attempt %d failed (%s); next in %.3f s", url, attempt, exc, wait)

@@ -71,6 +71,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from proxy.backoff import Backoff
 from proxy.net.sasl.jaas import KAFKA_OPTS, java_system_properties
 from proxy.net.sasl.oauth_http import HttpError, fetch, file_url_path
 from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerServerExchange, ValidatedToken, attempted_user
@@ -673,7 +674,7 @@ class JwksCache:
                     keys = await self._attempt()
                 except (HttpError, JwksError) as exc:
                     self.last_error = str(exc)
-                    wait = min(self.retry_backoff * 2 ** (attempt - 1), end - self._clock())
+                    wait = min(Backoff.doubling(self.retry_backoff).delay(attempt), end - self._clock())
                     if wait <= 0:
                         break
                     log.debug("JWKS %s: attempt %d failed (%s); next in %.3f s", self.url, attempt, exc, wait)

@@ -86,3 +86,13 @@ def test_a_node_that_drops_every_connection_is_reconnected_to_about_once_a_secon
         nodes.failed("c:9093", now, since=now)
     # 0.05 + 0.1 + ... + 0.8 takes 1.55 s, then about one a second (0.8 s to 1 s with the jitter).
     assert 55 <= connects <= 80
+
+
+def test_the_doubling_schedule_of_logins_jwks_and_audit_sinks() -> None:
+    """Kafka's `Retry` (token endpoint, JWKS): no jitter, doubling, bounded only by the caller's deadline; the audit
+    sink's: the same, capped. One schedule for all of them (proxy/backoff.py)."""
+    login = Backoff.doubling(0.1)
+    assert [login.delay(n) for n in range(5)] == [0.0, 0.1, 0.2, 0.4, 0.8]
+    assert login.delay(10_000) > 1e18  # no float overflow, however long a deadline lets attempts go on
+    sink = Backoff.doubling(0.05, 2.0)
+    assert [sink.delay(n) for n in (1, 2, 6, 7, 50)] == [0.05, 0.1, 1.6, 2.0, 2.0]
