@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from proxy.net.tls.subject import distinguished_name
+from proxy.properties import listener_prefix
 
 __all__ = ["ORGANIZATION", "ClientFiles", "DevPki", "generate_dev_pki", "properties_snippet"]
 
@@ -312,7 +313,7 @@ def _prop_value(value: str) -> str:
 
 def properties_snippet(pki: DevPki, listener_name: str) -> str:
     """Kafka properties turning on TLS with client certificates for ``listener_name``."""
-    prefix = f"listener.name.{listener_name.lower()}."
+    prefix = listener_prefix(listener_name)
     rule = f"RULE:^CN=([^,]+),OU=clients,O={ORGANIZATION}$/$1/,DEFAULT"
     lines = [
         f"# TLS for listener {listener_name.upper()} (development PKI in {pki.out_dir});",

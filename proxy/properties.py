@@ -94,13 +94,30 @@ class Properties:
 
     def listener_value(self, listener: str, key: str) -> str | None:
         """`listener.name.<lower-case listener>.<key>` wins over `<key>` (KIP-103)."""
-        override = self.raw.get(f"listener.name.{listener.lower()}.{key}")
-        return override if override is not None else self.raw.get(key)
+        return scoped(self.raw, key, listener=listener)[1]
 
     def listener_key(self, listener: str, key: str) -> str:
         """The key `listener_value` reads, so that errors name the one that was set."""
-        override = f"listener.name.{listener.lower()}.{key}"
-        return override if override in self.raw else key
+        return scoped(self.raw, key, listener=listener)[0]
+
+
+def listener_prefix(listener: str, mechanism: str | None = None) -> str:
+    """`listener.name.<l>.` (KIP-103), and `<mechanism>.` after it for a SASL mechanism's own keys; lower case."""
+    return f"listener.name.{listener.lower()}." + (f"{mechanism.lower()}." if mechanism else "")
+
+
+def scoped(raw: Mapping[str, str], key: str, *, listener: str | None = None, mechanism: str | None = None) -> tuple[str, str | None]:
+    """Kafka's one lookup of a listener's (and a SASL mechanism's) setting: `listener.name.<l>.<mechanism>.<key>`,
+    then `listener.name.<l>.<key>`, then `<key>` (a bare `<mechanism>.<key>` is not read, as Kafka does not read it).
+    Returns the key that was read, or `key` itself when none is set, so errors name what the operator wrote, and
+    its value. Every reader of a listener or mechanism key goes through here."""
+    if listener:
+        prefix = listener_prefix(listener)
+        tried = (f"{listener_prefix(listener, mechanism)}{key}", f"{prefix}{key}") if mechanism else (f"{prefix}{key}",)
+        for name in tried:
+            if name in raw:
+                return name, raw[name]
+    return key, raw.get(key)
 
 
 def super_users(props: Properties) -> frozenset[str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from proxy.net.ip_filter import parse_address
-from proxy.properties import ConfigError
+from proxy.properties import ConfigError, listener_prefix
 
 MAX_CONNECTIONS = "max.connections"
 MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
@@ -231,7 +231,7 @@ class ConnectionTracker:
         peer = normalize_address(address)
         if limits.max_connections is not None:
             if limits.max_connections_per_listener:
-                key, count = f"listener.name.{name.lower()}.{MAX_CONNECTIONS}", self._by_listener.get(name, 0)
+                key, count = f"{listener_prefix(name)}{MAX_CONNECTIONS}", self._by_listener.get(name, 0)
             else:
                 key, count = MAX_CONNECTIONS, self._total
             if count >= limits.max_connections:

@@ -11,7 +11,7 @@ from proxy.net.limits import ConnectionLimits, parse_connection_limits
 from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.settings import parse_sasl
 from proxy.net.tls.settings import ListenerTls, parse_listener_tls
-from proxy.properties import INT32_MAX, ConfigError, Properties
+from proxy.properties import INT32_MAX, ConfigError, Properties, listener_prefix
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
@@ -223,7 +223,7 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
     type_key = props.listener_key(name, "security.ip.filter.rule.type")
     list_key = props.listener_key(name, "security.ip.filter.list")
     ip_filter = parse_ip_filter(type_key, props.get(type_key), list_key, props.get(list_key))
-    limits = parse_connection_limits(props.get, f"listener.name.{name.lower()}.")
+    limits = parse_connection_limits(props.get, listener_prefix(name))
     idle_ms = props.int(props.listener_key(name, "connections.max.idle.ms"), 600000, minimum=1)
     adv = advertised or endpoint
     adv_host = adv.host or "localhost"

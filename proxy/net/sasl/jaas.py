@@ -60,7 +60,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from proxy.properties import ConfigError
+from proxy.properties import ConfigError, listener_prefix
 
 __all__ = [
     "GSSAPI_LOGIN_MODULES",
@@ -659,7 +659,7 @@ def render_jaas_file(contexts: Iterable[LoginContext]) -> str:
 
 def jaas_property_key(listener: str, mechanism: str) -> str:
     """`listener.name.<listener>.<mechanism>.sasl.jaas.config`, both lowercased as Kafka does."""
-    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    return f"{listener_prefix(listener, mechanism)}sasl.jaas.config"
 
 
 def server_context_names(listener: str) -> tuple[str, str]:

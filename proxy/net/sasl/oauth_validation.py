@@ -75,7 +75,7 @@ from proxy.backoff import Backoff
 from proxy.net.sasl.jaas import KAFKA_OPTS, java_system_properties
 from proxy.net.sasl.oauth_http import HttpError, fetch, file_url_path
 from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerServerExchange, ValidatedToken, attempted_user
-from proxy.properties import ConfigError, Properties
+from proxy.properties import ConfigError, Properties, scoped
 
 __all__ = [
     "ALLOWED_ALGORITHMS",
@@ -165,16 +165,7 @@ def oauth_value(props: Properties | Mapping[str, str], listener: str | None, key
     """Kafka's lookup of an OAUTHBEARER setting for a listener: `listener.name.<l>.oauthbearer.<key>`, then
     `listener.name.<l>.<key>`, then `<key>` (a bare `oauthbearer.<key>` is ignored, as Kafka ignores it).
     Returns the key that was read (the last one tried when none is set) and its value."""
-    raw = _raw(props)
-    tried: list[str] = []
-    if listener:
-        prefix = f"listener.name.{listener.lower()}."
-        tried += [f"{prefix}oauthbearer.{key}", f"{prefix}{key}"]
-    tried.append(key)
-    for name in tried:
-        if name in raw:
-            return name, raw[name]
-    return key, None
+    return scoped(_raw(props), key, listener=listener, mechanism="OAUTHBEARER")
 
 
 def _int(props: Properties | Mapping[str, str], listener: str | None, key: str, default: int, minimum: int) -> int:

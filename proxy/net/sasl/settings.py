@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.registry import BY_NAME, MECHANISMS, SUPPORTED_MECHANISMS
-from proxy.properties import ConfigError, Properties
+from proxy.properties import ConfigError, Properties, scoped
 
 __all__ = ["REAUTH_KEY", "SUPPORTED_MECHANISMS", "SaslSettings", "parse_sasl", "reauth_key"]
 
@@ -25,11 +25,7 @@ class SaslSettings:
 def reauth_key(props: Properties, listener: str, mechanism: str) -> str:
     """The key that sets `connections.max.reauth.ms` for `mechanism` on `listener`, as Kafka looks it up: the listener
     and mechanism prefix (`listener.name.<l>.<mech>.`), then the listener prefix, then the key alone."""
-    prefix = f"listener.name.{listener.lower()}."
-    for key in (f"{prefix}{mechanism.lower()}.{REAUTH_KEY}", f"{prefix}{REAUTH_KEY}"):
-        if key in props.raw:
-            return key
-    return REAUTH_KEY
+    return scoped(props.raw, REAUTH_KEY, listener=listener, mechanism=mechanism)[0]
 
 
 def parse_sasl(props: Properties, listener: str) -> SaslSettings:

@@ -22,7 +22,7 @@ from proxy.net.tls.options import CLIENT_AUTH, TlsSettings, parse_tls_settings
 from proxy.net.tls.principal import PrincipalMapper, parse_mapping_rules
 from proxy.net.tls.stores import load_keystore
 from proxy.net.tls.subject import distinguished_name
-from proxy.properties import ConfigError, Properties
+from proxy.properties import ConfigError, Properties, listener_prefix
 
 PRINCIPAL_MAPPING_RULES = "ssl.principal.mapping.rules"
 HANDSHAKE_TIMEOUT = "ssl.handshake.timeout.ms"  # not a Kafka key: how long an accepted TLS handshake may take
@@ -58,7 +58,7 @@ class ListenerTls:
 
 def _prefix(props: Properties, listener: str) -> str:
     """Errors name `listener.name.<l>.ssl.*` keys when the listener has any of its own, else the global ones."""
-    prefix = f"listener.name.{listener.lower()}."
+    prefix = listener_prefix(listener)
     return prefix if any(key.startswith(prefix + "ssl.") for key in props.raw) else ""
 
 
@@ -77,7 +77,7 @@ def _named_keys(props: Properties, prefix: str) -> Iterator[None]:
 def _getter(props: Properties, listener: str, *, sasl_ssl: bool = False) -> Callable[[str], str | None]:
     def get(key: str) -> str | None:
         if sasl_ssl and key == CLIENT_AUTH:
-            return props.get(f"listener.name.{listener.lower()}.{key}")  # KIP-684
+            return props.get(f"{listener_prefix(listener)}{key}")  # KIP-684
         return props.listener_value(listener, key)
 
     return get
