@@ -169,15 +169,22 @@ class GssapiExchange:
         raise AuthenticationFailed(_FAILED, "GSSAPI takes no token after the login completed")
 
     def _accept(self, token: bytes) -> bytes:
+        # Kafka 4.3.1 (the JDK's GssKrb5Server) fails a login whose first token is empty: SASL_AUTHENTICATION_FAILED
+        # with its generic message, then the connection closes. MIT krb5 would answer it as a step ("continue
+        # needed"), so it is refused before krb5 sees it.
+        if not token:
+            raise AuthenticationFailed(_FAILED, "the client's first GSSAPI token is empty")
         reply = self._context.step(token)
-        if self._context.complete:
-            self.authentication_id = str(self._context.initiator_name)
-            lifetime = self._context.lifetime  # seconds the client's ticket is still valid
-            self.credential_expiry_ms = int((time.time() + lifetime) * 1000)
-            self._stage = "established"
-            if not reply:
-                return self._offer()  # no mutual-authentication token to send first: the offer goes now, as in the JDK
-        return reply or b""
+        if not self._context.complete:
+            # The acceptor is Kerberos V5 alone (acceptor_credentials), whose context is made by the first token.
+            raise AuthenticationFailed(_FAILED, "the client's first token did not establish a Kerberos context")
+        self.authentication_id = str(self._context.initiator_name)
+        lifetime = self._context.lifetime  # seconds the client's ticket is still valid
+        self.credential_expiry_ms = int((time.time() + lifetime) * 1000)
+        self._stage = "established"
+        if not reply:
+            return self._offer()  # no mutual-authentication token to send first: the offer goes now, as in the JDK
+        return bytes(reply)
 
     def _offer(self) -> bytes:
         # Only "no security layer" is offered, so the maximum message size is 0 (RFC 4752: nothing would be wrapped).
@@ -239,10 +246,15 @@ class GssapiServer:
 
 
 def acceptor_credentials(login: KeytabLogin, key: str) -> gssapi.Credentials:
-    """The service's key from its keytab; ConfigError (naming `key`) when krb5 cannot read it."""
+    """The service's key from its keytab, for the Kerberos V5 mechanism alone; ConfigError (naming `key`) when krb5
+    cannot read it.
+
+    Kafka's GSSAPI server (the JDK's GssKrb5Server) accepts Kerberos V5 tokens only: a SPNEGO token fails the login.
+    With every mechanism krb5 offers, the acceptor would take SPNEGO too (and answer an empty token with a SPNEGO
+    hint), so the credentials name Kerberos alone."""
     try:
         name = gssapi.Name(login.principal, gssapi.NameType.kerberos_principal)
-        return gssapi.Credentials(name=name, usage="accept", store={"keytab": login.keytab})
+        return gssapi.Credentials(name=name, usage="accept", store={"keytab": login.keytab}, mechs=[gssapi.MechType.kerberos])
     except GSSError as exc:
         raise ConfigError(key, login.keytab, f"{login.source}: no key for {login.principal} in keyTab: {_describe(exc)}") from None
 

@@ -263,6 +263,10 @@ class SaslMachine:
             message = self._worded(str(exc))
             reason = exc.reason if exc.reason != str(exc) else None
             failure = LoginFailure(mechanism, self._attempted_user(mechanism), message, ErrorCode.sasl_authentication_failed, reason)
+            if not exc.answered:
+                # Kafka's SaslServerAuthenticator: an exception other than a SaslException from the SaslServer is
+                # rethrown unanswered, and the Selector closes the connection at once (no failed-login delay).
+                return self._end(LoginFailed(failure), Close(CAUSE_AUTHENTICATION_FAILED))
             return self._end(LoginFailed(failure), *self._failed(header, message), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
         lifetime = None
         if principal is not None:

@@ -38,11 +38,16 @@ from proxy.properties import ConfigError, Properties
 
 
 class AuthenticationFailed(Exception):
-    """`str(exc)` goes to the client as SaslAuthenticate's error_message; `reason` only to the log."""
+    """`str(exc)` goes to the client as SaslAuthenticate's error_message; `reason` only to the log.
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
+    `answered=False` where Kafka's SaslServer fails with something other than a SaslException (an unexpected error,
+    such as a SCRAM proof of the wrong length): Kafka then sends no answer and closes the connection at once, so the
+    client sees a closed connection, not SASL_AUTHENTICATION_FAILED. The failure is still audited."""
+
+    def __init__(self, message: str, reason: str | None = None, *, answered: bool = True) -> None:
         super().__init__(message)
         self.reason = reason if reason is not None else message
+        self.answered = answered
 
 
 class ServerExchange(Protocol):

@@ -21,21 +21,24 @@ NAME = "PLAIN"
 
 
 def verify_plain(token: bytes, users: dict[str, str]) -> str:
-    """The authenticated user name of a PLAIN token, or AuthenticationFailed."""
-    parts = token.split(b"\x00")
+    """The authenticated user name of a PLAIN token, or AuthenticationFailed with Kafka's message.
+
+    As Kafka's PlainSaslServer (checked against Kafka 4.3.1 by tests/interop/test_hostile_sasl_kafka.py): the token
+    is read as UTF-8 with bad bytes replaced (Java's `new String(bytes, UTF_8)`), split at NUL into at most four parts,
+    and checked in its order: three parts, a user name, a password, the credentials, then the authorization id."""
+    parts = token.decode("utf-8", "replace").split("\x00", 3)
     if len(parts) != 3:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens")
-    try:
-        authzid, user, password = (part.decode("utf-8") for part in parts)
-    except UnicodeDecodeError:
-        raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
+        raise AuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+    authzid, user, password = parts
     if not user:
         raise AuthenticationFailed("Authentication failed: username not specified")
-    if authzid and authzid != user:
-        raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
+    if not password:
+        raise AuthenticationFailed("Authentication failed: password not specified")
     expected = users.get(user)
     if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
         raise AuthenticationFailed("Authentication failed: Invalid username or password")
+    if authzid and authzid != user:
+        raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
     return user
 
 

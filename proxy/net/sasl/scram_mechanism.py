@@ -59,7 +59,7 @@ class ScramExchange:
         try:
             return self._server.evaluate(token)
         except ScramError as exc:
-            raise AuthenticationFailed(exc.error_message, exc.reason) from None
+            raise AuthenticationFailed(exc.error_message, exc.reason, answered=exc.answered) from None
 
 
 @dataclass(frozen=True, eq=False)  # one per listener; SCRAM's two names share it

@@ -129,3 +129,46 @@ def test_a_malformed_sasl_frame_is_a_protocol_error(tmp_path: Any) -> None:
     frame = _handshake()
     with pytest.raises(ProtocolError):
         machine.receive(frame[:-7] + b"\x7f\xffPL")  # a mechanism length past the frame
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        # Kafka 4.3.1's PlainSaslServer, as tests/interop/test_hostile_sasl_kafka.py sees it answer
+        (b"", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+        (b"\x00alic", "Invalid SASL/PLAIN response: expected 3 tokens, got 2"),
+        (b"\x00alice\x00alice-secret\x00", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+        (b"a\x00b\x00c\x00d\x00e", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+        (b"n,,n=alice,r=abc", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+        (b"\x00\x00alice-secret", "Authentication failed: username not specified"),
+        (b"\x00alice\x00", "Authentication failed: password not specified"),
+        (b"bob\x00alice\x00wrong", "Authentication failed: Invalid username or password"),  # credentials before the authzid
+        (b"\x00alice\x00\xff\xfe", "Authentication failed: Invalid username or password"),  # not UTF-8: replaced, as Java reads it
+        (b"bob\x00alice\x00alice-secret", "Authentication failed: Client requested an authorization id that is different from username"),
+    ],
+)
+def test_plain_failures_carry_kafkas_messages(tmp_path: Any, token: bytes, message: str) -> None:
+    machine = SaslMachine(_listener(tmp_path))
+    machine.receive(_handshake())
+    events = machine.receive(_authenticate(token))
+    answer = _answer(events, 36, 2)
+    assert (int(answer.error_code), answer.error_message) == (58, message)
+    assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)
+
+
+@pytest.mark.parametrize("proof", ["", "AAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"])
+def test_a_scram_proof_of_the_wrong_length_closes_unanswered_at_once(tmp_path: Any, proof: str) -> None:
+    """Kafka's xor of a proof and a signature of different lengths throws an IllegalArgumentException: no answer, and
+    the Selector closes the connection at once. The failure is audited all the same."""
+    machine = SaslMachine(_listener(tmp_path))
+    machine.receive(_handshake("SCRAM-SHA-256"))
+    client = ScramClient("SCRAM-SHA-256", "carol", "carol-secret")
+    server_first = _answer(machine.receive(_authenticate(client.first())), 36, 2)
+    final = client.final(bytes(server_first.auth_bytes))
+    events = machine.receive(_authenticate(final[: final.index(b",p=") + 3] + proof.encode()))
+    assert [type(e) for e in events] == [LoginFailed, Close]
+    failed = events[0]
+    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("carol", 58)
+    assert "proof must be 32 bytes" in (failed.failure.reason or "")
+    assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=False)
+    assert machine.done
