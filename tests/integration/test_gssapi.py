@@ -182,9 +182,11 @@ async def test_an_authorization_id_other_than_the_authenticated_name_is_refused(
 
 
 async def test_replaying_a_whole_login_fails(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
-    """krb5's replay cache (KRB5RCACHEDIR) knows the first token: the replayed login fails at once."""
+    """krb5's replay cache (KRB5RCACHEDIR) knows the first token: the replayed login fails at once. A replay is one of
+    Kafka's retriable Kerberos errors, which its SaslServerAuthenticator handles as an I/O error: the connection
+    closes with no answer (not SASL_AUTHENTICATION_FAILED), and the failure is still audited."""
 
-    def work() -> tuple[int, int]:
+    def work() -> tuple[str, int]:
         with wire.connect(gssapi_stack.sasl_address) as sock:
             original = Login(sock)
             assert int(original.login(client_context(kerberos_realm, "alice")).error_code) == 0
@@ -192,13 +194,19 @@ async def test_replaying_a_whole_login_fails(gssapi_stack: EmbeddedStack, kerber
             replay = Login(sock)
             assert replay.handshake() == 0
             for step, token in enumerate(original.sent):
-                code = int(replay.send(token).error_code)
+                try:
+                    code = int(replay.send(token).error_code)
+                except (ConnectionError, OSError):
+                    return "closed unanswered", step
                 if code != 0:
-                    return code, step
-            return 0, len(original.sent)
+                    return f"answered {code}", step
+            return "logged in", len(original.sent)
 
-    code, step = await trio.to_thread.run_sync(work)
-    assert (code, step) == (SASL_AUTHENTICATION_FAILED, 0)
+    outcome, step = await trio.to_thread.run_sync(work)
+    assert (outcome, step) == ("closed unanswered", 0)
+    with trio.fail_after(10):  # the record is committed as the connection ends; bounded wait for it
+        while not [r for r in audit_records(gssapi_stack.proxy_config.audit_log_dir) if r["data"].get("stage") == "authentication-failed"]:
+            await trio.sleep(0.05)
 
 
 def test_bad_settings_are_configuration_errors_naming_the_key(kerberos_realm: Realm, tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from proxy.net.sasl.client import ClientExchange, LoginFailed
 from proxy.net.sasl.jaas import JaasLogin
 from proxy.net.sasl.kerberos_names import RULES_KEY, KerberosName, KerberosShortNamer, NoMatchingRule, split_rules
 from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerMechanism, jaas_login
-from proxy.properties import ConfigError, Properties
+from proxy.properties import ConfigError, Properties, scoped
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +63,19 @@ SERVICE_NAME_KEY = "sasl.kerberos.service.name"
 NO_SECURITY_LAYER = 0x01
 _LAYER_MESSAGE_SIZE = 4
 
+KRB5_ERROR_TABLE_BASE = -1765328384
+"""MIT krb5's ERROR_TABLE_BASE_krb5: a minor status of base + n is Kerberos protocol error n."""
+KRB5_ERROR_TABLE_SIZE = 128
+RETRIABLE_KERBEROS_ERRORS = frozenset({21, 33, 34})
+"""Kafka's KerberosError values with retriable=true: CLIENT_NOT_YET_VALID, TICKET_NOT_YET_VALID, REPLAY."""
+
 _FAILED = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {NAME}"
 """Kafka's message to the client for a failed GSSAPI login (the reason goes only to the log)."""
 
 
 def _setting(props: Properties, listener: str, key: str) -> tuple[str, str | None]:
     """`listener.name.<l>.gssapi.<key>`, then `listener.name.<l>.<key>`, then `<key>`: the key read and its value."""
-    prefix = f"listener.name.{listener.lower()}."
-    for name in (f"{prefix}{NAME.lower()}.{key}", f"{prefix}{key}", key):
-        if name in props.raw:
-            return name, props.raw[name]
-    return key, None
+    return scoped(props.raw, key, listener=listener, mechanism=NAME)
 
 
 def default_realm() -> str:
@@ -165,7 +167,11 @@ class GssapiExchange:
             if self._stage == "offered":
                 return self._choose(token)
         except GSSError as exc:
-            raise AuthenticationFailed(_FAILED, f"GSSAPI: {_describe(exc)}") from None
+            # Kafka's SaslServerAuthenticator treats a retriable Kerberos error (KerberosError.retriable: a replay, a
+            # ticket or client not yet valid) as an I/O error: the connection closes with no answer, so the client
+            # may log in again. Every other failure is SASL_AUTHENTICATION_FAILED.
+            retriable = _kerberos_code(exc) in RETRIABLE_KERBEROS_ERRORS
+            raise AuthenticationFailed(_FAILED, f"GSSAPI: {_describe(exc)}", answered=not retriable) from None
         raise AuthenticationFailed(_FAILED, "GSSAPI takes no token after the login completed")
 
     def _accept(self, token: bytes) -> bytes:
@@ -214,6 +220,14 @@ class GssapiExchange:
         self._stage = "done"
         log.debug("GSSAPI login of %s as User:%s", authenticated, self.user)
         return b""
+
+
+def _kerberos_code(exc: GSSError) -> int | None:
+    """The Kerberos error number (RFC 4120 section 7.5.9) behind a GSS failure, from MIT krb5's minor status."""
+    minor = int(getattr(exc, "min_code", 0) or 0)
+    minor -= 2**32 if minor >= 2**31 else 0  # python-gssapi gives OM_uint32; krb5's table is signed
+    code = minor - KRB5_ERROR_TABLE_BASE
+    return code if 0 <= code < KRB5_ERROR_TABLE_SIZE else None
 
 
 def _describe(exc: GSSError) -> str:

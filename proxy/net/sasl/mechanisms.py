@@ -34,7 +34,7 @@ from proxy.net.sasl.jaas import (
     load_jaas_file,
     select_login,
 )
-from proxy.properties import ConfigError, Properties
+from proxy.properties import ConfigError, Properties, listener_prefix
 
 
 class AuthenticationFailed(Exception):
@@ -140,14 +140,13 @@ class Mechanism(Protocol):
 # -- shared by the mechanisms whose settings are a JAAS entry ------------------------------
 
 
-def jaas_key(listener: str, mechanism: str) -> str:
-    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+jaas_key = jaas_property_key
 
 
 def refuse_custom_callback_handler(props: Properties, listener: str, mechanism: str) -> None:
     """A mechanism the proxy checks itself cannot run a broker's Java callback handler: refusing the key keeps an
     operator's custom check from being silently replaced by the JAAS users."""
-    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.server.callback.handler.class"
+    key = f"{listener_prefix(listener, mechanism)}sasl.server.callback.handler.class"
     value = props.get(key)
     if value is not None:
         raise ConfigError(key, value, f"the proxy checks {mechanism} logins itself and cannot run a Java callback handler")
