@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test class-archive lint typecheck layers tools krb5 kafka kafka-jars deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
+.PHONY: demo test class-archive lint typecheck layers tools krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ tools:
 kafka-jars: $(STAMP)
 	$(PY) -c 'from tests.interop.kafka_node import ensure_kafka_jars; print(ensure_kafka_jars())'
 
+# The client matrix's Go (franz-go kadm) and Node (kafkajs) clients, built and installed once into
+# ~/.cache/kafka-envelope-proxy/client-matrix from the pinned tests/interop/client_matrix/{kadm,kafkajs} (Go module
+# proxy, npm registry; about a minute the first time, nothing after). Without go or node their matrix cells fail.
+client-matrix-tools: $(STAMP)
+	@$(PY) -m tests.interop.client_matrix.go_and_node >/dev/null || { echo "the client matrix's Go and Node clients could not be made (see above)"; [ "$$CI" != true ]; }
+
 # A real KRaft node (broker+controller, SASL_PLAINTEXT, StandardAuthorizer) for manual use; prints the proxy settings.
 kafka: kafka-jars
 	$(PY) -m tests.interop.kafka_node
@@ -49,7 +55,7 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-test: $(STAMP) tools lint typecheck layers image-when-possible class-archive
+test: $(STAMP) tools lint typecheck layers image-when-possible class-archive client-matrix-tools
 	$(PY) -m pytest -q
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000

@@ -1,7 +1,11 @@
-"""Five real clients run one admin workflow through the proxy, in front of three upstreams, as against Kafka.
+"""Seven real clients run one admin workflow through the proxy, in front of three upstreams, as against Kafka.
 
 Clients: confluent-kafka (librdkafka), kafka-python, Kafka's Java AdminClient (a program compiled at
-test time), Kafka's own CLI tool classes, and kcat. Upstreams: the embedded controller, one Kafka
+test time), Kafka's own CLI tool classes, kcat, franz-go's kadm (Go) and kafkajs (Node), the last two
+built or installed once per machine (tests/interop/client_matrix/go_and_node.py). Clients whose admin API
+has the calls also run the cluster steps (workflow.CLUSTER_STEPS: the broker list before and after a topic
+describe, broker configs for every listed broker id, leader election, reassignments, client quotas, SCRAM
+credentials), CLIENT_STEPS says which. Upstreams: the embedded controller, one Kafka
 4.3.1 node, and a 3-node quorum whose active controller is killed between the two phases of the
 workflow. Each cell's outcomes, step by step, must equal what the same client sees talking to the
 Kafka node directly (tests/interop/client_matrix/workflow.py says what is taken out before comparing),
@@ -11,6 +15,7 @@ cell with its name. Each upstream starts once; the direct runs are made once per
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +30,7 @@ import trio
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
+from tests.interop.client_matrix.go_and_node import ClientRunFailed, ToolingMissing, kadm_workflow, kafkajs_workflow
 from tests.interop.client_matrix.jvm_and_kcat import (
     ClientFailed,
     cli_tools_workflow,
@@ -32,13 +38,23 @@ from tests.interop.client_matrix.jvm_and_kcat import (
     java_admin_workflow,
     kcat_workflow,
 )
-from tests.interop.client_matrix.workflow import FIRST_PHASE, SECOND_PHASE, WorkflowSpec, normalised
+from tests.interop.client_matrix.workflow import CLUSTER_STEPS, FIRST_PHASE, SECOND_PHASE, WorkflowSpec, normalised
 from tests.interop.kafka_node import KafkaNode, ensure_kafka_jars
 from tests.interop.kafka_quorum import KafkaQuorum
 
 pytestmark = pytest.mark.interop
 
-CLIENTS = ("confluent-kafka", "kafka-python", "java-admin", "kafka-cli", "kcat")
+CLIENTS = ("confluent-kafka", "kafka-python", "java-admin", "kafka-cli", "kcat", "kadm", "kafkajs")
+CLIENT_STEPS: dict[str, frozenset[str]] = {
+    # librdkafka has no call for client quotas or partition reassignments.
+    "confluent-kafka": frozenset({"broker_list", "broker_configs", "elect_leaders", "scram_credentials"}),
+    "kafka-python": frozenset({"broker_list", "broker_configs", "list_reassignments"}),
+    "java-admin": frozenset(CLUSTER_STEPS),
+    "kadm": frozenset(CLUSTER_STEPS),
+    # kafkajs's admin has no call for client quotas, SCRAM credentials or leader election.
+    "kafkajs": frozenset({"broker_list", "broker_configs", "list_reassignments"}),
+}
+"""The cluster steps each client runs; the other clients run none of them."""
 UPSTREAMS = ("embedded", "kafka-node", "kafka-quorum")
 PYTHON_CLIENT_TIMEOUT = 300.0
 ADMIN = ("admin", "admin-secret")
@@ -97,9 +113,15 @@ def _python_client(client: str, spec: WorkflowSpec) -> dict[str, Any]:
     return result
 
 
-def run_phase(client: str, tools: Tools, bootstrap: str, topic: str, steps: tuple[str, ...]) -> dict[str, Any]:
+def run_phase(client: str, tools: Tools, bootstrap: str, topic: str, phase: tuple[str, ...]) -> dict[str, Any]:
     """One phase of the workflow, as `client` runs it."""
+    steps = tuple(step for step in phase if step not in CLUSTER_STEPS or step in CLIENT_STEPS.get(client, ()))
     spec = WorkflowSpec(bootstrap, topic, ADMIN, OUTSIDER, steps)
+    if client in ("kadm", "kafkajs"):
+        try:
+            return kadm_workflow(spec) if client == "kadm" else kafkajs_workflow(spec)
+        except (ClientRunFailed, ToolingMissing) as exc:
+            raise ClientFailed(str(exc)) from exc
     if client in ("confluent-kafka", "kafka-python"):
         return _python_client(client, spec)
     if client == "java-admin":
@@ -192,8 +214,39 @@ async def test_the_workflow_through_the_proxy_is_what_the_client_sees_against_ka
         f"{client} saw cluster ids {_cluster_ids(seen)} through the proxy; {upstream.name}'s is {upstream.cluster_id}"
     )
     assert all(found == kafka_node.cluster_id for found in _cluster_ids(expected))
-    mine = normalised(seen, topic=topic, cluster_id=upstream.cluster_id)
-    theirs = normalised(expected, topic=f"matrix-{client}-direct", cluster_id=kafka_node.cluster_id)
-    differing = {step: {"through the proxy": mine.get(step), "against Kafka": theirs.get(step)} for step in theirs if mine.get(step) != theirs[step]}
+    mine = normalised(seen, topic=topic, cluster_id=upstream.cluster_id, bootstrap=upstream.bootstrap)
+    theirs = normalised(expected, topic=f"matrix-{client}-direct", cluster_id=kafka_node.cluster_id, bootstrap=kafka_node.broker_address)
+    differing = {
+        step: {"through the proxy": mine.get(step), "against Kafka": theirs.get(step), "as seen through the proxy": seen.get(step)}
+        for step in theirs
+        if mine.get(step) != theirs[step]
+    }
     assert not differing, f"{client} in front of {upstream.name}: {len(differing)} steps differ from Kafka: {differing}"
     assert set(mine) == set(theirs)
+
+
+def test_the_broker_steps_compare_the_set_and_the_controller_not_the_ids() -> None:
+    """What broker_list and broker_configs compare: a proxy may list other ids than the Kafka node, but never a set
+    that changes with the request, a controller outside it, an address other than its own, or a failing broker."""
+    view = {"brokers": [1, 100], "addresses": ["127.0.0.1:9"], "controller": 100}
+    same = {"views": {"metadata_before": view, "metadata_with_topic": view, "metadata_after": view}}
+    direct = {"views": {name: {"brokers": [1], "addresses": ["127.0.0.1:7"], "controller": 1} for name in same["views"]}}
+    assert normalised({"broker_list": same}, topic="matrix-unit", cluster_id=None, bootstrap="127.0.0.1:9") == normalised(
+        {"broker_list": direct}, topic="matrix-unit", cluster_id=None, bootstrap="127.0.0.1:7"
+    )
+    split = {"views": {**same["views"], "metadata_before": {**view, "brokers": [100]}}}
+    assert normalised({"broker_list": split}, topic="matrix-unit", cluster_id=None)["broker_list"]["same_brokers_in_every_view"] is False
+    outside = {"views": {name: {**view, "controller": 2} for name in same["views"]}}
+    assert normalised({"broker_list": outside}, topic="matrix-unit", cluster_id=None)["broker_list"]["controller_is_listed"] is False
+    elsewhere = {"views": {name: {**view, "addresses": ["127.0.0.1:9", "127.0.0.1:8"]} for name in same["views"]}}
+    assert normalised({"broker_list": elsewhere}, topic="matrix-unit", cluster_id=None, bootstrap="127.0.0.1:9")["broker_list"]["addresses"] == [
+        "127.0.0.1:8",
+        "<bootstrap>",
+    ]
+    answered = {"error": None, "has_configs": True, "min.insync.replicas": "1"}
+    refused = {"error": "INVALID_REQUEST"}
+    seen = normalised({"broker_configs": {"by_id": {"1": answered, "100": refused}}}, topic="matrix-unit", cluster_id=None)
+    assert seen["broker_configs"]["every_listed_broker"] == sorted([answered, refused], key=lambda a: json.dumps(a, sort_keys=True))
+    assert normalised({"broker_configs": {"by_id": {"1": answered, "100": answered}}}, topic="matrix-unit", cluster_id=None) == normalised(
+        {"broker_configs": {"by_id": {"1": answered}}}, topic="matrix-unit", cluster_id=None
+    )

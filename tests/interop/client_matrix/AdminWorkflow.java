@@ -5,12 +5,16 @@
 // prints one line of JSON: step -> outcome, errors as Kafka's error names (Errors.forException).
 // Reads right after a change are polled for a bounded time, as the broker learns changes a moment later.
 
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -24,9 +28,18 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.PartitionReassignment;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
+import org.apache.kafka.clients.admin.UserScramCredentialsDescription;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AccessControlEntryFilter;
 import org.apache.kafka.common.acl.AclBinding;
@@ -35,6 +48,10 @@ import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourcePatternFilter;
@@ -147,6 +164,90 @@ public final class AdminWorkflow {
         return shown;
     }
 
+    /** One DescribeCluster answer: its broker ids, their addresses, and the controller id (-1 for none). */
+    private static Map<String, Object> clusterView(Admin admin) throws Exception {
+        DescribeClusterResult cluster = admin.describeCluster();
+        Set<Integer> ids = new TreeSet<>();
+        Set<String> addresses = new TreeSet<>();
+        for (Node node : cluster.nodes().get(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            ids.add(node.id());
+            addresses.add(node.host() + ":" + node.port());
+        }
+        Node controller = cluster.controller().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        Map<String, Object> view = new TreeMap<>();
+        view.put("brokers", new ArrayList<>(ids));
+        view.put("addresses", new ArrayList<>(addresses));
+        view.put("controller", controller == null ? -1 : controller.id());
+        return view;
+    }
+
+    /** The broker ids the topic's partitions name (leaders, replicas, ISR), from a topic describe (Metadata). */
+    private static Set<Integer> partitionBrokers(Admin admin, String topic) throws Exception {
+        Set<Integer> ids = new TreeSet<>();
+        TopicDescription description = admin.describeTopics(List.of(topic)).allTopicNames().get(TIMEOUT_SECONDS, TimeUnit.SECONDS).get(topic);
+        for (TopicPartitionInfo partition : description.partitions()) {
+            if (partition.leader() != null) {
+                ids.add(partition.leader().id());
+            }
+            for (Node node : partition.replicas()) {
+                ids.add(node.id());
+            }
+            for (Node node : partition.isr()) {
+                ids.add(node.id());
+            }
+        }
+        return ids;
+    }
+
+    private static Object brokerConfig(Admin admin, int id) throws InterruptedException {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.BROKER, Integer.toString(id));
+        Map<String, Object> shown = new TreeMap<>();
+        try {
+            Config config = admin.describeConfigs(List.of(resource)).all().get(TIMEOUT_SECONDS, TimeUnit.SECONDS).get(resource);
+            ConfigEntry mir = config.get("min.insync.replicas");
+            shown.put("error", null);
+            shown.put("has_configs", !config.entries().isEmpty());
+            shown.put("min.insync.replicas", mir == null ? null : mir.value());
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+            shown.put("error", errorName(e));
+        }
+        return shown;
+    }
+
+    private static String number(Double value) {
+        return new BigDecimal(value).stripTrailingZeros().toPlainString();
+    }
+
+    private static Object quotas(Admin admin, String user) throws Exception {
+        ClientQuotaFilter filter = ClientQuotaFilter.containsOnly(List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, user)));
+        List<String> shown = new ArrayList<>();
+        for (Map.Entry<ClientQuotaEntity, Map<String, Double>> entry
+                : admin.describeClientQuotas(filter).entities().get(TIMEOUT_SECONDS, TimeUnit.SECONDS).entrySet()) {
+            List<String> values = new ArrayList<>();
+            for (Map.Entry<String, Double> value : new TreeMap<>(entry.getValue()).entrySet()) {
+                values.add(value.getKey() + "=" + number(value.getValue()));
+            }
+            List<String> parts = new ArrayList<>();
+            for (Map.Entry<String, String> part : new TreeMap<>(entry.getKey().entries()).entrySet()) {
+                parts.add(part.getKey() + "=" + part.getValue());
+            }
+            shown.add("{" + String.join(", ", parts) + "} " + String.join(",", values));
+        }
+        shown.sort(null);
+        return shown;
+    }
+
+    private static Object scrams(Admin admin, String user) throws Exception {
+        UserScramCredentialsDescription description = admin.describeUserScramCredentials(List.of(user)).description(user)
+                .get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        List<String> shown = new ArrayList<>();
+        for (ScramCredentialInfo info : description.credentialInfos()) {
+            shown.add(info.mechanism().mechanismName() + "/" + info.iterations());
+        }
+        shown.sort(null);
+        return shown;
+    }
+
     @SuppressWarnings("unchecked")
     private static Object field(Object seen, String name) {
         return seen instanceof Map ? ((Map<String, Object>) seen).get(name) : null;
@@ -233,6 +334,83 @@ public final class AdminWorkflow {
                     case "after_delete":
                         results.put(step, settled(() -> topicState(admin, topic), seen -> seen instanceof String));
                         break;
+                    case "broker_list": {
+                        // DescribeCluster before and after a topic describe (Metadata with the topic, as the proxy
+                        // serves no DescribeTopicPartitions), and the ids that describe's partitions name.
+                        Map<String, Object> views = new TreeMap<>();
+                        views.put("describe_cluster_before", read(() -> clusterView(admin)));
+                        views.put("topic_describe", read(() -> {
+                            partitionBrokers(admin, topic);
+                            return "ok";
+                        }));
+                        views.put("describe_cluster_after", read(() -> clusterView(admin)));
+                        results.put(step, Map.of("views", views));
+                        break;
+                    }
+                    case "broker_configs":
+                        results.put(step, read(() -> {
+                            Set<Integer> ids = new TreeSet<>(partitionBrokers(admin, topic));
+                            for (Object id : (List<?>) clusterView(admin).get("brokers")) {
+                                ids.add((Integer) id);
+                            }
+                            Map<String, Object> byId = new TreeMap<>();
+                            for (int id : ids) {
+                                byId.put(Integer.toString(id), brokerConfig(admin, id));
+                            }
+                            return Map.of("by_id", byId);
+                        }));
+                        break;
+                    case "elect_leaders":
+                        results.put(step, read(() -> {
+                            Map<String, Object> shown = new TreeMap<>();
+                            Map<TopicPartition, Optional<Throwable>> elected = admin.electLeaders(ElectionType.PREFERRED,
+                                    Set.of(new TopicPartition(topic, 0))).partitions().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                            for (Map.Entry<TopicPartition, Optional<Throwable>> entry : elected.entrySet()) {
+                                shown.put(entry.getKey().toString(), entry.getValue().map(AdminWorkflow::errorName).orElse("ok"));
+                            }
+                            return shown;
+                        }));
+                        break;
+                    case "list_reassignments":
+                        results.put(step, read(() -> {
+                            List<String> shown = new ArrayList<>();
+                            Map<TopicPartition, PartitionReassignment> listed = admin.listPartitionReassignments(
+                                    Set.of(new TopicPartition(topic, 0))).reassignments().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                            for (Map.Entry<TopicPartition, PartitionReassignment> entry : listed.entrySet()) {
+                                shown.add(entry.getKey() + " adding " + entry.getValue().addingReplicas() + " removing "
+                                        + entry.getValue().removingReplicas());
+                            }
+                            shown.sort(null);
+                            return shown;
+                        }));
+                        break;
+                    case "client_quotas": {
+                        String user = topic + "-quota";
+                        ClientQuotaEntity entity = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, user));
+                        Map<String, Object> shown = new TreeMap<>();
+                        shown.put("alter", outcome(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity, List.of(
+                                new ClientQuotaAlteration.Op("producer_byte_rate", 1048576.0),
+                                new ClientQuotaAlteration.Op("consumer_byte_rate", 2097152.0))))).all()));
+                        shown.put("described", settled(() -> quotas(admin, user), seen -> seen instanceof List && !((List<?>) seen).isEmpty()));
+                        shown.put("remove", outcome(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity, List.of(
+                                new ClientQuotaAlteration.Op("producer_byte_rate", null),
+                                new ClientQuotaAlteration.Op("consumer_byte_rate", null))))).all()));
+                        shown.put("after_remove", settled(() -> quotas(admin, user), seen -> seen instanceof List && ((List<?>) seen).isEmpty()));
+                        results.put(step, shown);
+                        break;
+                    }
+                    case "scram_credentials": {
+                        String user = topic + "-scram";
+                        Map<String, Object> shown = new TreeMap<>();
+                        shown.put("upsert", outcome(admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion(user,
+                                new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "matrix-secret"))).all()));
+                        shown.put("described", settled(() -> scrams(admin, user), seen -> seen instanceof List));
+                        shown.put("delete", outcome(admin.alterUserScramCredentials(List.of(
+                                new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256))).all()));
+                        shown.put("after_delete", settled(() -> scrams(admin, user), seen -> !(seen instanceof List)));
+                        results.put(step, shown);
+                        break;
+                    }
                     default:
                         throw new IllegalArgumentException("unknown step " + step);
                 }

@@ -122,6 +122,52 @@ def confluent_kafka_workflow(spec: WorkflowSpec) -> dict[str, Any]:
             return exc.args[0].name()
         return sorted(str(binding) for binding in found)
 
+    def metadata_view(*topic: str) -> Any:
+        """librdkafka's own broker list, which it replaces from each Metadata answer (list_topics asks for one)."""
+        try:
+            metadata = client.list_topics(topic=topic[0] if topic else None, timeout=TIMEOUT)
+        except KafkaException as exc:
+            return exc.args[0].name()
+        brokers = metadata.brokers.values()
+        return {
+            "brokers": sorted(b.id for b in brokers),
+            "addresses": sorted({f"{b.host}:{b.port}" for b in brokers}),
+            "controller": metadata.controller_id,
+        }
+
+    def cluster_view() -> Any:
+        """describe_cluster: Metadata with no topics (librdkafka has no DescribeCluster)."""
+        try:
+            described = client.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
+        except KafkaException as exc:
+            return exc.args[0].name()
+        return {
+            "brokers": sorted(node.id for node in described.nodes),
+            "addresses": sorted({f"{node.host}:{node.port}" for node in described.nodes}),
+            "controller": described.controller.id if described.controller is not None else -1,
+        }
+
+    def broker_config(broker: int) -> dict[str, Any]:
+        resource = ConfigResource(ResourceType.BROKER, str(broker))
+        try:
+            entries = client.describe_configs([resource], request_timeout=TIMEOUT)[resource].result(timeout=TIMEOUT)
+        except KafkaException as exc:
+            return {"error": exc.args[0].name()}
+        mir = entries.get("min.insync.replicas")
+        return {"error": None, "has_configs": bool(entries), "min.insync.replicas": mir.value if mir is not None else None}
+
+    scram_user = f"{spec.topic}-scram"
+
+    def scrams() -> Any:
+        try:
+            described = client.describe_user_scram_credentials([scram_user], request_timeout=TIMEOUT)[scram_user].result(timeout=TIMEOUT)
+        except KafkaException as exc:
+            return exc.args[0].name()
+        return sorted(f"{info.mechanism.name.replace('_', '-')}/{info.iterations}" for info in described.scram_credential_infos)
+
+    def alter_scram(alteration: Any) -> Any:
+        return outcome(client.alter_user_scram_credentials([alteration], request_timeout=TIMEOUT)[scram_user])
+
     client = admin(spec.admin)
     results: dict[str, Any] = {}
     for step in spec.steps:
@@ -172,6 +218,38 @@ def confluent_kafka_workflow(spec: WorkflowSpec) -> dict[str, Any]:
             results[step] = outcome(client.delete_topics([spec.topic], operation_timeout=30)[spec.topic])
         elif step == "after_delete":
             results[step] = settled(topic_state, lambda seen: seen.get("error") is not None)
+        elif step == "broker_list":
+            views = {"metadata_before": metadata_view(), "describe_cluster_before": cluster_view()}
+            views["metadata_with_topic"] = metadata_view(spec.topic)
+            views["metadata_after"] = metadata_view()
+            views["describe_cluster_after"] = cluster_view()
+            results[step] = {"views": views}
+        elif step == "broker_configs":
+            listed: set[int] = set()
+            for view in (metadata_view(), metadata_view(spec.topic), cluster_view()):
+                if isinstance(view, dict):
+                    listed.update(view["brokers"])
+            results[step] = {"by_id": {str(broker): broker_config(broker) for broker in sorted(listed)}}
+        elif step == "elect_leaders":
+            from confluent_kafka import ElectionType, TopicPartition
+
+            try:
+                # No keyword arguments: confluent-kafka 2.16.1's elect_leaders raises SystemError ("more argument specifiers
+                # than keyword list entries") when given request_timeout or operation_timeout.
+                elected = client.elect_leaders(ElectionType.PREFERRED, [TopicPartition(spec.topic, 0)]).result(timeout=TIMEOUT)
+                # each partition's error comes as a KafkaError, not wrapped in a KafkaException
+                results[step] = {f"{tp.topic}-{tp.partition}": error.name() if error else "ok" for tp, error in elected.items()}
+            except KafkaException as exc:
+                results[step] = exc.args[0].name()
+        elif step == "scram_credentials":
+            from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+
+            upsert = UserScramCredentialUpsertion(scram_user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"matrix-secret")
+            done: dict[str, Any] = {"upsert": alter_scram(upsert)}
+            done["described"] = settled(scrams, lambda seen: isinstance(seen, list))
+            done["delete"] = alter_scram(UserScramCredentialDeletion(scram_user, ScramMechanism.SCRAM_SHA_256))
+            done["after_delete"] = settled(scrams, lambda seen: not isinstance(seen, list))
+            results[step] = done
         else:
             raise ValueError(f"unknown step {step}")
     return results
@@ -254,6 +332,33 @@ def kafka_python_workflow(spec: WorkflowSpec) -> dict[str, Any]:
             return type(exc).__name__
         return sorted(render(b) for b in found) if not error.errno else type(error).__name__
 
+    def cluster_view() -> Any:
+        """describe_cluster: DescribeCluster v2."""
+        try:
+            described = client.describe_cluster()
+        except KafkaError as exc:
+            return type(exc).__name__
+        brokers = described["brokers"]
+        return {
+            "brokers": sorted(b["broker_id"] for b in brokers),
+            "addresses": sorted({f"{b['host']}:{b['port']}" for b in brokers}),
+            "controller": described["controller_id"],
+        }
+
+    def partition_brokers() -> set[int]:
+        (described,) = client.describe_topics([spec.topic])
+        return {node for p in described["partitions"] for node in (p["leader_id"], *p["replica_nodes"], *p["isr_nodes"]) if node >= 0}
+
+    def broker_config(broker: int) -> dict[str, Any]:
+        resource = ConfigResource(ConfigResourceType.BROKER, str(broker))
+        try:
+            described = client.describe_configs([resource], config_filter="all")
+        except KafkaError as exc:
+            return {"error": type(exc).__name__}
+        entries = described["broker"][str(broker)]
+        mir = entries.get("min.insync.replicas")
+        return {"error": None, "has_configs": bool(entries), "min.insync.replicas": mir["value"] if mir is not None else None}
+
     client = admin(spec.admin)
     results: dict[str, Any] = {}
     try:
@@ -307,6 +412,25 @@ def kafka_python_workflow(spec: WorkflowSpec) -> dict[str, Any]:
                 results[step] = outcome(client.delete_topics, [spec.topic], timeout_ms=30000)
             elif step == "after_delete":
                 results[step] = settled(topic_state, lambda seen: seen["error"] is not None)
+            elif step == "broker_list":
+                views = {"describe_cluster_before": cluster_view()}
+                try:
+                    partition_brokers()
+                    views["topic_describe"] = "ok"
+                except KafkaError as exc:
+                    views["topic_describe"] = type(exc).__name__
+                views["describe_cluster_after"] = cluster_view()
+                results[step] = {"views": views}
+            elif step == "broker_configs":
+                view = cluster_view()
+                listed = partition_brokers() | set(view["brokers"] if isinstance(view, dict) else ())
+                results[step] = {"by_id": {str(broker): broker_config(broker) for broker in sorted(listed)}}
+            elif step == "list_reassignments":
+                try:
+                    listed = client.list_partition_reassignments({spec.topic: [0]})
+                    results[step] = sorted(f"{tp.topic}-{tp.partition} {state}" for tp, state in listed.items())
+                except KafkaError as exc:
+                    results[step] = type(exc).__name__
             else:
                 raise ValueError(f"unknown step {step}")
     finally:
