@@ -28,8 +28,27 @@ from proxy.net.settings import ListenerConfig
 log = logging.getLogger(__name__)
 
 
+NEWEST = 3
+"""The version the upstream is asked at (capped at what it serves): v3 (KIP-373) added each token's requester, which
+a broker's filterToken counts as one of the token's own at every version the client asks."""
+NO_REQUESTER = ""
+"""DescribedDelegationToken's TokenRequesterPrincipalType/Name below v3: absent, read as Kafka's default, ""."""
+
+
 def _principal(kind: Any, name: Any) -> Principal:
     return Principal(str(kind), str(name))
+
+
+def _requester(token: Any) -> Principal:
+    """The token's requester, or a principal nobody is when the upstream answered below v3."""
+    kind = getattr(token, "token_requester_principal_type", NO_REQUESTER)
+    return _principal(kind, getattr(token, "token_requester_principal_name", NO_REQUESTER))
+
+
+def _described(token: Any) -> dict[str, Any]:
+    """A token as the client's version lists it; a requester the upstream did not name (below v3) is Kafka's default."""
+    requester = _requester(token)
+    return {**as_dict(token), "token_requester_principal_type": requester.type, "token_requester_principal_name": requester.name}
 
 
 def _accesses(token: Any) -> list[ResourceAccess]:
@@ -43,29 +62,36 @@ def _accesses(token: Any) -> list[ResourceAccess]:
 
 def _own(token: Any, caller: Principal) -> bool:
     owner = _principal(token.principal_type, token.principal_name)
-    requester = _principal(token.token_requester_principal_type, token.token_requester_principal_name)
+    requester = _requester(token)
     renewers = tuple(_principal(r.principal_type, r.principal_name) for r in token.renewers)
     return owner_or_renewer(owner, requester, renewers, caller)
 
 
+def error_answer(_: Any, error: dict[str, Any]) -> dict[str, Any]:
+    """DescribeDelegationTokenRequest.getErrorResponse: the code (no message field), no token."""
+    return {"error_code": error["error_code"], "tokens": []}
+
+
 async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
-    empty = {"throttle_time": 0, "tokens": []}
     if not token_requests_allowed(ctx, broker=True):
         refused = ErrorCode.delegation_token_request_not_allowed
-        return ReadResult(path.encode(header, {**empty, "error_code": refused}), [], [], refused, NOT_ALLOWED, refused=True)
+        values = {"throttle_time": 0, **error_answer(body, {"error_code": refused})}
+        return ReadResult(path.encode(header, values), [], [], refused, NOT_ALLOWED, refused=True)
     try:
-        response = await path.upstream_call(header.api_key, header.api_version, as_dict(body))
+        # The owners filter reads the same at every version: ask at the newest the upstream serves, so that each
+        # token's requester is known whatever version the client speaks (the answer is built at the client's).
+        response = await path.upstream_call(header.api_key, max(header.api_version, NEWEST), as_dict(body))
     except ReadUnavailable as exc:
         log.warning("DescribeDelegationToken for %s: %s", ctx.principal, exc)
         failed = ErrorCode.unknown_server_error
-        return ReadResult(path.encode(header, {**empty, "error_code": failed}), [], [], failed, str(exc))
+        return ReadResult(path.encode(header, {"throttle_time": 0, **error_answer(body, {"error_code": failed})}), [], [], failed, str(exc))
     code = int(response.error_code)
     tokens = list(response.tokens)
     strangers = [token for token in tokens if not _own(token, ctx.principal)]
     accesses = [access for token in strangers for access in _accesses(token)]
     decisions = iter(await path.allowed(ctx, accesses)) if accesses else iter(())
     allowed_strangers = {id(token) for token in strangers if any([next(decisions), next(decisions)])}
-    kept = [as_dict(token) for token in tokens if id(token) in allowed_strangers or _own(token, ctx.principal)]
+    kept = [_described(token) for token in tokens if id(token) in allowed_strangers or _own(token, ctx.principal)]
     hidden = len(tokens) - len(kept)
     if hidden:
         log.debug("DescribeDelegationToken for %s: %d tokens it may not describe left out", ctx.principal, hidden)
