@@ -95,6 +95,13 @@ def _broker_id(resource_type: int, name: str) -> int | None:
     return int(name)
 
 
+def error_answer(body: Any, error: dict[str, Any]) -> dict[str, Any]:
+    """DescribeConfigsRequest.getErrorResponse: each resource asked, with the code and its Errors.message(), no config."""
+    code = error["error_code"]
+    failed = {"error_code": code, "error_message": default_message(code), "configs": []}
+    return {"results": [{**failed, "resource_type": r.resource_type, "resource_name": r.resource_name} for r in body.resources]}
+
+
 def _config_access(resource_type: int, name: str) -> ResourceAccess:
     if resource_type == CONFIG_TOPIC:
         return topic_access(name, Operation.DESCRIBE_CONFIGS)

@@ -75,7 +75,7 @@ async def _read(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, h
             # Metadata v0 and v1 carry no cluster id
             path.identity.accept(f"read upstream {path.upstream.settings.address}", getattr(response, "cluster_id", None))
             path.broker_view.learn(response)
-            upstream_topics = [as_dict(t) for t in response.topics]
+            upstream_topics = [_with_newer_fields(as_dict(t)) for t in response.topics]
             if not explicit:
                 # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
                 everything = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in upstream_topics]
@@ -125,7 +125,7 @@ async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
         topics = [_topic_id_error(i, ErrorCode.unknown_server_error) for i in ids]
     else:
         path.broker_view.learn(response)
-        answered = {t["topic_id"]: t for t in (as_dict(t) for t in response.topics) if t["topic_id"] is not None}
+        answered = {t["topic_id"]: t for t in (_with_newer_fields(as_dict(t)) for t in response.topics) if t["topic_id"] is not None}
         named = [answered[i] for i in ids if i in answered and answered[i]["name"] is not None]
         accesses = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in named]
         visible = await path.allowed(ctx, accesses)
@@ -164,6 +164,32 @@ def _frame(
     }
     return path.encode(header, values)
 
+
+
+def error_answer(body: Any, error: dict[str, Any]) -> dict[str, Any]:
+    """MetadataRequest.getErrorResponse: each topic asked (a null name as ""), with its id and the code; no broker."""
+    code = error["error_code"]
+    topics = [{**metadata_topic_error(t.name or "", code), "topic_id": getattr(t, "topic_id", None)} for t in body.topics or ()]
+    return {
+        "error_code": code,
+        "topics": topics,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+_TOPIC_DEFAULTS = {"is_internal": False, "topic_id": None}
+_PARTITION_DEFAULTS = {"leader_epoch": -1, "offline_replicas": []}
+
+
+def _with_newer_fields(topic: dict[str, Any]) -> dict[str, Any]:
+    """A topic as an older upstream answered it (the proxy asks at the highest version both speak), with Kafka's
+    defaults for the fields of the client's newer version that it lacks: no topic id (v10+), not internal (v1+), no
+    leader epoch (v7+), no offline replica (v5+)."""
+    partitions = [{**_PARTITION_DEFAULTS, **p} for p in topic.get("partitions") or ()]
+    return {**_TOPIC_DEFAULTS, **topic, "partitions": partitions}
 
 
 def _split_decisions(

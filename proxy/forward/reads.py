@@ -92,7 +92,12 @@ class ReadPath:
 
     async def _cluster_metadata(self) -> Any | None:
         """The read upstream's Metadata for no topic (its brokers, controller and cluster id), or None."""
-        request = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        request = {
+            "topics": [],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,  # v8-v10, for an upstream that stops there
+            "include_topic_authorized_operations": False,
+        }
         try:
             response = await self.upstream_call(ApiKey.METADATA, METADATA_WITH_CLUSTER_ID, request)
         except ReadUnavailable as exc:

@@ -16,23 +16,21 @@ from kio.schema.errors import ErrorCode
 import apiversions
 from apiversions import VersionRange
 from authz.acl_requests import unreadable_acl_request
-from authz.actions import AUTHORIZED_OPERATIONS_OMITTED, ResourceAccess
-from authz.admin_apis import SERVED_ADMIN_APIS, ErrorAnswer, resources_of
+from authz.actions import ResourceAccess
+from authz.admin_apis import resources_of
 from envelope.apis import FORWARDABLE, ApiKey, api_name
 from envelope.codec import decode_body
-from envelope.error_messages import default_message, thrown_message
+from envelope.error_messages import thrown_message
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
-from envelope.responses import metadata_topic_error
+from envelope.served import pinned_ranges
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Forwarded, Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.offload import CpuOffload
-from proxy.forward.read_cluster_gated import error_answer as cluster_gated_error
-from proxy.forward.read_routes import READ_APIS, READ_ROUTES
-from proxy.forward.read_tokens import error_answer as token_error
+from proxy.forward.read_routes import READ_ERROR_ANSWERS, READ_ROUTES
 from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
 from proxy.forward.routing import SASL_APIS, Answer, CloseConnection, Route, route
 from proxy.forward.session import Session
@@ -74,54 +72,9 @@ _REFUSAL_CAUSES = {
 }
 
 
-def _metadata_error(body: Any, error: dict[str, Any]) -> dict[str, Any]:
-    """MetadataRequest.getErrorResponse: each topic asked (a null name as ""), with its id and the code; no broker."""
-    code = error["error_code"]
-    topics = [{**metadata_topic_error(t.name or "", code), "topic_id": getattr(t, "topic_id", None)} for t in body.topics or ()]
-    return {
-        "error_code": code,
-        "topics": topics,
-        "brokers": [],
-        "cluster_id": None,
-        "controller_id": -1,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
-
-
-def _configs_error(body: Any, error: dict[str, Any]) -> dict[str, Any]:
-    """DescribeConfigsRequest.getErrorResponse: each resource asked, with the code and its Errors.message(), no config."""
-    code = error["error_code"]
-    failed = {"error_code": code, "error_message": default_message(code), "configs": []}
-    return {"results": [{**failed, "resource_type": r.resource_type, "resource_name": r.resource_name} for r in body.resources]}
-
-
-def _top_level_error(_: Any, error: dict[str, Any]) -> dict[str, Any]:
-    return dict(error)
-
-
-READ_ERROR_ANSWERS: dict[int, ErrorAnswer] = {
-    ApiKey.METADATA: _metadata_error,
-    ApiKey.DESCRIBE_CONFIGS: _configs_error,
-    ApiKey.DESCRIBE_ACLS: cluster_gated_error,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: cluster_gated_error,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: cluster_gated_error,
-    ApiKey.DESCRIBE_DELEGATION_TOKEN: token_error,
-}
-"""Kafka's getErrorResponse of each read (the values of authz/admin_apis.py's ErrorAnswer, for the reads): what a
-broker answers when its handler throws. A read without an entry answers the code in the fields it has."""
-
-
 def own_ranges() -> dict[int, VersionRange]:
-    """What the proxy itself can serve (before intersecting with the controller)."""
-    ranges: dict[int, VersionRange] = {
-        **apiversions.CONNECTION_RANGES,
-        ApiKey.METADATA: apiversions.kio_range(ApiKey.METADATA),
-        ApiKey.DESCRIBE_CLUSTER: apiversions.kio_range(ApiKey.DESCRIBE_CLUSTER),
-        **{api_key: apiversions.kio_range(api_key) for api_key in READ_APIS},
-    }
-    for api_key in SERVED_ADMIN_APIS:
-        ranges[api_key] = apiversions.kio_range(api_key)
-    return dict(sorted(ranges.items()))
+    """What the proxy itself can serve (before intersecting with the controller): envelope/served.py's pinned ranges."""
+    return pinned_ranges()
 
 
 def _decode_readable(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
@@ -505,7 +458,7 @@ class ProxyService:
             exc_info=exc,
         )
         code = ErrorCode.unknown_server_error
-        error_answer = READ_ERROR_ANSWERS.get(header.api_key, _top_level_error)
+        error_answer = READ_ERROR_ANSWERS[header.api_key]
         values = {"throttle_time": 0, **error_answer(body, {"error_code": code, "error_message": thrown_message(code, str(exc))})}
         reason = f"the proxy failed answering it: {type(exc).__name__}: {exc}"
         return Answer(Read(self.settings.edge.policy, [], [], denial_code, code, reason), self.reads.encode(header, values))

@@ -158,5 +158,5 @@ async def test_quota_and_credential_reads_are_authorized_at_the_edge(target: Tar
         "admin quotas": (0, [[("consumer_byte_rate", 4096.0)]]),
         "admin credentials": (0, [(user, 0, [(1, 4096)])]),
         "alice quotas": (31, []),
-        "alice credentials": (31, []),
+        "alice credentials": (31, [("", 31, [])]),
     }, target.kind

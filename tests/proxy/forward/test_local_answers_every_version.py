@@ -700,13 +700,15 @@ def test_cluster_gated_reads_at_every_version(api_key: int, data: st.DataObject,
         assert body.error_message is None  # Kafka answers these two denials with the bare code
     else:
         assert body.error_message
-    # the list the API has: DescribeAcls resources [], DescribeUserScramCredentials results [], DescribeClientQuotas entries null
-    listed: dict[int, str] = {
-        ApiKey.DESCRIBE_ACLS: "resources",
-        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "results",
-        ApiKey.DESCRIBE_CLIENT_QUOTAS: "entries",
-    }
-    assert getattr(body, listed[api_key]) == (None if api_key == ApiKey.DESCRIBE_CLIENT_QUOTAS else ())
+    # the list the API has: DescribeAcls resources [], DescribeClientQuotas entries null, DescribeUserScramCredentials one
+    # result per user asked, each with the error and user "" (DescribeUserScramCredentialsRequest.getErrorResponse)
+    if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+        asked = len(decoded.users or ())
+        assert [(r.user, r.error_code, r.credential_infos) for r in body.results] == [("", code, ())] * asked
+    else:
+        assert getattr(body, "resources" if api_key == ApiKey.DESCRIBE_ACLS else "entries") == (
+            None if api_key == ApiKey.DESCRIBE_CLIENT_QUOTAS else ()
+        )
 
 
 LISTENER = ListenerConfig("CLIENT", "0.0.0.0", 9093, "SASL_PLAINTEXT", "proxy.example.com", 9093)

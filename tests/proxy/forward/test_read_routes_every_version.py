@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
@@ -34,9 +34,9 @@ from envelope.build import build_entity
 from envelope.codec import decode_body, decode_response_body, encode_request, encode_response, request_schema, response_schema
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import Principal
-from proxy.forward.read_routes import READ_APIS, READ_ROUTES
+from proxy.forward.read_routes import READ_APIS, READ_ERROR_ANSWERS, READ_ROUTES
 from proxy.forward.reads import METADATA_WITH_CLUSTER_ID, ReadPath, ReadUnavailable
-from proxy.forward.service import READ_ERROR_ANSWERS, own_ranges
+from proxy.forward.service import own_ranges
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
 from tests.proxy.forward.harness import CLUSTER_ID, config
@@ -213,27 +213,7 @@ def test_the_error_answer_of_a_read_that_throws(case: tuple[int, int], data: st.
         assert answer.brokers == ()
 
 
-OLDER_METADATA = 9
-"""From this client version on, an older upstream's Metadata may end at v8-v10 or lack the topic ids (v10+)."""
-OLDER_UPSTREAM = [
-    pytest.param(
-        (api_key, version),
-        id=_case_id((api_key, version)),
-        marks=[
-            pytest.mark.xfail(
-                reason="over an upstream whose Metadata ends below the client's: read_metadata.py rebuilds its topics at the "
-                "client's version without the topic id (v10+), and reads.py asks the broker view's Metadata at v8-v10 without "
-                "include_cluster_authorized_operations (TypeErrors in build_entity); Kafka 4.3.1 and the embedded controller "
-                "serve every version, so neither happens there",
-                strict=False,
-            )
-        ]
-        if api_key == ApiKey.METADATA and version >= OLDER_METADATA
-        else [],
-    )
-    for api_key, version in CASES
-    if version > ADVERTISED[api_key].min
-]
+OLDER_UPSTREAM = [pytest.param((api_key, version), id=_case_id((api_key, version))) for api_key, version in CASES if version > ADVERTISED[api_key].min]
 
 
 @pytest.mark.parametrize("case", OLDER_UPSTREAM)
@@ -241,7 +221,6 @@ OLDER_UPSTREAM = [
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # an xfail's example is not shrunk: it would cost minutes
 )
 @given(data=st.data())
 def test_a_read_route_over_an_older_upstream(case: tuple[int, int], data: st.DataObject) -> None:
