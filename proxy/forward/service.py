@@ -254,6 +254,7 @@ class ProxyService:
     async def _login(self, session: Session) -> bool:
         conn, listener = session.conn, session.listener
         login = Login(conn, listener, self.settings.transport)
+        await self.tokens.current()  # a token changed through any process of the port counts for this login (one stat)
         await self._run_login(session, login)
         if login.result is None:
             session.close_cause = login.cause
@@ -317,6 +318,7 @@ class ProxyService:
         conn, listener, mechanism = session.conn, session.listener, session.mechanism
         assert mechanism is not None  # only SASL sessions expire
         login = Login.reauthenticate(conn, listener, self.settings.transport, SessionLogin(mechanism, session.principal), handshake)
+        await self.tokens.current()
         await self._run_login(session, login, reauthentication=True)
         if login.result is None:
             raise CloseConnection("re-authentication failed", login.cause or CAUSE_PROTOCOL_ERROR)

@@ -110,9 +110,8 @@ class TokenMirror:
         """Before a token login decides: when a token change was forwarded since the caches were filled (through this
         process or, with a shared generation, another one on the port), fill them again first. One stat otherwise.
 
-        A login that awaits this before its SCRAM exchange sees every change answered before it began, without the
-        watch's 50 ms window; the login path (proxy/forward/service.py `_login`, `_reauthenticate`) does not call
-        it yet."""
+        Every login awaits this before its exchange (proxy/forward/service.py `_login`, `_reauthenticate`), so it sees
+        every change answered before it began, without the watch's 50 ms window."""
         if self.generation.read() != self._loaded:
             await self._refresh(force=False)
 
