@@ -1,10 +1,11 @@
 """`envelope-proxy certs`: a development CA, server and client certificates, and the properties to use them.
 
     envelope-proxy certs --out DIR --host localhost --host 127.0.0.1 --client alice --client admin \\
-        [--password P | --password-file F] [--days N] [--listener SSL]
+        [--password P | --password-file F] [--days N] [--listener SSL] [--protocol SSL|SASL_SSL]
 
-Prints the files written and a properties snippet that turns on TLS with client
-certificates for one listener. An existing `ca.pem`/`ca.key` in DIR is reused, so
+Prints the files written and a properties snippet that turns on TLS for one
+listener: with client certificates for an SSL listener, with the server's
+keystore only for a SASL_SSL listener (the SASL login names the principal). An existing `ca.pem`/`ca.key` in DIR is reused, so
 re-running renews the server and client certificates without invalidating
 truststores (a running server picks the new ones up, see docs/configuration.md).
 Without `--password`/`--password-file` a random password protects the PKCS12 files;
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envelope_proxy.dev_pki import DevPki, generate_dev_pki, properties_snippet
+from envelope_proxy.dev_pki import SNIPPET_PROTOCOLS, DevPki, default_protocol, generate_dev_pki, properties_snippet
 from envelope_proxy.scram_cli import UsageError, read_password
 
 BAD_INPUT = 2
@@ -39,6 +40,13 @@ def add_certs_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
     secret.add_argument("--password-file", help="read the PKCS12 password from the first line of this file")
     certs.add_argument("--days", type=int, default=365, help="validity of new certificates in days (default 365)")
     certs.add_argument("--listener", default="SSL", help="the listener the printed snippet configures (default SSL)")
+    certs.add_argument(
+        "--protocol",
+        type=str.upper,
+        choices=SNIPPET_PROTOCOLS,
+        help="the listener's security protocol: SSL (client certificates) or SASL_SSL (a SASL login over TLS);"
+        " default SASL_SSL for a listener named SASL_SSL, else SSL",
+    )
 
 
 def _check_host(host: str) -> str:
@@ -105,5 +113,5 @@ def run_certs(args: argparse.Namespace, *, stdin: TextIO | None = None, stdout: 
     for line in describe(pki):
         print(f"  {line}", file=stdout)
     print("", file=stdout)
-    print(properties_snippet(pki, args.listener), end="", file=stdout)
+    print(properties_snippet(pki, args.listener, args.protocol or default_protocol(args.listener)), end="", file=stdout)
     return 0

@@ -30,7 +30,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from proxy.net.tls.subject import distinguished_name
 from proxy.properties import listener_prefix
 
-__all__ = ["ORGANIZATION", "ClientFiles", "DevPki", "generate_dev_pki", "properties_snippet"]
+__all__ = ["ORGANIZATION", "SNIPPET_PROTOCOLS", "ClientFiles", "DevPki", "default_protocol", "generate_dev_pki", "properties_snippet"]
 
 ORGANIZATION = "kafka-envelope-proxy-dev"
 _CLIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -311,17 +311,58 @@ def _prop_value(value: str) -> str:
     return "\\" + out if out.startswith((" ", "\t")) else out
 
 
-def properties_snippet(pki: DevPki, listener_name: str) -> str:
-    """Kafka properties turning on TLS with client certificates for ``listener_name``."""
+SNIPPET_PROTOCOLS = ("SSL", "SASL_SSL")
+"""The security protocols `properties_snippet` writes TLS settings for."""
+
+
+def default_protocol(listener_name: str) -> str:
+    """SASL_SSL for a listener named SASL_SSL (Kafka's default protocol map), else SSL."""
+    return "SASL_SSL" if listener_name.upper() == "SASL_SSL" else "SSL"
+
+
+def properties_snippet(pki: DevPki, listener_name: str, protocol: str | None = None) -> str:
+    """Kafka properties turning on TLS for ``listener_name`` of security ``protocol`` (SSL or SASL_SSL).
+
+    SSL: the server's stores, client certificates required and mapped to principals (``ssl.client.auth=required``,
+    ``ssl.principal.mapping.rules``), and each client's keystore. SASL_SSL: the server's keystore only, because the
+    principal comes from the SASL login and no client certificate is asked for; the client needs the CA and its login.
+    """
+    protocol = (protocol or default_protocol(listener_name)).upper()
+    if protocol not in SNIPPET_PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} has no TLS settings to print: use one of {', '.join(SNIPPET_PROTOCOLS)}")
     prefix = listener_prefix(listener_name)
-    rule = f"RULE:^CN=([^,]+),OU=clients,O={ORGANIZATION}$/$1/,DEFAULT"
-    lines = [
-        f"# TLS for listener {listener_name.upper()} (development PKI in {pki.out_dir});",
-        f"# map it in listener.security.protocol.map, e.g. {listener_name.upper()}:SSL",
+    name = listener_name.upper()
+    keystore = [
         f"{prefix}ssl.keystore.type=PKCS12",
         f"{prefix}ssl.keystore.location={_prop_value(str(pki.server_p12.resolve()))}",
         f"{prefix}ssl.keystore.password={_prop_value(pki.password)}",
         f"{prefix}ssl.key.password={_prop_value(pki.password)}",
+    ]
+    if protocol == "SASL_SSL":
+        lines = [
+            f"# TLS for listener {name}, security protocol SASL_SSL (development PKI in {pki.out_dir}):",
+            f"# listener.security.protocol.map must map {name}:SASL_SSL. Clients log in with SASL over TLS, so the",
+            "# principal is the SASL user and no client certificate is asked for (no ssl.client.auth).",
+            *keystore,
+            "",
+            "# a client of this listener: the CA, and the login of one of sasl.enabled.mechanisms, e.g.",
+            "# security.protocol=SASL_SSL",
+            "# sasl.mechanism=SCRAM-SHA-512",
+            '# sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="...";',
+            "# ssl.truststore.type=PKCS12",
+            f"# ssl.truststore.location={_prop_value(str(pki.truststore_p12.resolve()))}",
+            f"# ssl.truststore.password={_prop_value(pki.password)}",
+            f"# (librdkafka, confluent-kafka: ssl.ca.location={_prop_value(str(pki.truststore_pem.resolve()))})",
+        ]
+        if pki.clients:
+            names = ", ".join(client.name for client in pki.clients)
+            lines.append(f"# The client certificates ({names}) are for SSL listeners: a SASL_SSL listener does not ask for them.")
+        return "\n".join(lines) + "\n"
+    rule = f"RULE:^CN=([^,]+),OU=clients,O={ORGANIZATION}$/$1/,DEFAULT"
+    lines = [
+        f"# TLS for listener {name}, security protocol SSL (development PKI in {pki.out_dir}):",
+        f"# listener.security.protocol.map must map {name}:SSL. The principal is the client certificate's subject, mapped by the rules.",
+        *keystore,
         f"{prefix}ssl.truststore.type=PKCS12",
         f"{prefix}ssl.truststore.location={_prop_value(str(pki.truststore_p12.resolve()))}",
         f"{prefix}ssl.truststore.password={_prop_value(pki.password)}",
