@@ -6,24 +6,40 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import trio
 
-from controller.config import load_controller_config, parse_controller_config
+from controller.config import ControllerConfig, parse_controller_config
 from controller.persistence import MetadataStoreError
 from controller.server import EmbeddedController
+from envelope_proxy import cli_help
 from envelope_proxy.authz_cli import add_authz_parser, run_authz
 from envelope_proxy.certs_cli import add_certs_parser, run_certs
+from envelope_proxy.config_errors import explain
+from envelope_proxy.config_keys import check_keys, plugin_keys
 from envelope_proxy.demo import run_demo
 from envelope_proxy.scram_cli import add_scram_parser, run_scram
 from proxy.app import run_proxy
-from proxy.config import load_proxy_config, parse_proxy_config
+from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.net.tls.context import ReloadingServerContext
 from proxy.net.tls.settings import listener_contexts
 from proxy.ops.logging import apply_log_format
-from proxy.properties import ConfigError, Properties, load_properties
+from proxy.properties import ConfigError, Properties, load_properties, recording_reads
+
+PACKAGE = "kafka-envelope-proxy"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+log = logging.getLogger(__name__)
+
+
+def package_version() -> str:
+    try:
+        return version(PACKAGE)
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
 
 
 def _setup_logging(level: str) -> None:
@@ -84,7 +100,7 @@ async def _until(shutdown: trio.Event, serve: Callable[[], Awaitable[None]]) -> 
         nursery.cancel_scope.cancel()
 
 
-def _apply_log_format(raw: dict[str, str]) -> None:
+def _apply_log_format(raw: Mapping[str, str]) -> None:
     text = (raw.get("log.format") or "text").strip()
     try:
         apply_log_format(text)
@@ -92,25 +108,59 @@ def _apply_log_format(raw: dict[str, str]) -> None:
         raise ConfigError("log.format", text, str(exc)) from None
 
 
-def _is_controller(raw: dict[str, str]) -> bool:
+def _is_controller(raw: Mapping[str, str]) -> bool:
     return "controller" in Properties(raw).list("process.roles")
 
 
-def _check_config(path: str) -> int:
-    raw = load_properties(path)
+def _load(path: str) -> dict[str, str]:
+    """The properties of `path`; a file that is not UTF-8 text fails as an unreadable file, naming it."""
+    try:
+        return load_properties(path)
+    except UnicodeDecodeError as exc:
+        raise OSError(errno.EILSEQ, f"not UTF-8 text (byte {exc.start})", path) from None
+
+
+def _parse(raw: dict[str, str], role: str) -> tuple[ProxyConfig | ControllerConfig, list[str]]:
+    """`raw` parsed for `role` ("proxy" or "controller"), and a warning for each key nothing read.
+
+    A configuration error is re-told naming the key to fix and the listener it is for (envelope_proxy/config_errors.py)."""
+    with recording_reads() as reads:
+        try:
+            config: ProxyConfig | ControllerConfig = parse_controller_config(raw) if role == "controller" else parse_proxy_config(raw)
+        except ConfigError as exc:
+            raise explain(exc, raw, reads) from exc
+    try:
+        declared = plugin_keys(raw)
+    except Exception:  # the parse loaded the plug-in; this can only fail if it changed in between
+        declared = ()
+    return config, check_keys(raw, reads, role=role, declared=declared).lines()
+
+
+def _check_config(path: str, *, strict: bool = False) -> int:
+    raw = _load(path)
     _apply_log_format(raw)  # read as run and controller read it
-    if _is_controller(raw):
-        effective = {"role": "controller", **parse_controller_config(raw).effective()}
-    else:
-        effective = {"role": "proxy", **parse_proxy_config(raw).effective()}
+    role = "controller" if _is_controller(raw) else "proxy"
+    config, warnings = _parse(raw, role)
+    effective: dict[str, Any] = {"role": role, **config.effective()}
     effective["log.format"] = (raw.get("log.format") or "text").strip()
-    print(json.dumps(effective, indent=2))
-    return 0
+    print(json.dumps(effective, indent=2), flush=True)
+    for warning in warnings:
+        print(f"warning: {path}: {warning}", file=sys.stderr)
+    return 1 if strict and warnings else 0
+
+
+def _start(path: str, role: str) -> ProxyConfig | ControllerConfig:
+    raw = _load(path)
+    _apply_log_format(raw)
+    config, warnings = _parse(raw, role)
+    for warning in warnings:
+        log.warning("%s: %s", path, warning)
+    return config
 
 
 def _run_proxy(path: str) -> int:
-    _apply_log_format(load_properties(path))
-    config = load_proxy_config(path)
+    config = _start(path, "proxy")
+    assert isinstance(config, ProxyConfig)
     contexts = listener_contexts(config.listeners)
     if config.upstream.tls_context is not None:
         contexts.append(config.upstream.tls_context)  # read.bootstrap.servers shares it
@@ -118,8 +168,8 @@ def _run_proxy(path: str) -> int:
 
 
 def _run_controller(path: str) -> int:
-    _apply_log_format(load_properties(path))
-    config = load_controller_config(path)
+    config = _start(path, "controller")
+    assert isinstance(config, ControllerConfig)
     try:
         controller = EmbeddedController(config)
     except MetadataStoreError as exc:
@@ -129,18 +179,25 @@ def _run_controller(path: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="envelope-proxy", description="Kafka admin proxy that forwards requests inside Envelopes (KIP-590)."
+    parser = argparse.ArgumentParser(prog="envelope-proxy")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}", help="print the version and exit")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="the least severe log level written to stderr (default: INFO)",
     )
-    parser.add_argument("--log-level", default="INFO")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, text in (
         ("run", "run the proxy"),
         ("controller", "run the embedded reference controller"),
-        ("check-config", "validate a configuration file and print the effective settings"),
+        ("check-config", "validate a configuration file, print the effective settings and warn about unknown keys"),
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--config", required=True, help="a Kafka-style .properties file")
+        if name == "check-config":
+            command.add_argument("--strict", action="store_true", help="exit 1 when there are warnings (unknown keys)")
     demo = commands.add_parser("demo", help="controller + proxy + a real Kafka client + the Spark audit report")
     demo.add_argument("--workdir", default=None, help="where configs, audit files and the report go (default: a temporary folder)")
     demo.add_argument("--skip-spark", action="store_true", help="stop after the admin work")
@@ -149,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_scram_parser(commands)
     add_certs_parser(commands)
     add_authz_parser(commands)
+    cli_help.apply(parser)
     return parser
 
 
@@ -163,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.log_level)
     try:
         if args.command == "check-config":
-            return _check_config(args.config)
+            return _check_config(args.config, strict=args.strict)
         if args.command == "run":
             return _run_proxy(args.config)
         if args.command == "scram":
@@ -202,7 +260,8 @@ def _start_up_failure(exc: BaseException) -> int:
             print(f"configuration error: {leaf}", file=sys.stderr)
             return 2
     for leaf in leaves:
-        if isinstance(leaf, FileNotFoundError):
+        if isinstance(leaf, OSError) and leaf.filename is not None and leaf.errno != errno.EADDRINUSE:
+            # a missing, unreadable or misplaced file (the configuration, a store, a directory)
             print(f"error: {leaf.strerror}: {leaf.filename}", file=sys.stderr)
             return 2
     for leaf in leaves:

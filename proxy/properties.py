@@ -2,8 +2,11 @@
 
 A leaf of the proxy: no trio, nothing of the rest of the proxy."""
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar, overload
 
 import javaproperties
 
@@ -49,11 +52,55 @@ def _to_int(key: str, text: str, minimum: int | None, maximum: int | None = None
     return value
 
 
+_T = TypeVar("_T")
+_reads: ContextVar[list[str] | None] = ContextVar("properties_reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[str]]:
+    """Every key looked up in a `Properties` (by its getters, `scoped`, or `raw.get`, `raw[k]`, `k in raw`) while
+    the block runs, in order: what a parse read, so that `envelope-proxy` can name the keys nothing read."""
+    reads: list[str] = []
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+class RecordingDict(dict[str, str]):
+    """`Properties.raw`: a dict that notes each key looked up while `recording_reads` is active."""
+
+    @staticmethod
+    def _note(key: object) -> None:
+        reads = _reads.get()
+        if reads is not None and isinstance(key, str):
+            reads.append(key)
+
+    def __getitem__(self, key: str) -> str:
+        self._note(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._note(key)
+        return super().__contains__(key)
+
+    @overload
+    def get(self, key: str, default: None = None, /) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+    @overload
+    def get(self, key: str, default: _T, /) -> str | _T: ...
+    def get(self, key: str, default: object = None, /) -> object:
+        self._note(key)
+        return super().get(key, default)
+
+
 class Properties:
     """Typed getters over raw properties; every failure names key and value."""
 
     def __init__(self, raw: Mapping[str, str]) -> None:
-        self.raw = {k.strip(): v.strip() for k, v in raw.items()}
+        self.raw = RecordingDict({k.strip(): v.strip() for k, v in raw.items()})
 
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)

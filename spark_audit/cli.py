@@ -13,7 +13,7 @@ from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from spark_audit import class_archive, run_size
+from spark_audit import audit_input, class_archive, run_size
 from spark_audit.failure import explain, first_line, log_path, log_tail
 from spark_audit.kafka_connector import KafkaConnectorError, connector_jars
 from spark_audit.options import JobOptions, ReportOptions, parse_duration, parse_instant
@@ -27,16 +27,31 @@ EXHAUSTED = 3
 _MEMORY = re.compile(r"^\d+[kmgt]?$", re.IGNORECASE)
 
 
+EXIT_CODES = f"""exit codes:
+  0  the report was written
+  1  the job failed (one line, and the path of Spark's log)
+  2  bad arguments or input, before Spark starts: e.g. --input holds no audit files
+     (it reads DIR/*.jsonl, else DIR/<proxy>/*.jsonl), or a wrong command line
+  {EXHAUSTED}  Spark ran out of memory or disk (one line saying what to raise)"""
+
+
 class UsageError(ValueError):
     """Bad arguments: exit status 2, before Spark starts."""
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG, description="Audit reports over kafka-envelope-proxy audit records, with Spark (docs/audit-job.md)."
+        prog=PROG,
+        description="Audit reports over kafka-envelope-proxy audit records, with Spark (docs/audit-job.md).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = p.add_argument_group("input")
-    source.add_argument("--input", metavar="DIR", help="directory of *.jsonl audit files (the proxy's audit.log.dir)")
+    source.add_argument(
+        "--input",
+        metavar="DIR",
+        help="directory of *.jsonl audit files (the proxy's audit.log.dir), or of one such directory per proxy (DIR/<proxy>/*.jsonl)",
+    )
     source.add_argument("--kafka-bootstrap-servers", metavar="HOST:PORT", help="read audit records from a Kafka topic instead")
     source.add_argument("--kafka-topic", metavar="TOPIC")
     source.add_argument(
@@ -185,6 +200,20 @@ def options_from(args: argparse.Namespace) -> JobOptions:
     elif "://" not in args.input and not os.path.isdir(args.input):
         why = "is not a directory" if os.path.exists(args.input) else "does not exist"
         raise UsageError(f"--input: {args.input} {why} (the audit directory: every *.jsonl directly in it is read)")
+    source = args.input
+    if kafka is None and "://" not in args.input:
+        try:
+            found = audit_input.resolve(args.input)
+        except audit_input.NoAuditFiles as exc:
+            raise UsageError(str(exc)) from None
+        if found.note:
+            print(f"{PROG}: {found.note}", file=sys.stderr)
+        source = found.path
+    elif kafka is None and args.input.startswith("file:"):
+        try:
+            audit_input.check_file_url(args.input)
+        except audit_input.NoAuditFiles as exc:
+            raise UsageError(str(exc)) from None
     if "://" not in args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"--output: {args.output} is not a directory")
     for path in args.py_file:
@@ -208,7 +237,7 @@ def options_from(args: argparse.Namespace) -> JobOptions:
         top=args.top,
     )
     return JobOptions(
-        input=args.input,
+        input=source,
         kafka=kafka,
         incremental=args.incremental,
         checkpoint=args.checkpoint,

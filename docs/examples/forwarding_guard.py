@@ -19,6 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from authz import AclAuthorizer, AclBinding, AclBindingFilter, Action, Decision, Operation, RequestContext, ResourceType
 
 ALLOWED_FORWARDERS = "forwarding.guard.allowed.forwarders"
+# The keys this plug-in reads besides the servers' own: `envelope-proxy check-config` (and `run`, `controller`) warn
+# about every key nothing reads, and leave these alone. A name ending in "." or "*" declares a prefix.
+CONFIG_KEYS = (ALLOWED_FORWARDERS,)
 
 
 def _principals(text: str) -> frozenset[str]:
