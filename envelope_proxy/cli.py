@@ -4,6 +4,7 @@ import argparse
 import errno
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -239,6 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from spark_audit.job import main as audit_main
 
             return audit_main(audit_args)
+    except BrokenPipeError:
+        # the reader of stdout went away (`check-config ... | head`): no traceback, and nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ConfigError, OSError, BaseExceptionGroup) as exc:
         # a server's start-up fails inside its nursery, so its error arrives wrapped in a group
         return _start_up_failure(exc)
