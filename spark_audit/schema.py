@@ -1,4 +1,4 @@
-"""Explicit Spark schema of an audit record (``docs/audit-schema.md``, versions 1 and 2).
+"""Explicit Spark schema of an audit record (``docs/audit-schema.md``, versions 1 to 3).
 
 The schema is never inferred: inference would make a column's type depend on
 which lines happen to be in the input, and a record with a wrong type would
@@ -9,7 +9,8 @@ the raw text of lines it cannot parse.
 
 Version 2 adds connection events (``type`` :data:`CONNECTION_EVENT_TYPE`) and
 ``data.connection``; one schema reads both versions because every version 2
-field is nullable and absent from version 1 records.
+field is nullable and absent from version 1 records. Version 3 adds ``data.request`` (a forwarded change's
+parameters, on intent records) and changes no field's type, so the same schema reads it.
 """
 
 from pyspark.sql.types import (
@@ -33,7 +34,7 @@ CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
 #: ``data.methodName`` of connection events and (version 1) refused connections.
 CONNECTION_METHOD = "kafka.Connection"
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 
 AUTHENTICATION_INFO = StructType(
     [

@@ -1,4 +1,5 @@
-"""Reading and checking audit records in tests: every record must match proxy/audit/record.schema.json."""
+"""Reading and checking audit records in tests: every record must match proxy/audit/record.schema.json and the status
+rules of docs/audit-schema.md ("Which status for which case")."""
 
 import json
 from functools import cache
@@ -39,7 +40,84 @@ def schema_errors(record: dict[str, Any]) -> list[str]:
     return [f"{'/'.join(map(str, error.absolute_path)) or '<record>'}: {error.message}" for error in validator().iter_errors(record)]
 
 
+# Stages whose records carry a result, and the statuses each may have (docs/audit-schema.md, status rules).
+STATUSES_OF_STAGE = {
+    "outcome": {"SUCCESS", "FAILURE", "ERROR"},
+    "local": {"SUCCESS"},
+    "read": {"SUCCESS", "FAILURE", "ERROR"},
+    "refused": {"REFUSED"},
+    "authentication-failed": {"REFUSED"},
+}
+
+
+def _outcome_errors(status: str, result: dict[str, Any], upstream: dict[str, Any]) -> list[str]:
+    problems = []
+    if any(e["resource"] == "upstream" for e in result["errors"]):
+        problems.append("an outcome names `upstream` as a resource")
+    if status == "FAILURE" and (result["envelopeErrorCode"] != 0 or (result["errorCode"] == 0 and not result["errors"])):
+        problems.append("an outcome FAILURE is the controller's answer (envelope error 0) with an error in it")
+    if status == "ERROR":
+        if result["envelopeErrorCode"] == 0 and result["errorCode"] == 0:
+            problems.append("an outcome ERROR without an envelope error or an error code")
+        if result["envelopeErrorCode"] is not None and upstream.get("attempts", 1) < 1:
+            problems.append("an outcome ERROR with an envelope error from an upstream that was never sent the envelope")
+    return problems
+
+
+def _read_errors(status: str, result: dict[str, Any], authorization: dict[str, Any]) -> list[str]:
+    problems = []
+    failures = [e for e in result["errors"] if e["resource"] in ("upstream", None)]
+    if status == "ERROR":
+        if len(failures) != 1 or failures[0]["errorCode"] != result["errorCode"] or result["errorCode"] == 0:
+            problems.append("a read ERROR names one failure (a row `upstream`, or no resource for the proxy's own) with the record's error code")
+        if authorization.get("decision") == "DENIED":
+            problems.append("a read the edge denied whole asked nothing upstream: FAILURE, not ERROR")
+    if status == "FAILURE":
+        if failures:
+            problems.append("a read FAILURE names an upstream or proxy failure: that is ERROR")
+        if not result["errors"] and result["errorCode"] == 0:
+            problems.append("a read FAILURE without a denial or an error code")
+    return problems
+
+
+def status_errors(record: dict[str, Any]) -> list[str]:
+    """How `record` breaks the status rules of docs/audit-schema.md; empty when it keeps them (or is not of version 3)."""
+    if record.get("schemaversion") != 3:
+        return []
+    data = record["data"]
+    stage, result, upstream = data["stage"], data.get("result"), data.get("upstream")
+    problems: list[str] = []
+    allowed = STATUSES_OF_STAGE.get(stage)
+    if allowed is None:
+        return [] if result is None else [f"a {stage} record carries a result"]
+    if result is None:
+        return [f"a {stage} record has no result"]
+    status, errors = result["status"], result["errors"]
+    if status not in allowed:
+        problems.append(f"a {stage} record is {status}, not one of {sorted(allowed)}")
+    if upstream is not None and stage != "outcome":
+        problems.append(f"a {stage} record names an upstream: only a forwarded request's intent and outcome do")
+    if stage == "outcome" and upstream is None:
+        problems.append(f"an outcome ({status}) names no upstream")
+    if status == "SUCCESS":
+        if result["errorCode"] not in (0, None) or result["envelopeErrorCode"] not in (0, None) or errors:
+            problems.append("SUCCESS with an error code or an error row")
+    elif status == "REFUSED":
+        if result["envelopeErrorCode"] is not None or (data.get("authorizationInfo") or {}).get("decision") != "DENIED":
+            problems.append("REFUSED needs no envelope error and a DENIED authorizationInfo (the proxy's own decision)")
+        if data.get("forwardingPrincipal") is not None:
+            problems.append("REFUSED names a forwarding principal: nothing was forwarded")
+    elif stage == "outcome":
+        problems += _outcome_errors(status, result, upstream or {})
+    elif stage == "read":
+        problems += _read_errors(status, result, data.get("authorizationInfo") or {})
+    return problems
+
+
 def assert_valid(records: list[dict[str, Any]]) -> None:
+    """Each record matches the JSON Schema and the status rules."""
     for record in records:
         errors = schema_errors(record)
         assert not errors, f"audit record does not match the schema: {errors}\n{json.dumps(record, indent=1)}"
+        broken = status_errors(record)
+        assert not broken, f"audit record breaks the status rules of docs/audit-schema.md: {broken}\n{json.dumps(record, indent=1)}"

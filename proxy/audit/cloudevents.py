@@ -15,7 +15,8 @@ a restart).
 What a client chooses must not decide how big the audit grows. Every string a client
 controls (client id, software name and version, the principal it tried, resource names,
 error messages) is capped; long resource and error lists keep their first entries and
-count the rest; and the encoded record never exceeds `audit.record.max.bytes`. What was
+count the rest (a request's parameters, `data.request`, likewise: each string and each list, at any depth); and the
+encoded record never exceeds `audit.record.max.bytes`. What was
 cut is written down in `data.truncated`, so a reader knows the record is partial.
 """
 
@@ -32,7 +33,7 @@ import orjson
 
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _COUNTER_BITS = 48  # the UUID's last group: 12 hex digits
 _PREFIX = str(uuid.uuid4())[:24]  # "xxxxxxxx-xxxx-4xxx-yxxx-": version and variant kept
@@ -139,6 +140,18 @@ class _Cutter:
             return value[: self.max_chars] + TRUNCATION_MARK
         return value
 
+    def tree(self, value: Any, keep: int, where: str, omitted: dict[str, int]) -> Any:
+        """A request's parameters (`data.request`): every string capped, every list to its first `keep` entries."""
+        if isinstance(value, str):
+            return self.text(value, where)
+        if isinstance(value, list):
+            if len(value) > keep:
+                omitted[where] = omitted.get(where, 0) + len(value) - keep
+            return [self.tree(item, keep, where, omitted) for item in value[:keep]]
+        if isinstance(value, dict):
+            return {key: self.tree(item, keep, f"{where}.{key}", omitted) for key, item in value.items()}
+        return value
+
     def rows(self, rows: list[Any], keep: int, where: str, text_keys: tuple[str, ...]) -> tuple[list[Any], int]:
         """The first `keep` rows (dicts) with their strings capped, and how many were left out."""
         kept = [{k: self.text(v, f"{where}.{k}") if k in text_keys else v for k, v in row.items()} for row in rows[:keep]]
@@ -165,6 +178,8 @@ def _bounded_copy(record: dict[str, Any], max_chars: int, keep: int) -> dict[str
     if isinstance(result, dict) and isinstance(result.get("errors"), list):
         errors, omitted["result.errors"] = cut.rows(result["errors"], keep, "result.errors", ("resource", "message"))
         data["result"] = {**result, "errors": errors}
+    if isinstance(data.get("request"), dict):
+        data["request"] = cut.tree(data["request"], keep, "request", omitted)
     earlier = data.get("truncated") or {"fields": [], "omitted": {}}
     for where, count in earlier["omitted"].items():
         omitted[where] = omitted.get(where, 0) + count
@@ -182,6 +197,16 @@ def _rows_within(rows: Any, keep: int, max_chars: int, text_keys: tuple[str, ...
     if len(rows) > keep:
         return False
     return all(not isinstance(row.get(key), str) or len(row[key]) <= max_chars for row in rows for key in text_keys)
+
+
+def _tree_within(value: Any, keep: int, max_chars: int) -> bool:
+    if isinstance(value, str):
+        return len(value) <= max_chars
+    if isinstance(value, list):
+        return len(value) <= keep and all(_tree_within(item, keep, max_chars) for item in value)
+    if isinstance(value, dict):
+        return all(_tree_within(item, keep, max_chars) for item in value.values())
+    return True
 
 
 def _within_limits(record: dict[str, Any], max_chars: int, keep: int) -> bool:
@@ -203,6 +228,7 @@ def _within_limits(record: dict[str, Any], max_chars: int, keep: int) -> bool:
         _rows_within(data.get("resources"), keep, max_chars, ("name",))
         and (not isinstance(authorization, dict) or _rows_within(authorization.get("denied"), keep, max_chars, ("name",)))
         and (not isinstance(result, dict) or _rows_within(result.get("errors"), keep, max_chars, ("resource", "message")))
+        and _tree_within(data.get("request"), keep, max_chars)
     )
 
 

@@ -59,6 +59,49 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
+# How much a forwarded request's intent keeps (audit.level), as a Kubernetes audit policy's levels: `metadata` is
+# who, what API and which resources; `request` adds what the request asks to change (`data.request`).
+METADATA = "metadata"
+REQUEST = "request"
+LEVELS = (METADATA, REQUEST)
+DEFAULT_LEVEL = REQUEST
+
+
+@dataclass(frozen=True)
+class AuditLevels:
+    """`audit.level` and its overrides, the most specific first: `listener.name.<l>.audit.level.api.<ApiName>`,
+    `audit.level.api.<ApiName>`, `listener.name.<l>.audit.level`, `audit.level` (proxy/audit/settings.py parses them)."""
+
+    default: str = DEFAULT_LEVEL
+    listeners: dict[str, str] = field(default_factory=dict)
+    """By listener name (upper case)."""
+    apis: dict[str, str] = field(default_factory=dict)
+    """By API name (CreateAcls)."""
+    listener_apis: dict[tuple[str, str], str] = field(default_factory=dict)
+    """By (listener, API)."""
+    _decided: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def level(self, listener: str, api: str) -> str:
+        name = listener.upper()
+        return self.listener_apis.get((name, api)) or self.apis.get(api) or self.listeners.get(name) or self.default
+
+    def keeps_request(self, listener: str, api: str) -> bool:
+        """Whether an intent on `listener` of `api` carries the request's parameters (decided once per pair)."""
+        decided = self._decided.get((listener, api))
+        if decided is None:
+            decided = self._decided[(listener, api)] = self.level(listener, api) == REQUEST
+        return decided
+
+    def effective(self) -> dict[str, Any]:
+        """For check-config: the level, and each override by the key that sets it."""
+        overrides = {f"listener.name.{name.lower()}.audit.level": level for name, level in sorted(self.listeners.items())}
+        overrides.update({f"audit.level.api.{api}": level for api, level in sorted(self.apis.items())})
+        overrides.update(
+            {f"listener.name.{name.lower()}.audit.level.api.{api}": level for (name, api), level in sorted(self.listener_apis.items())}
+        )
+        return {"level": self.default, "level.overrides": overrides}
+
+
 class AuditUnavailable(Exception):
     """A record the caller must not go on without (an intent) could not be written."""
 
@@ -166,6 +209,7 @@ class AuditLog:
         metrics: ProxyMetrics | None = None,
         queue_size: int = _QUEUE_SIZE,
         limits: RecordLimits = DEFAULT_LIMITS,
+        levels: AuditLevels | None = None,
     ) -> None:
         if on_failure not in (ON_FAILURE_BLOCK, ON_FAILURE_REJECT):
             raise ValueError(f"on_failure must be block or reject, not {on_failure!r}")
@@ -175,6 +219,8 @@ class AuditLog:
         self.excluded_principals = excluded_principals
         self.metrics = metrics
         self.limits = limits
+        self.levels = levels if levels is not None else AuditLevels()
+        """How much each forwarded request's intent keeps (audit.level and its overrides)."""
         self.records_written = 0
         self._send, self._receive = trio.open_memory_channel[AuditEntry](queue_size)
         self._scope: trio.CancelScope | None = None

@@ -17,10 +17,12 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from authz.actions import ResourceAccess, subject_of
+from authz.admin_apis import ParameterBounds, request_parameters
 from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
 from proxy.audit.cloudevents import first_entries, make_record, new_id, rows_within, within_limits
+from proxy.audit.config_secrets import sensitive
 from proxy.audit.pipeline import AuditLog
 from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
@@ -74,9 +76,18 @@ class Refused:
     forwarded: ClassVar[bool] = False
 
 
+# Who chose a read's error code (`Read.error_by`).
+BY_UPSTREAM = "upstream"
+"""The read upstream: its answer's code, or it could not be reached (a `result.errors` row named `upstream`)."""
+BY_EDGE = "edge"
+"""The edge authorizer denied every resource asked: nothing went upstream, the code is the denial's."""
+BY_PROXY = "proxy"
+"""The proxy failed answering (a read route that threw): a `result.errors` row naming no resource."""
+
+
 @dataclass(frozen=True, slots=True)
 class Read:
-    """A read answered through the edge authorizer: what it denied, and the upstream's error if any."""
+    """A read answered through the edge authorizer: what it denied, and the error if any, with who chose it."""
 
     policy: str
     resources: list[ResourceAccess]
@@ -85,6 +96,7 @@ class Read:
     code_of: Callable[[ResourceAccess], int]
     error_code: int
     error_message: str | None
+    error_by: str = BY_UPSTREAM
     metric: ClassVar[str] = "read"
     forwarded: ClassVar[bool] = False
 
@@ -122,11 +134,15 @@ class Unrecorded:
 Outcome = Local | Refused | Read | Forwarded | Failed | Unrecorded
 
 
+REQUEST_ENTRY_FACTOR = 16
+"""An intent's `request` holds at most this many times `audit.record.max.resources` list entries in all (nested lists
+add up: a CreateTopics of many topics with many partitions' assignments each)."""
+
 # The strings of a `result.errors` row that the controller (or a client's resource name) chose.
 _ERROR_TEXTS = ("resource", "message")
 
 
-def error_row(resource: str, code: int, message: str | None) -> dict[str, Any]:
+def error_row(resource: str | None, code: int, message: str | None) -> dict[str, Any]:
     """One entry of a record's `result.errors`."""
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
 
@@ -255,7 +271,7 @@ class RequestAudit:
             await self.outcome(outcome.envelope_error, outcome.top, outcome.results)
         elif isinstance(outcome, Read):
             self.resources = outcome.resources
-            await self.read(outcome.policy, outcome.denied, outcome.code_of, outcome.error_code, outcome.error_message)
+            await self.read(outcome.policy, outcome.denied, outcome.code_of, outcome.error_code, outcome.error_message, outcome.error_by)
         elif isinstance(outcome, Local):
             await self.local()
         elif isinstance(outcome, Failed):
@@ -276,10 +292,23 @@ class RequestAudit:
 
     # -- the stages -------------------------------------------------------------------------
 
-    async def intent(self) -> None:
-        """Committed (as durable as audit.durability says) before the controller sees the request; raises AuditUnavailable."""
+    async def intent(self, body: Any = None) -> None:
+        """Committed (as durable as audit.durability says) before the controller sees the request; raises AuditUnavailable.
+
+        `body`, the request as the forwarding path decoded it, gives the record's `request` (what the request asks to
+        change) where audit.level keeps it for this listener and API."""
         data, subject = self._data("intent", self.resources), subject_of(self.resources)
-        await self._write(data, subject, required=True, within=self._paired_within(data, subject))
+        within = self._paired_within(data, subject)
+        if body is not None and self.log.levels.keeps_request(self.caller.listener, self.api):
+            limits = self.log.limits
+            bounds = ParameterBounds(limits.max_string_chars, limits.max_resources, limits.max_resources * REQUEST_ENTRY_FACTOR, sensitive)
+            data["request"] = request_parameters(self.header.api_key, body, bounds)
+            if bounds.omitted:
+                # the intent's own omissions: what it shares with the outcome keeps its own
+                truncated = data.get("truncated") or {"fields": [], "omitted": {}}
+                data["truncated"] = {"fields": list(truncated["fields"]), "omitted": {**truncated["omitted"], **bounds.omitted}}
+            within = within and bounds.within
+        await self._write(data, subject, required=True, within=within)
 
     async def outcome(self, envelope_error: int, top: int, results: list[ResourceError]) -> None:
         """The controller answered: its top-level and per-resource errors."""
@@ -311,6 +340,8 @@ class RequestAudit:
         await self._write(data, subject_of(self.resources))
 
     async def refused(self, reason: str, code: int = ErrorCode.invalid_request, resources: Sequence[ResourceAccess] = ()) -> None:
+        """Refused by the proxy: nothing was forwarded, so no upstream and no forwarding principal are named."""
+        self.forwarding = None
         data = self._data("refused", list(resources))
         data["authorizationInfo"] = {"decision": "DENIED", "reason": reason}
         data["result"] = {"status": "REFUSED", "envelopeErrorCode": None, "errorCode": code, "errors": []}
@@ -330,8 +361,13 @@ class RequestAudit:
         code_of: Callable[[ResourceAccess], int],
         error_code: int,
         error_message: str | None,
+        error_by: str = BY_UPSTREAM,
     ) -> None:
-        """A read answered by the proxy: what the edge authorizer denied, and the upstream's error if any."""
+        """A read answered by the proxy: what the edge authorizer denied, and the error if any.
+
+        The status says who failed (docs/audit-schema.md, status rules): an error of the read upstream, or the proxy's
+        own failure, is ERROR, named by one `result.errors` row (`upstream`, or no resource for the proxy); a denial at
+        the edge is FAILURE, also when it denied everything and the answer carries the denial's code at the top."""
         data = self._data("read", self.resources)
         limit = self.log.limits.max_resources
         data["authorizationInfo"] = {
@@ -340,16 +376,16 @@ class RequestAudit:
             "denied": [r.as_audit() for r in first_entries(data, denied, limit, "authorizationInfo.denied")],
         }
         kept = first_entries(data, denied, limit, "result.errors")
-        failed = error_code != ErrorCode.none
+        failed = error_code != ErrorCode.none and error_by != BY_EDGE
+        failure = [error_row("upstream" if error_by == BY_UPSTREAM else None, error_code, error_message)] if failed else []
         data["result"] = {
-            "status": "ERROR" if failed else "FAILURE" if denied else "SUCCESS",
+            "status": "ERROR" if failed else "FAILURE" if denied or error_code != ErrorCode.none else "SUCCESS",
             "envelopeErrorCode": None,
             "errorCode": error_code,
-            "errors": [error_row(r.name, code_of(r), "denied at the edge") for r in kept]
-            + ([error_row("upstream", error_code, error_message)] if failed else []),
+            "errors": [error_row(r.name, code_of(r), "denied at the edge") for r in kept] + failure,
         }
         data["timings"] = self._timings()
         await self._write(data, subject_of(self.resources))
 
 
-__all__ = ["Caller", "Failed", "Forwarded", "Forwarding", "Local", "Outcome", "Read", "Refused", "RequestAudit", "Unrecorded", "error_row"]
+__all__ = ["BY_EDGE", "BY_PROXY", "BY_UPSTREAM", "Caller", "Failed", "Forwarded", "Forwarding", "Local", "Outcome", "Read", "Refused", "RequestAudit", "Unrecorded", "error_row"]

@@ -1,5 +1,7 @@
 """The `audit.*` keys of the proxy, and the audit pipeline they describe (docs/configuration.md#audit)."""
 
+import difflib
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -8,8 +10,11 @@ from typing import Any, TypeVar
 
 import trio
 
+from authz.admin_apis import SERVED_ADMIN_APIS
+from envelope.apis import api_name
 from proxy.audit.cloudevents import RecordLimits
-from proxy.audit.pipeline import ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLog, SinkContext, SinkKind
+from proxy.audit.config_secrets import config_types
+from proxy.audit.pipeline import DEFAULT_LEVEL, LEVELS, ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLevels, AuditLog, SinkContext, SinkKind
 from proxy.audit.sinks.file import DURABILITY_FLUSH, DURABILITY_MODES, FileSinkSettings
 from proxy.audit.sinks.registry import SINKS
 from proxy.ops.metrics import ProxyMetrics
@@ -28,6 +33,7 @@ class AuditSettings:
     connection_events: str = "all"
     excluded_principals: frozenset[str] = frozenset()
     limits: RecordLimits = field(default_factory=RecordLimits)
+    levels: AuditLevels = field(default_factory=AuditLevels)
     sink_settings: Mapping[str, Any] = field(default_factory=lambda: {"file": FileSinkSettings()})
     """Each kind's settings by name (proxy/audit/sinks/registry.py); None for a kind not among `sinks`."""
 
@@ -47,6 +53,7 @@ class AuditSettings:
             "record.max.string.chars": self.limits.max_string_chars,
             "record.max.resources": self.limits.max_resources,
             "record.max.bytes": self.limits.max_record_bytes,
+            **self.levels.effective(),
         }
 
 
@@ -86,6 +93,54 @@ def _excluded_principals(props: Properties) -> frozenset[str]:
     return frozenset(principals)
 
 
+LEVEL_KEY = "audit.level"
+API_LEVEL_PREFIX = "audit.level.api."
+_LISTENER_LEVEL = re.compile(r"listener\.name\.([^.]+)\.audit\.level(?:\.api\.(.*))?")
+_FORWARDED = tuple(sorted(api_name(key) for key in SERVED_ADMIN_APIS))
+"""The APIs a level may be set for: those the proxy forwards (only their intents carry parameters)."""
+
+
+def _api(key: str, text: str | None, name: str) -> str:
+    """The forwarded API a level key names (its case does not matter), or ConfigError naming the key."""
+    found = next((forwarded for forwarded in _FORWARDED if forwarded.lower() == name.lower()), None)
+    if found is None:
+        close = difflib.get_close_matches(name, _FORWARDED, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(key, text, f"{name!r} is not an API the proxy forwards{hint}; a level is set for one of {', '.join(_FORWARDED)}")
+    return found
+
+
+def _listener_names(props: Properties) -> frozenset[str]:
+    """The names `listeners` gives (upper case), to check a listener-prefixed level against; empty when unset."""
+    return frozenset(item.partition("://")[0].strip().upper() for item in props.list("listeners") if "://" in item)
+
+
+def _levels(props: Properties) -> AuditLevels:
+    """`audit.level`, `audit.level.api.<ApiName>` and their `listener.name.<l>.` forms; errors name key, value and reason."""
+    default = _choice(props, LEVEL_KEY, LEVELS, DEFAULT_LEVEL)
+    listeners: dict[str, str] = {}
+    apis: dict[str, str] = {}
+    listener_apis: dict[tuple[str, str], str] = {}
+    named: frozenset[str] | None = None
+    for key in sorted(props.raw):  # iterating reads no key: each level key is read below, by its name
+        if key.startswith(API_LEVEL_PREFIX):
+            api = _api(key, props.get(key), key[len(API_LEVEL_PREFIX) :])
+            apis[api] = _choice(props, key, LEVELS, default)
+            continue
+        match = _LISTENER_LEVEL.fullmatch(key)
+        if match is None:
+            continue
+        listener = match.group(1).upper()
+        named = _listener_names(props) if named is None else named
+        if named and listener not in named:
+            raise ConfigError(key, props.get(key), f"no listener {listener} in listeners ({', '.join(sorted(named))})")
+        if match.group(2) is None:
+            listeners[listener] = _choice(props, key, LEVELS, default)
+        else:
+            listener_apis[(listener, _api(key, props.get(key), match.group(2)))] = _choice(props, key, LEVELS, default)
+    return AuditLevels(default, listeners, apis, listener_apis)
+
+
 def parse_audit_settings(props: Properties, log_dir: Path) -> AuditSettings:
     sinks = _sinks(props)
     durability = _choice(props, "audit.durability", DURABILITY_MODES, DURABILITY_FLUSH)
@@ -98,6 +153,7 @@ def parse_audit_settings(props: Properties, log_dir: Path) -> AuditSettings:
         sink_settings=sink_settings,
         connection_events=_choice(props, "audit.connection.events", CONNECTION_EVENTS, "all"),
         excluded_principals=_excluded_principals(props),
+        levels=_levels(props),
         limits=RecordLimits(
             max_string_chars=props.int("audit.record.max.string.chars", 1024, minimum=64),
             max_resources=props.int("audit.record.max.resources", 1000, minimum=1),
@@ -108,6 +164,7 @@ def parse_audit_settings(props: Properties, log_dir: Path) -> AuditSettings:
 
 def open_audit_log(settings: AuditSettings, log_dir: Path, node_id: int, metrics: ProxyMetrics | None = None) -> AuditLog:
     """The pipeline with its sinks, in the order `audit.sinks` names them; files a crash left in staging are published here."""
+    config_types()  # Kafka's config types, read now rather than on the first config change audited
     context = SinkContext(log_dir, node_id, settings.durability, metrics)
     sinks = [kind.open(settings.sink_settings[name], context) for name, kind in SINKS.items() if name in settings.sinks]
     return AuditLog(
@@ -117,6 +174,7 @@ def open_audit_log(settings: AuditSettings, log_dir: Path, node_id: int, metrics
         excluded_principals=settings.excluded_principals,
         metrics=metrics,
         limits=settings.limits,
+        levels=settings.levels,
     )
 
 

@@ -62,7 +62,7 @@ class Forwarder:
 
     async def forward(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         try:
-            await audit.intent()
+            await audit.intent(body)  # its `request` is read from the body decoded for forwarding
         except AuditUnavailable as exc:
             return self._reject_unaudited(body, audit, exc)
         return await self._send(principal, address, frame, body, audit)

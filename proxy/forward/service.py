@@ -26,7 +26,7 @@ from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.served import pinned_ranges
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
-from proxy.audit.request_records import Forwarded, Forwarding, Local, Read, Refused, RequestAudit
+from proxy.audit.request_records import BY_EDGE, BY_PROXY, BY_UPSTREAM, Forwarded, Forwarding, Local, Read, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.forwarding import Forwarder
 from proxy.forward.offload import CpuOffload
@@ -443,7 +443,10 @@ class ProxyService:
             return Answer(Local(), result.frame)
         if result.refused:  # as the token changes a broker refuses itself: audited as refused, the connection kept
             return Answer(Refused(result.error_message or "refused", result.error_code, result.resources), result.frame)
-        return Answer(Read(self.settings.edge.policy, result.resources, result.denied, denial_code, result.error_code, result.error_message), result.frame)
+        # Every resource asked denied at the edge: nothing went upstream, the answer's code is the edge's denial (FAILURE).
+        error_by = BY_EDGE if result.denied and len(result.denied) == len(result.resources) else BY_UPSTREAM
+        read = Read(self.settings.edge.policy, result.resources, result.denied, denial_code, result.error_code, result.error_message, error_by)
+        return Answer(read, result.frame)
 
     def _read_failed(self, session: Session, header: RequestHeaderInfo, body: Any, exc: Exception) -> Answer:
         """A read route that threw: answered as a Kafka broker answers a handler that throws (KafkaApis.handleError:
@@ -463,7 +466,8 @@ class ProxyService:
         error_answer = READ_ERROR_ANSWERS[header.api_key]
         values = {"throttle_time": 0, **error_answer(body, {"error_code": code, "error_message": thrown_message(code, str(exc))})}
         reason = f"the proxy failed answering it: {type(exc).__name__}: {exc}"
-        return Answer(Read(self.settings.edge.policy, [], [], denial_code, code, reason), self.reads.encode(header, values))
+        read = Read(self.settings.edge.policy, [], [], denial_code, code, reason, BY_PROXY)  # the proxy's failure, not the upstream's
+        return Answer(read, self.reads.encode(header, values))
 
     async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
         try:

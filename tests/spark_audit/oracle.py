@@ -117,7 +117,7 @@ def quarantined(line: str) -> bool:
         return True
     if record.get("time") is None or _get(record, ("data", "stage")) is None:
         return True
-    return record.get("schemaversion") not in (1, 2)
+    return record.get("schemaversion") not in (1, 2, 3)
 
 
 @dataclass

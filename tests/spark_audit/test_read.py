@@ -66,7 +66,7 @@ def test_schema_has_every_documented_field() -> None:
 def test_parse_quarantines_each_kind_of_bad_line_and_keeps_both_versions(spark: SparkSession) -> None:
     wrong_type = request(3, "2026-11-21T10:00:00.000Z", "r3", "intent")
     wrong_type["data"]["apiKey"] = "nineteen"
-    future = request(4, "2026-11-21T10:00:00.000Z", "r4", "intent", version=3)
+    future = request(4, "2026-11-21T10:00:00.000Z", "r4", "intent", version=4)
     unversioned = request(5, "2026-11-21T10:00:00.000Z", "r5", "intent")
     del unversioned["schemaversion"]
     lines = [
@@ -90,7 +90,7 @@ def test_parse_quarantines_each_kind_of_bad_line_and_keeps_both_versions(spark: 
     expected = spark.createDataFrame(
         [
             ("f:2", MALFORMED, json.dumps(wrong_type)),
-            ("f:3", "unsupported schemaversion 3", json.dumps(future)),
+            ("f:3", "unsupported schemaversion 4", json.dumps(future)),
             ("f:4", MALFORMED, "this is not json {{{"),
             ("f:5", NO_ID, "{}"),
             ("f:6", NO_TIME, '{"id": "x", "schemaversion": 2}'),

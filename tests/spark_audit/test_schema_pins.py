@@ -9,5 +9,8 @@ def test_event_types_and_schema_version_match_the_proxys_record_schema() -> None
     record_schema = load_schema()
     assert set(record_schema["properties"]["type"]["enum"]) == {job_schema.REQUEST_EVENT_TYPE, job_schema.CONNECTION_EVENT_TYPE}
     assert (job_schema.REQUEST_EVENT_TYPE, job_schema.CONNECTION_EVENT_TYPE) == (REQUEST_EVENT_TYPE, CONNECTION_EVENT_TYPE)
-    assert record_schema["properties"]["schemaversion"]["const"] == SCHEMA_VERSION
-    assert SCHEMA_VERSION in job_schema.SUPPORTED_SCHEMA_VERSIONS
+    # the schema describes the version the proxy writes, and still matches the version before it
+    versions = record_schema["properties"]["schemaversion"]["enum"]
+    assert max(versions) == SCHEMA_VERSION and SCHEMA_VERSION - 1 in versions
+    # the job reads every version there has been, the one the proxy writes included
+    assert set(job_schema.SUPPORTED_SCHEMA_VERSIONS) == set(range(1, SCHEMA_VERSION + 1))

@@ -61,7 +61,9 @@ def request_record(principal: str = "User:alice", stage: str = "local", n: int =
         "connection": None,
     }
     if stage == "intent":
-        data.update(result=None, timings=None, forwardingPrincipal="User:proxy")
+        data.update(result=None, timings=None, forwardingPrincipal="User:proxy", upstream={"address": "c:9093", "nodeId": None, "attempts": 0, "controllers": []})
+    if stage == "outcome":  # as forwarded records are: the outcome names the controller that answered
+        data.update(forwardingPrincipal="User:proxy", upstream={"address": "c:9093", "nodeId": 1, "attempts": 1, "controllers": [1]})
     return make_record(100, None, data)
 
 
