@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test class-archive lint typecheck layers tools krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
+.PHONY: demo test class-archive lint typecheck layers tools browser krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ tools:
 	@command -v java >/dev/null || { echo "java not found: the Spark and interop tests need Java 17+"; [ "$$CI" != true ]; }
 	@command -v javac >/dev/null || { echo "javac not found: the Java AdminClient interop test compiles a program"; [ "$$CI" != true ]; }
 	@command -v mvn >/dev/null || { echo "mvn not found: needed once to download the Kafka jars for the interop tests"; [ "$$CI" != true ]; }
+
+# Headless Chromium (Debian's chromium, and a font) for the report page's browser test (tests/spark_audit/test_report_page.py);
+# installed when missing and we may (root), otherwise that test skips locally (and fails when CI=true).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core) >/dev/null 2>&1; } || echo "chromium not installed (Debian package chromium): the report page's browser test will be skipped (fails when CI=true)"
 
 # Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
 kafka-jars: $(STAMP)
@@ -55,7 +60,7 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-test: $(STAMP) tools lint typecheck layers image-when-possible class-archive client-matrix-tools
+test: $(STAMP) tools browser lint typecheck layers image-when-possible class-archive client-matrix-tools
 	$(PY) -m pytest -q
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000

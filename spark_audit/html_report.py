@@ -15,6 +15,8 @@ from typing import Any
 from spark_audit import svg
 
 MAX_SERIES = 7
+#: what the who-did-what views count: a request once per resource it names
+PER_RESOURCE = "request \u00d7 resource"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,71 @@ class ReportData:
     #: (method, p50, p90, p99, max)
     latency: Sequence[tuple[str, float, float, float, float]] = ()
     tables: Mapping[str, Table] = field(default_factory=dict)
+    #: (who denied, denials), most first: spark_audit.view.denied_by's values
+    denied_by: Sequence[tuple[str, int]] = ()
+
+
+#: What each status means (docs/audit-schema.md, ``result.status``; NO_OUTCOME is the job's own).
+STATUS_MEANING: tuple[tuple[str, str], ...] = (
+    ("SUCCESS", "every error code was 0: the change was made (or the read or the proxy's own answer was given)"),
+    (
+        "FAILURE",
+        "the request was decided and at least one resource failed or was denied: by the controller (an "
+        "authorization error, or another such as TOPIC_ALREADY_EXISTS), or on a read by the proxy's edge authorizer",
+    ),
+    (
+        "ERROR",
+        "an upstream failed, so nobody decided: the controller refused the Envelope (e.g. the proxy's own principal "
+        "lacks CLUSTER_ACTION), did not answer in time or could not be reached; or a read's upstream failed, or the "
+        "proxy failed answering it. The client got the code shown",
+    ),
+    ("REFUSED", "the proxy refused the request or the connection itself and forwarded nothing"),
+    (
+        "NO_OUTCOME",
+        "the intent was written but no outcome: the proxy stopped while the request was in flight, so it may or may not have been made",
+    ),
+)
+
+#: What each "denied by" value means (spark_audit.view.denied_by).
+DENIED_BY_MEANING: tuple[tuple[str, str], ...] = (
+    ("controller", "the controller's authorizer denied the client's principal, which the proxy forwarded in the Envelope"),
+    (
+        "proxy-edge",
+        "the proxy denied the request and never forwarded it: its edge authorizer (reads), or a refusal "
+        "(an Envelope from a client, an API it does not serve, a token request Kafka refuses)",
+    ),
+    ("proxy-connection", "the proxy refused a connection (IP filter, connection limit, privileged principal) or a login failed"),
+    (
+        "proxy-rights",
+        "the controller refused the proxy's own Envelope (CLUSTER_AUTHORIZATION_FAILED): the proxy's principal lacks "
+        "CLUSTER_ACTION on the cluster, so the client's own rights were never checked; grant the proxy, not the client",
+    ),
+)
+
+#: Columns whose cells wrap only between words (an error's code and name).
+WORD_WRAPPED_COLUMNS = frozenset({"error"})
+#: Wrapped columns that get more room: a change, the reason of a denial; names, which read badly cut.
+WIDE_COLUMNS = frozenset({"what changed", "why"})
+NAME_COLUMNS = frozenset({"principal", "forwardingPrincipal"})
+#: Columns whose cells wrap (long text), so that tables fit a laptop screen; the others stay on one line.
+WRAPPED_COLUMNS = frozenset(
+    {
+        "what changed",
+        "why",
+        "resource",
+        "resources",
+        "from",
+        "value",
+        "problem",
+        "requestId",
+        "principals",
+        "listeners",
+        "baselineListeners",
+        "subject",
+        "principal",
+        "forwardingPrincipal",
+    }
+)
 
 
 def _t(value: Any) -> str:
@@ -65,11 +132,25 @@ def _cell(value: Any) -> str:
     return _t(text)
 
 
+def _class(column: str) -> str:
+    """The CSS class of a column's cells: how (and whether) they wrap."""
+    if column in WORD_WRAPPED_COLUMNS:
+        return ' class="words"'
+    if column in WIDE_COLUMNS:
+        return ' class="wrap wide"'
+    if column in NAME_COLUMNS:
+        return ' class="wrap name"'
+    return ' class="wrap"' if column in WRAPPED_COLUMNS else ""
+
+
 def table(data: Table | None, empty: str) -> str:
     if data is None or not data.rows:
         return f'<p class="empty">{_t(empty)}</p>'
-    head = "".join(f"<th>{_t(c)}</th>" for c in data.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in data.rows)
+    classes = [_class(c) for c in data.columns]
+    head = "".join(f"<th{k}>{_t(c)}</th>" for c, k in zip(data.columns, classes, strict=True))
+    body = "".join(
+        "<tr>" + "".join(f"<td{k}>{_cell(v)}</td>" for v, k in zip(row, classes, strict=True)) + "</tr>" for row in data.rows
+    )
     more = ""
     if data.total is not None and data.total > len(data.rows):
         more = f'<p class="muted">{len(data.rows):,} of {data.total:,} rows shown; all are in the Parquet output.</p>'
@@ -103,7 +184,9 @@ def activity_chart(data: ReportData) -> str:
     if not data.activity:
         return '<p class="empty">No requests in the input.</p>'
     buckets, series = _top_series(data.activity)
-    chart = svg.stacked_columns([_short_bucket(b) for b in buckets], series, label=f"Requests per {data.bucket} by principal")
+    chart = svg.stacked_columns(
+        [_short_bucket(b) for b in buckets], series, label=f"{PER_RESOURCE.capitalize()} per {data.bucket} by principal"
+    )
     return chart + svg.legend([name for name, _ in series])
 
 
@@ -126,12 +209,12 @@ def heat_chart(data: ReportData) -> str:
     rows = sorted(by_principal, key=lambda p: (-by_principal[p], p))[:12]
     columns = sorted(by_method, key=lambda m: (-by_method[m], m))[:14]
     values = {(p, m): float(v) for p, m, v in data.heat}
-    return svg.heatmap(rows, columns, values, label="Requests by principal and method")
+    return svg.heatmap(rows, columns, values, label=f"{PER_RESOURCE.capitalize()} by principal and method")
 
 
 def ranking_charts(data: ReportData) -> str:
-    parts = []
-    for dimension, title in (("principal", "by principal"), ("address", "by client address"), ("resource", "by resource")):
+    parts = [denied_by_chart(data)]
+    for dimension, title in (("principal", "by client principal"), ("address", "by client address"), ("resource", "by resource")):
         items = [(key, float(count)) for key, count in data.ranking.get(dimension, ())]
         chart = svg.horizontal_bars(items, label=f"Denials {title}") if items else '<p class="empty">None.</p>'
         parts.append(f'<div class="panel"><h3>Denials {_t(title)}</h3>{chart}</div>')
@@ -144,9 +227,10 @@ def latency_chart(data: ReportData) -> str:
     return svg.latency_ranges(data.latency, label="Latency percentiles per API")
 
 
-def _card(label: str, value: Any, tone: str = "") -> str:
+def _card(label: str, value: Any, tone: str = "", note: str = "") -> str:
     shown = f"{value:,}" if isinstance(value, int) else _t(value)
-    return f'<div class="card {tone}"><div class="value">{shown}</div><div class="label">{_t(label)}</div></div>'
+    said = f'<div class="note">{_t(note)}</div>' if note else ""
+    return f'<div class="card {tone}"><div class="value">{shown}</div><div class="label">{_t(label)}</div>{said}</div>'
 
 
 def cards(summary: Mapping[str, Any]) -> str:
@@ -154,11 +238,26 @@ def cards(summary: Mapping[str, Any]) -> str:
         return "alert" if summary.get(key) else ""
 
     items = [
-        _card("records", summary.get("records", 0)),
-        _card("requests", summary.get("requests", 0)),
-        _card("denials", summary.get("denials", 0), tone("denials")),
+        _card("records", summary.get("records", 0), note="audit lines: intents, outcomes, connection events"),
+        _card("requests", summary.get("requests", 0), note="each request once, however many resources it names"),
+    ]
+    if "request_resources" in summary:
+        items.append(
+            _card(
+                PER_RESOURCE,
+                summary.get("request_resources", 0),
+                note="once per resource it names: a CreateTopics of two topics counts 2 (who did what)",
+            )
+        )
+    items += [
+        _card("denials", summary.get("denials", 0), tone("denials"), note="requests and connections, split by who denied under Denials"),
         _card("authentication failures", summary.get("authentication_failures", 0), tone("authentication_failures")),
-        _card("sensitive changes", summary.get("sensitive_changes", 0), "note" if summary.get("sensitive_changes") else ""),
+        _card(
+            "sensitive changes",
+            summary.get("sensitive_changes", 0),
+            "note" if summary.get("sensitive_changes") else "",
+            note="requests that change ACLs, configs, credentials or quotas, made or not",
+        ),
         _card("denial bursts", summary.get("bursts", 0), tone("bursts")),
         _card("new principal/address pairs", summary.get("first_seen_pairs", 0), "note" if summary.get("first_seen_pairs") else ""),
         _card("unusual listeners", summary.get("unusual_listeners", 0), tone("unusual_listeners")),
@@ -172,6 +271,33 @@ def cards(summary: Mapping[str, Any]) -> str:
     return '<div class="cards">' + "".join(items) + "</div>"
 
 
+def legend_section() -> str:
+    """How to read the page: what each status and each "denied by" means, and what the counts count."""
+    statuses = "".join(f"<dt>{_cell(status)}</dt><dd>{_t(meaning)}</dd>" for status, meaning in STATUS_MEANING)
+    denied = "".join(f"<dt><b>{_t(by)}</b></dt><dd>{_t(meaning)}</dd>" for by, meaning in DENIED_BY_MEANING)
+    counts = (
+        "<dt><b>requests</b></dt><dd>each request once, however many resources it names</dd>"
+        "<dt><b>request &times; resource</b></dt><dd>each request once per resource it names: a CreateTopics of two topics "
+        "is 1 request and 2 request &times; resource. The who-did-what chart, heat map and table count these.</dd>"
+        "<dt><b>denials</b></dt><dd>requests refused or answered with an authorization error (29, 30, 31, 53, 58, 65) "
+        "on any resource, and refused connections and failed logins</dd>"
+    )
+    body = (
+        '<div class="grid3">'
+        f'<div class="panel"><h3>Status of a request</h3><dl class="legendlist">{statuses}</dl></div>'
+        f'<div class="panel"><h3>Denied by</h3><dl class="legendlist">{denied}</dl></div>'
+        f'<div class="panel"><h3>What the counts count</h3><dl class="legendlist">{counts}</dl></div>'
+        "</div>"
+    )
+    return _section("legend", "How to read this page", "Every status, who denied what, and what each number counts.", body)
+
+
+def denied_by_chart(data: ReportData) -> str:
+    items = [(by, float(n)) for by, n in data.denied_by]
+    chart = svg.horizontal_bars(items, label="Denials by who denied") if items else '<p class="empty">None.</p>'
+    return f'<div class="panel"><h3>Denials by who denied</h3>{chart}</div>'
+
+
 STYLE = """
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1a1a1a;background:#f7f7f5}
 header{background:#1d2b3a;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:20px}
@@ -179,19 +305,21 @@ header p{margin:0;color:#c9d3dd}nav{padding:8px 28px;background:#e9ecef;font-siz
 main{padding:8px 28px 40px;max-width:1280px}section{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:6px 18px 14px;margin:16px 0}
 h2{font-size:17px;margin:12px 0 4px}h3{font-size:14px;margin:8px 0}p.lead{color:#555;margin:0 0 10px}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}.card{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:10px 14px;min-width:120px}
-.card .value{font-size:24px;font-weight:600}.card .label{color:#555;font-size:12px}.card.alert{border-color:#D55E00;background:#fff4ee}
+.card .value{font-size:24px;font-weight:600}.card .label{color:#555;font-size:12px}.card .note{color:#777;font-size:11px;max-width:15em}.card.alert{border-color:#D55E00;background:#fff4ee}
 .card.alert .value{color:#b34700}.card.note{border-color:#E69F00;background:#fffaf0}
 .grid3{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}.panel{min-width:0}
 .scroll{overflow-x:auto}table{border-collapse:collapse;width:100%;font-size:12.5px}
-th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eee;white-space:nowrap}th{background:#fafafa;position:sticky;top:0}
+th,td{text-align:left;vertical-align:top;padding:4px 7px;border-bottom:1px solid #eee;white-space:nowrap}
+td.wrap,th.wrap{white-space:pre-line;overflow-wrap:anywhere;min-width:6em}td.wide{min-width:14em}td.name{min-width:9em}td.words,th.words{white-space:normal}th{background:#fafafa;position:sticky;top:0}
 .badge{display:inline-block;padding:0 6px;border-radius:9px;font-size:11px}.badge.bad{background:#fde2d6;color:#8a3000}
 .badge.ok{background:#dcefe6;color:#00583f}.muted{color:#888}.empty{color:#777;font-style:italic}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;margin:4px 0 0 48px}.key{display:inline-flex;align-items:center;gap:5px}
 .swatch{width:11px;height:11px;border-radius:2px;display:inline-block}dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}
-dt{color:#555}dd{margin:0}
+dt{color:#555}dd{margin:0}dl.legendlist{grid-template-columns:max-content minmax(0,1fr);font-size:12.5px}
 """
 
 SECTIONS = (
+    ("legend", "Legend"),
     ("activity", "Activity"),
     ("denials", "Denials"),
     ("bursts", "Bursts"),
@@ -248,17 +376,20 @@ def render(data: ReportData) -> str:
         _section(
             "activity",
             "Who did what",
-            f"Requests per {data.bucket} by principal, and each principal's requests by method.",
+            f"{PER_RESOURCE.capitalize()} per {data.bucket} by principal, and by method: a request counts once per resource it "
+            f"names (a CreateTopics of two topics counts twice), so these add up to the {PER_RESOURCE} count "
+            f"({s.get('request_resources', '?')}), not the requests count ({s.get('requests', '?')}).",
             activity_chart(data)
-            + "<h3>Principal &times; method</h3>"
+            + "<h3>Principal &times; method (request &times; resource)</h3>"
             + heat_chart(data)
-            + "<h3>Busiest principal &times; method &times; resource</h3>"
+            + "<h3>Busiest principal &times; method &times; resource (requests on each resource)</h3>"
             + table(t.get("who_did_what"), "No requests."),
         ),
         _section(
             "denials",
             "Denials",
-            "Refused requests and connections, and requests with an authorization error, ranked.",
+            "Refused requests and connections, and requests with an authorization error: who denied them "
+            "(the controller, the proxy's edge, or the proxy's own missing rights), ranked.",
             ranking_charts(data) + "<h3>Latest denials</h3>" + table(t.get("denials"), "No denials."),
         ),
         _section(
@@ -270,7 +401,8 @@ def render(data: ReportData) -> str:
         _section(
             "sensitive",
             "Sensitive changes",
-            "ACLs, configs, SCRAM credentials and quotas: every attempt, successful or not.",
+            "ACLs, configs, SCRAM credentials and quotas: every attempt, successful or not, with what it changed "
+            "(the ACL binding, the config key and value; redacted values stay redacted) where the records carry it.",
             table(t.get("sensitive_changes"), "No sensitive changes."),
         ),
         _section(
@@ -311,6 +443,7 @@ def render(data: ReportData) -> str:
         f"<title>Kafka envelope proxy audit</title><style>{STYLE}</style></head><body>"
         f"<header><h1>Kafka envelope proxy &middot; audit report</h1><p>{subtitle}</p></header><nav>{nav}</nav><main>"
         + cards(s)
+        + legend_section()
         + "".join(sections)
         + "</main></body></html>\n"
     )

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_audit import collect, hadoop_fs, reports, table_state, tables
+from spark_audit import collect, explain, hadoop_fs, reports, table_state, tables
 from spark_audit.html_report import ReportData, render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
@@ -162,8 +162,11 @@ def _denial_timeline(flat: DataFrame, bucket: str) -> list[tuple[str, str, int]]
     return [(str(b), str(k), int(c)) for b, k, c in collect.rows(grouped.orderBy("bucket", "kind"))]
 
 
-def _collect(spark: SparkSession, alarms: DataFrame, written: dict[str, DataFrame], options: ReportOptions, layout: Layout) -> ReportData:
+def _collect(
+    spark: SparkSession, sources: Sources, written: dict[str, DataFrame], options: ReportOptions, layout: Layout
+) -> ReportData:
     top = options.top
+    alarms = sources.alarms
     who = written["who_did_what"]
     ranking = written["denial_ranking"].filter(F.col("rank") <= 10).orderBy("dimension", "rank")
     ranked: dict[str, list[tuple[str, int]]] = {}
@@ -172,10 +175,17 @@ def _collect(spark: SparkSession, alarms: DataFrame, written: dict[str, DataFram
     latency = collect.rows(written["latency"].select("method", "totalP50", "totalP90", "totalP99", "totalMax").limit(25))
     tables = {
         "requests": collect.table(written["requests"], max(top, 50)),
-        "who_did_what": collect.table(who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource").drop("date"), top),
-        "denials": collect.table(written["denials"].orderBy(F.desc("time")), top),
+        "who_did_what": collect.table(
+            who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource")
+            .drop("date")
+            .withColumnRenamed("requests", "requests on this resource")
+            .withColumnRenamed("denied", "denied on this resource"),
+            top,
+        ),
+        # the page's words for them: who denied, why, what changed (the Parquet reports keep every column)
+        "denials": explain.denial_table(reports.denial_details(alarms), top),
         "bursts": collect.table(written["bursts"].drop("date"), top),
-        "sensitive_changes": collect.table(written["sensitive_changes"].orderBy(F.desc("time")).drop("date"), top),
+        "sensitive_changes": explain.change_table(reports.sensitive_change_details(sources.requests), top),
         "impersonation": collect.table(written["impersonation"], top),
         "unusual_listeners": collect.table(written["unusual_listeners"], top),
         "first_seen_pairs": collect.table(written["first_seen_pairs"].drop("date"), top),
@@ -187,8 +197,10 @@ def _collect(spark: SparkSession, alarms: DataFrame, written: dict[str, DataFram
         if name in written:
             tables[name] = collect.table(written[name].drop("date") if name == "whatif_changes" else written[name], top)
     bucket = f"{options.bucket_seconds} seconds"
+    denied_by = [(str(by), int(n)) for by, n in collect.rows(reports.denials_by(alarms))]
     return ReportData(
         summary={},
+        denied_by=denied_by,
         bucket=_seconds_label(options.bucket_seconds),
         activity=[(str(b), str(p), int(n)) for b, p, n in collect.counted(who, ["bucket", "principal"], "requests")],
         heat=[(str(p), str(m), int(n)) for p, m, n in collect.counted(who, ["principal", "method"], "requests")],
@@ -224,6 +236,9 @@ def _summary(
         "malformed": quarantined,
         "duplicates_dropped": stats.duplicates,
         "requests": sum(int(row[3]) for row in collect.rows(written["requests"])),
+        # who_did_what's rows: a request counts once per resource it names (a CreateTopics of two topics twice)
+        "request_resources": sum(n for _, _, n in data.activity),
+        "denials_by": dict(data.denied_by),
         "denials": count("denials"),
         "sensitive_changes": count("sensitive_changes"),
         "bursts": count("bursts"),
@@ -282,7 +297,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
             "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
         }
         result.release()
-    data = _collect(spark, sources.alarms, written, options.reports, layout)
+    data = _collect(spark, sources, written, options.reports, layout)
     auth_failures = reports.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
     baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
     quarantined = read_quarantine(spark, layout.quarantine).count()

@@ -17,8 +17,11 @@ from spark_audit.view import (
     DENIED,
     NO_OUTCOME,
     NO_RESOURCE,
+    PARAMETERS,
     UNAUTHENTICATED,
+    denied_by,
     error_name,
+    explaining_error,
     is_auth_code,
     requests,
     resource_decision,
@@ -161,6 +164,52 @@ def denials(flat: DataFrame) -> DataFrame:
     )
 
 
+def denial_details(flat: DataFrame) -> DataFrame:
+    """Every denial as the page shows it: who denied it, and the code and reason that say why.
+
+    Columns: time, principal, clientAddress, listener, forwardingPrincipal, method, subject, deniedResources
+    (the labels of the resources it denied, as in :func:`denial_ranking`), status, deniedBy
+    (:func:`spark_audit.view.denied_by`), errorCode and errorName (:func:`spark_audit.view.explaining_error`:
+    never 0), reason, detail; sorted by time.
+    """
+    denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
+    code = explaining_error()
+    return (
+        closing_events(flat)
+        .filter(F.col("isDenial"))
+        .select(
+            "time",
+            "principal",
+            "clientAddress",
+            "listener",
+            "forwardingPrincipal",
+            "method",
+            "subject",
+            F.array_distinct(F.transform(denied, resource_label)).alias("deniedResources"),
+            "status",
+            denied_by().alias("deniedBy"),
+            code.alias("errorCode"),
+            error_name(code).alias("errorName"),
+            "reason",
+            "detail",
+            "id",
+        )
+        .orderBy("time", "id")
+        .drop("id")
+    )
+
+
+def denials_by(flat: DataFrame) -> DataFrame:
+    """Denials counted by who denied them (:func:`spark_audit.view.denied_by`). Columns: deniedBy, denials."""
+    return (
+        closing_events(flat)
+        .filter(F.col("isDenial"))
+        .groupBy(denied_by().alias("deniedBy"))
+        .agg(F.count(F.lit(1)).alias("denials"))
+        .orderBy(F.desc("denials"), "deniedBy")
+    )
+
+
 def denial_ranking(flat: DataFrame) -> DataFrame:
     """Denials counted and ranked per principal, per client address and per denied resource.
 
@@ -246,28 +295,56 @@ def sensitive_changes(flat: DataFrame) -> DataFrame:
     resources (``topic:orders ALTER_CONFIGS, ...``: :func:`_described_resources`), status (``NO_OUTCOME``
     when only the intent was recorded), errorCode, denied, requestId.
     """
+    return sensitive_change_details(flat).select(*SENSITIVE_CHANGE_COLUMNS)
+
+
+#: The columns of :func:`sensitive_changes` (the Parquet report); :func:`sensitive_change_details` adds the page's.
+SENSITIVE_CHANGE_COLUMNS = (
+    "time",
+    "date",
+    "category",
+    "method",
+    "principal",
+    "clientAddress",
+    "listener",
+    "forwardingPrincipal",
+    "resources",
+    "status",
+    "errorCode",
+    "denied",
+    "requestId",
+)
+
+
+def sensitive_change_details(flat: DataFrame) -> DataFrame:
+    """:func:`sensitive_changes` with what the page shows beside them: parameters (the change's request
+    parameters as JSON text, from its intent; null where the records carry none), deniedBy
+    (:func:`spark_audit.view.denied_by`), and shownCode and shownName (:func:`spark_audit.view.explaining_error`:
+    a denied change shows its authorization code, never the 0 of a request that has no top-level code)."""
     categories = F.create_map(*[item for m, c in SENSITIVE_METHODS.items() for item in (F.lit(m), F.lit(c))])
     described = _described_resources()
-    return (
-        requests(flat)
-        .filter(F.col("method").isin(*SENSITIVE_METHODS))
-        .select(
-            "time",
-            "date",
-            F.element_at(categories, F.col("method")).alias("category"),
-            "method",
-            _who().alias("principal"),
-            "clientAddress",
-            "listener",
-            "forwardingPrincipal",
-            described.alias("resources"),
-            "status",
-            "errorCode",
-            F.col("isDenial").alias("denied"),
-            "requestId",
-        )
-        .orderBy("time", "requestId")
-    )
+    rows = requests(flat).filter(F.col("method").isin(*SENSITIVE_METHODS))
+    parameters = F.col(PARAMETERS) if PARAMETERS in rows.columns else F.lit(None).cast("string")
+    code = explaining_error()
+    return rows.select(
+        "time",
+        "date",
+        F.element_at(categories, F.col("method")).alias("category"),
+        "method",
+        _who().alias("principal"),
+        "clientAddress",
+        "listener",
+        "forwardingPrincipal",
+        described.alias("resources"),
+        "status",
+        "errorCode",
+        F.col("isDenial").alias("denied"),
+        "requestId",
+        parameters.alias(PARAMETERS),
+        denied_by().alias("deniedBy"),
+        code.alias("shownCode"),
+        error_name(code).alias("shownName"),
+    ).orderBy("time", "requestId")
 
 
 def impersonation(flat: DataFrame) -> DataFrame:

@@ -36,6 +36,11 @@ CONNECTION_METHOD = "kafka.Connection"
 
 SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 
+#: ``data.request`` (version 3, intent records): what a change asks to change (ACL bindings, config keys and values,
+#: ...). Kept as its JSON text (a string column takes any JSON value, and its shape differs by API); the report
+#: reads it on the driver for the rows it shows (spark_audit/changes.py).
+REQUEST_PARAMETERS = "request"
+
 AUTHENTICATION_INFO = StructType(
     [
         StructField("principal", StringType(), True),
@@ -135,6 +140,7 @@ DATA = StructType(
         StructField("timings", TIMINGS, True),
         StructField("upstream", UPSTREAM, True),
         StructField("connection", CONNECTION, True),
+        StructField(REQUEST_PARAMETERS, StringType(), True),
     ]
 )
 

@@ -16,7 +16,8 @@ def _cell(value: Any) -> str:
         return ",".join(str(v) for v in value) or "-"
     if isinstance(value, float):
         return f"{value:.2f}"
-    return str(value)
+    # the page's multi-line cells (what changed, from where) on one line
+    return str(value).replace("\n", "; ")
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from envelope.responses import error_name as envelope_error_name
-from spark_audit.schema import CONNECTION_EVENT_TYPE, CONNECTION_METHOD
+from spark_audit.schema import CONNECTION_EVENT_TYPE, CONNECTION_METHOD, REQUEST_PARAMETERS
 
 #: Kafka error codes that mean an authentication or authorization failure (docs/audit-schema.md).
 AUTHORIZATION_ERRORS = (
@@ -48,6 +48,21 @@ NO_RESOURCE = "(none)"
 
 ALLOWED = "ALLOWED"
 DENIED = "DENIED"
+
+#: Who denied a denial (:func:`denied_by`): the controller's authorizer, on the client's principal it was forwarded
+BY_CONTROLLER = "controller"
+#: the proxy itself, before forwarding: its edge authorizer (reads), or a refusal (an Envelope from a client, an API it
+#: does not serve, a token request Kafka would refuse)
+BY_PROXY_EDGE = "proxy-edge"
+#: the proxy, for a whole connection: an IP filter, a connection limit, a privileged principal, a failed login
+BY_PROXY_CONNECTION = "proxy-connection"
+#: the controller refused the proxy's own Envelope (CLUSTER_AUTHORIZATION_FAILED as the envelope error: the proxy's
+#: principal lacks CLUSTER_ACTION on the cluster): the client's own rights were never checked
+BY_PROXY_RIGHTS = "proxy-rights"
+DENIED_BY = (BY_CONTROLLER, BY_PROXY_EDGE, BY_PROXY_CONNECTION, BY_PROXY_RIGHTS)
+
+#: Column of :func:`flatten`: ``data.request``, what a change asks to change, as JSON text (null where the record has none)
+PARAMETERS = "parameters"
 
 
 def is_auth_code(code: Column) -> Column:
@@ -100,6 +115,7 @@ def flatten(records: DataFrame) -> DataFrame:
         data["timings"]["totalMs"].alias("totalMs"),
         data["timings"]["upstreamMs"].alias("upstreamMs"),
         data["connection"].alias("connection"),
+        data[REQUEST_PARAMETERS].alias(PARAMETERS),
     )
     auth_failure = (F.col("isConnection") & (F.col("stage") == F.lit("authentication-failed"))) | F.col("reason").isin(
         *AUTHENTICATION_FAILURE_REASONS
@@ -137,6 +153,11 @@ REPORT_COLUMNS = (
     "upstreamMs",
     "isAuthFailure",
     "isDenial",
+    # what the page says about a denial and a change: who denied (denied_by), why, and what changed
+    "envelopeErrorCode",
+    "reason",
+    "detail",
+    PARAMETERS,
 )
 
 
@@ -161,6 +182,10 @@ def request_rows(flat: DataFrame) -> DataFrame:
     candidates = flat.filter(~F.col("isConnection") & kind.isNotNull()).withColumn("_kind", kind)
     first = Window.partitionBy("requestId").orderBy(F.col("_kind"), F.col("time"), F.col("id"))
     ranked = candidates.withColumn("_rank", F.row_number().over(first))
+    if PARAMETERS in flat.columns:
+        # the intent carries a change's parameters; the row is the closing record: the first record that has them
+        every = first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        ranked = ranked.withColumn(PARAMETERS, F.first(PARAMETERS, ignorenulls=True).over(every))
     return ranked.filter(F.col("_rank") == 1).drop("_rank", "_kind").withColumn(REQUEST_ROW, F.lit(True))
 
 
@@ -172,6 +197,38 @@ def requests(flat: DataFrame) -> DataFrame:
     """
     chosen = flat.filter(F.col(REQUEST_ROW)) if REQUEST_ROW in flat.columns else request_rows(flat).drop(REQUEST_ROW)
     return chosen.withColumn("status", F.when(F.col("stage") == F.lit("intent"), F.lit(NO_OUTCOME)).otherwise(F.col("status")))
+
+
+def denied_by() -> Column:
+    """Who denied a denial (null for a row that is not one): :data:`BY_PROXY_CONNECTION` for a connection event,
+    :data:`BY_PROXY_RIGHTS` when the controller answered the Envelope itself with CLUSTER_AUTHORIZATION_FAILED,
+    :data:`BY_CONTROLLER` for another forwarded request's outcome, :data:`BY_PROXY_EDGE` for the rest (refusals and
+    reads the edge authorizer denied: the proxy never forwarded them)."""
+    return (
+        F.when(~F.col("isDenial"), F.lit(None).cast("string"))
+        .when(F.col("isConnection"), F.lit(BY_PROXY_CONNECTION))
+        .when(F.coalesce(F.col("envelopeErrorCode") == int(ErrorCode.cluster_authorization_failed), F.lit(False)), F.lit(BY_PROXY_RIGHTS))
+        .when(F.col("stage") == F.lit("outcome"), F.lit(BY_CONTROLLER))
+        .otherwise(F.lit(BY_PROXY_EDGE))
+    )
+
+
+def explaining_error() -> Column:
+    """The code that explains a row: on a denial its authorization code (top level first, then the first
+    per-resource one), else the top-level code when it is not 0, else the first per-resource code, else the
+    top-level code. A denial never shows 0 (CreateAcls has no top-level code: its denials are per binding);
+    where no code says why, it is null."""
+    top = F.col("errorCode")
+    first_auth = F.try_element_at(F.filter("errors", lambda e: is_auth_code(e["errorCode"])), F.lit(1))
+    first_error = F.try_element_at(F.filter("errors", lambda e: e["errorCode"] != 0), F.lit(1))
+    code = (
+        F.when(is_auth_code(top), top)
+        .when(first_auth.isNotNull(), first_auth["errorCode"])
+        .when(top != 0, top)
+        .when(first_error.isNotNull(), first_error["errorCode"])
+        .otherwise(top)
+    )
+    return F.when(F.col("isDenial") & (F.coalesce(code, F.lit(0)) == 0), F.lit(None).cast("int")).otherwise(code)
 
 
 def resource_label(resource: Column) -> Column:

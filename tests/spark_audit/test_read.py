@@ -58,6 +58,7 @@ def test_schema_has_every_documented_field() -> None:
         "timings",
         "upstream",
         "connection",
+        "request",
     ]
     assert DATA["connection"].dataType.fieldNames() == ["cause", "durationMs", "requests"]  # type: ignore[attr-defined]
     assert DATA["authorizationInfo"].dataType.fieldNames() == ["decision", "reason", "detail", "denied"]  # type: ignore[attr-defined]
