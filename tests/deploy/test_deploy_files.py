@@ -541,6 +541,36 @@ def test_sidecar_properties_are_accepted_by_the_parsers(tmp_path: Path) -> None:
     assert shutdown < pre_stop < pod["terminationGracePeriodSeconds"] - 30
 
 
+def test_sidecar_templates_as_plain_files_are_the_configmap() -> None:
+    """deploy/kubernetes/sidecar/ holds the ConfigMap's entries byte for byte (docs/deploy.md renders them on a host)."""
+    data = find(load_documents(KUBERNETES / "sidecar.yaml"), "ConfigMap", "kafka-controller-config")["data"]
+    files = {path.name: path.read_text() for path in sorted((KUBERNETES / "sidecar").iterdir())}
+    assert files == data, "edit sidecar.yaml's ConfigMap and deploy/kubernetes/sidecar/ together"
+
+
+def _super_users(value: str) -> set[str]:
+    return {entry.strip() for entry in value.split(";") if entry.strip()}
+
+
+@pytest.mark.parametrize("file", ["sidecar.yaml", "standalone.yaml"])
+def test_admin_has_one_authority_at_the_proxy_and_on_the_controller(tmp_path: Path, file: str) -> None:
+    """The proxy's edge authorizer of reads and the controller's authorizer of changes know the same super users
+    (less the privileged principals, which never log in through the proxy): a super user only at the proxy reads
+    everything and has every change refused (issue 50)."""
+    if file == "sidecar.yaml":
+        kafka_raw, proxy_raw = render_sidecar(tmp_path / "render", "kafka-controller-0")
+        controller_super_users = _super_users(kafka_raw["super.users"])
+    else:
+        documents = load_documents(KUBERNETES / file)
+        proxy_raw = dict(javaproperties.loads(find(documents, "ConfigMap", "envelope-proxy-config")["data"]["proxy.properties"]))
+        # a controller that is not ours: the guide's controllers (step 4), as in sidecar.yaml
+        controller_super_users = _super_users(render_sidecar(tmp_path / "render", "kafka-controller-0")[0]["super.users"])
+    privileged = _super_users(proxy_raw["privileged.principals"])
+    proxy_super_users = _super_users(proxy_raw.get("super.users", ""))
+    assert "User:admin" in proxy_super_users
+    assert proxy_super_users == controller_super_users - privileged, (proxy_super_users, controller_super_users)
+
+
 def test_render_refuses_a_pod_name_without_ordinal(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="no ordinal"):
         render_sidecar(tmp_path, "kafka-controller")
