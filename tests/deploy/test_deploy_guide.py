@@ -57,6 +57,9 @@ def kafka_lib() -> Path:
         _skip_or_fail("java not installed: the guide's Kafka node needs Java 17+")
     if shutil.which("curl") is None:
         _skip_or_fail("curl not installed: the guide waits for the proxy's /readyz with it")
+    if not (Path(sys.prefix) / "bin" / "envelope-proxy").is_file():
+        # the guide's VENV is this test's environment: without envelope-proxy in it, the guide would pip-install into it
+        _skip_or_fail(f"no envelope-proxy in {sys.prefix}: run the tests from the environment `make test` makes")
     try:
         return ensure_kafka_jars()
     except KafkaToolingMissing as exc:
