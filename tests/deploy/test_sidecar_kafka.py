@@ -5,7 +5,8 @@ two files, Kafka formats its storage and starts as a controller-only node with t
 PROXY listeners (SASL_SSL; bound and advertised on 127.0.0.1 here instead of the pod network and the
 pod's name), the proxy logs in to PROXY, a SCRAM client's CreateAcls is refused until User:proxy holds
 ClusterAction (granted with Kafka's own AclCommand --bootstrap-controller, as the guide shows), then
-forwarded, answered and audited, and with the guide's Describe grant the proxy learns the active
+forwarded, answered and audited (and admin's, a super user on the controller as at the proxy, without any ACL),
+and with the guide's Describe grant the proxy learns the active
 controller from the controller (DescribeQuorum) at its PROXY endpoint. Only addresses, ports, file paths
 and the discovery interval are changed; every other key is the manifest's. Marker `interop`: needs
 Java 17+ (and Maven until the Kafka jars are cached); skipped without them, failed when CI=true.
@@ -98,7 +99,7 @@ class Sidecar:
         ]
         self.pki: DevPki = dev_pki(workdir / "pki")
         kafka_raw, proxy_raw = render_sidecar(workdir / "render", "kafka-controller-0")
-        scram = scram_file(workdir, {"alice": "alice-secret"})
+        scram = scram_file(workdir, {"alice": "alice-secret", "admin": "admin-secret"})
         self.controller_port, self.proxy_listener_port, self.client_port = _free_port(), _free_port(), _free_port()
 
         kafka = localize(kafka_raw, self.pki, scram)
@@ -251,6 +252,8 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
         assert _create_acl(alice, "before-alice") == "CLUSTER_AUTHORIZATION_FAILED"
         sidecar.grant("User:alice", "Alter")
         assert _create_acl(alice, "orders") == "ok"
+        # admin holds no ACL: a super user on the controllers as at the proxy, it writes what it may read (issue 50)
+        assert _create_acl(sidecar.admin_client("admin", "admin-secret"), "payments") == "ok"
 
         # What the probes (and Prometheus) of the manifest ask for.
         proxy_container = f"http://127.0.0.1:{sidecar.metrics_port}"
@@ -270,7 +273,7 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
         for r in records
         if r["data"]["stage"] == "outcome" and r["data"]["methodName"] == "kafka.CreateAcls"
     ]
-    assert outcomes == [("User:alice", "ERROR"), ("User:alice", "FAILURE"), ("User:alice", "SUCCESS")]
+    assert outcomes == [("User:alice", "ERROR"), ("User:alice", "FAILURE"), ("User:alice", "SUCCESS"), ("User:admin", "SUCCESS")]
     assert {r["data"]["forwardingPrincipal"] for r in records if r["data"]["stage"] == "outcome"} == {"User:proxy"}
     assert (sidecar.workdir / "audit" / ".staging").is_dir() and not list((sidecar.workdir / "audit" / ".staging").glob("*.jsonl"))
 
