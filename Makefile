@@ -34,7 +34,7 @@ browser:
 
 # Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
 kafka-jars: $(STAMP)
-	$(PY) -c 'from tests.interop.kafka_node import ensure_kafka_jars; print(ensure_kafka_jars())'
+	$(PY) -c 'from devkit.kafka_node import ensure_kafka_jars; print(ensure_kafka_jars())'
 
 # The client matrix's Go (franz-go kadm) and Node (kafkajs) clients, built and installed once into
 # ~/.cache/kafka-envelope-proxy/client-matrix from the pinned tests/interop/client_matrix/{kadm,kafkajs} (Go module
@@ -44,7 +44,7 @@ client-matrix-tools: $(STAMP)
 
 # A real KRaft node (broker+controller, SASL_PLAINTEXT, StandardAuthorizer) for manual use; prints the proxy settings.
 kafka: kafka-jars
-	$(PY) -m tests.interop.kafka_node
+	$(PY) -m devkit.kafka_node
 
 demo: $(STAMP)
 	$(VENV)/bin/envelope-proxy demo --workdir demo-output

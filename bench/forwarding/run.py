@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
 from stack import Row, error_names, kafka_rows, zero_work_rows  # noqa: E402
 
-from tests.interop.kafka_node import KAFKA_VERSION, KafkaNode  # noqa: E402
+from devkit.kafka_node import KAFKA_VERSION, KafkaNode  # noqa: E402
 
 LOADGEN = HERE / "bin" / "loadgen"
 OUTPUT = HERE / "last-run.json"
@@ -315,7 +315,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "proxy": "envelope-proxy run, SASL_PLAINTEXT/PLAIN both sides, client User:alice; "
             + (f"controller.connections={args.controller_connections}" if args.controller_connections else "controller.connections default (4)")
             + (f"; proxy_processes_* rows: {args.proxy_processes} processes on one port (socket.reuse.port=true)" if args.proxy_processes > 1 else ""),
-            "kafka": None if node is None else f"Kafka {node.version} combined KRaft node (tests/interop/kafka_node.py: -Xmx{node.heap}, SerialGC, SASL_PLAINTEXT, StandardAuthorizer); User:alice may CREATE on the cluster",
+            "kafka": None if node is None else f"Kafka {node.version} combined KRaft node (devkit/kafka_node.py: -Xmx{node.heap}, SerialGC, SASL_PLAINTEXT, StandardAuthorizer); User:alice may CREATE on the cluster",
             "zero_work_upstream": "bench/forwarding/loadgen upstream: ApiVersions as a Kafka 4.3.1 controller, any SASL/PLAIN login, DescribeCluster naming itself, every Envelope answered at once",
         },
         "rows": {row.name: row.what for row in rows},

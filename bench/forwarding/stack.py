@@ -1,7 +1,7 @@
 """The servers of bench/forwarding and the rows measured against them.
 
 Started once per run and measured in turn at each connection count: the zero-work upstream (the Go
-loadgen in upstream mode), a real Kafka combined KRaft node (tests/interop/kafka_node.py), the proxy
+loadgen in upstream mode), a real Kafka combined KRaft node (devkit/kafka_node.py), the proxy
 in front of each (as `envelope-proxy run` processes), and a bare trio relay.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 from processes import Processes, read_announcement
 
-from tests.interop.kafka_node import KafkaNode
-from tests.processes import free_port, wait_for_port, write_properties
+from devkit.kafka_node import KafkaNode
+from devkit.processes import free_port, wait_for_port, write_properties
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

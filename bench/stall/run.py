@@ -23,10 +23,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from devkit.processes import free_port, wait_for_port, write_properties  # noqa: E402
+from devkit.wire import connect, exchange, read_frame, request  # noqa: E402
 from envelope.frames import encode_frame  # noqa: E402
 from envelope_proxy.embedded import controller_properties, proxy_properties  # noqa: E402
-from tests.integration.wire import connect, exchange, read_frame, request  # noqa: E402
-from tests.processes import free_port, wait_for_port, write_properties  # noqa: E402
 
 
 def _api_versions_latencies(address: str, stop: threading.Event, out: list[float], limit: int = 20_000) -> None:

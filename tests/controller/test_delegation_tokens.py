@@ -22,6 +22,8 @@ from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.persistence import MetadataStore
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from envelope.apis import ApiKey
 from envelope.build import build_entity
@@ -30,8 +32,6 @@ from envelope.principal import ANONYMOUS, Principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import controller_properties
 from proxy.properties import ConfigError
-from tests.integration import wire
-from tests.processes import free_port
 
 SECRET = "token-secret"
 NOW = 1_700_000_000_000

@@ -10,8 +10,8 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope_proxy.embedded import controller_properties
-from tests.integration import wire
 
 PROXY = ("proxy", "proxy-secret")  # a super user of controller_properties()
 

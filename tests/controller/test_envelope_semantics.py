@@ -8,11 +8,11 @@ from kio.schema.envelope.v0.request import EnvelopeRequest
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope.codec import encode_request
 from envelope.principal import Principal, serialize_principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import controller_properties
-from tests.integration import wire
 
 CREATE = {
     "topics": [{"name": "t1", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],

@@ -20,6 +20,8 @@ from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.membership import directory_id
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from envelope.apis import ApiKey
 from envelope.build import build_entity
@@ -28,8 +30,6 @@ from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import controller_properties
 from proxy.net.addresses import ControllerAddress
-from tests.integration import wire
-from tests.processes import free_port
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 DIRECTORY = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")

@@ -8,14 +8,14 @@ from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import controller_properties
 from proxy.properties import ConfigError
-from tests.integration import wire
-from tests.processes import free_port
 
 METADATA_TOPIC = "__cluster_metadata"
 CREATE = {

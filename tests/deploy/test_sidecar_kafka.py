@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,38 +27,14 @@ from pathlib import Path
 import javaproperties
 import pytest
 
+from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars, kafka_jvm, missing_tools
+from devkit.processes import free_port, skip_or_fail, wait_for_port
 from envelope_proxy.dev_pki import DevPki
 from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file, sidecar_cluster_id
-from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
 
 pytestmark = pytest.mark.interop
 
 CLUSTER_ID = sidecar_cluster_id()  # the manifest's: the storage is formatted with it and the proxy is told it
-
-
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"exited with {process.returncode} before listening on {port}:\n{log.read_text()[-4000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"nothing listening on {port} after {timeout:.0f}s:\n{log.read_text()[-4000:]}")
 
 
 def _stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
@@ -75,11 +50,11 @@ def _stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
 @pytest.fixture(scope="module")
 def kafka_lib() -> Path:
     if "java" in missing_tools():
-        _skip_or_fail("java not installed: a real Kafka controller needs Java 17+")
+        skip_or_fail("java not installed: a real Kafka controller needs Java 17+")
     try:
         return ensure_kafka_jars()
     except KafkaToolingMissing as exc:
-        _skip_or_fail(str(exc))
+        skip_or_fail(str(exc))
         raise
 
 
@@ -88,19 +63,11 @@ class Sidecar:
 
     def __init__(self, workdir: Path, lib: Path) -> None:
         self.workdir = workdir
-        self.java = [
-            "java",
-            "-Xmx384m",
-            "-XX:+UseSerialGC",
-            "-Djava.awt.headless=true",
-            f"-Dkafka.logs.dir={workdir}",
-            "-cp",
-            f"{lib}/*",
-        ]
+        self.java = kafka_jvm(lib, workdir)
         self.pki: DevPki = dev_pki(workdir / "pki")
         kafka_raw, proxy_raw = render_sidecar(workdir / "render", "kafka-controller-0")
         scram = scram_file(workdir, {"alice": "alice-secret", "admin": "admin-secret"})
-        self.controller_port, self.proxy_listener_port, self.client_port = _free_port(), _free_port(), _free_port()
+        self.controller_port, self.proxy_listener_port, self.client_port = free_port(), free_port(), free_port()
 
         kafka = localize(kafka_raw, self.pki, scram)
         assert kafka["listeners"] == "CONTROLLER://:9093,PROXY://:9095"
@@ -123,7 +90,7 @@ class Sidecar:
         assert proxy["controller.listener.names"] == "PROXY", "named as Kafka names it: DescribeQuorum lists endpoints by name"
         proxy["controller.discovery.interval.ms"] = "500"  # ask again soon after the grant, not in 30 s
         proxy["listeners"] = proxy["advertised.listeners"] = f"CLIENT://127.0.0.1:{self.client_port}"
-        self.metrics_port = _free_port()
+        self.metrics_port = free_port()
         proxy["metrics.listen"] = f"127.0.0.1:{self.metrics_port}"
         proxy["audit.log.dir"] = str(workdir / "audit")
         del proxy["read.bootstrap.servers"]  # no broker here: the controller answers the proxy's reads
@@ -199,7 +166,7 @@ def sidecar(kafka_lib: Path, tmp_path: Path) -> Iterator[Sidecar]:
             [*pod.java, "kafka.Kafka", str(pod.kafka_properties)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        _wait_for_port(pod.proxy_listener_port, kafka, kafka_log)
+        wait_for_port(pod.proxy_listener_port, kafka, 120, kafka_log)
         yield pod
     finally:
         if kafka.poll() is None:
@@ -233,7 +200,7 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
             [sys.executable, "-m", "envelope_proxy.cli", "run", "--config", str(sidecar.proxy_properties)], stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        _wait_for_port(sidecar.client_port, proxy, proxy_log, timeout=60)
+        wait_for_port(sidecar.client_port, proxy, 60, proxy_log)
         alice = sidecar.admin_client("alice", "alice-secret")
 
         # Step 1 of the guide's ACLs not done yet: the controller refuses the proxy's Envelope.

@@ -25,6 +25,7 @@ from typing import Any
 import javaproperties
 import pytest
 
+from devkit.processes import free_port
 from envelope_proxy.dev_pki import DevPki, generate_dev_pki
 from proxy.net.sasl.credentials import add_user
 from proxy.properties import load_properties
@@ -42,7 +43,6 @@ from tests.images.containers import (
     run_detached,
     wait_until,
 )
-from tests.processes import free_port
 
 UID = 10001
 POD = "envelope-proxy-images-0"

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devkit import wire
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
-from tests.integration import wire
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 CLIENTS = 4
 ANSWERED_BEFORE_KILL = 60

@@ -8,8 +8,8 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}

@@ -8,13 +8,13 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties, start_proxy
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
-from tests.integration import wire
 
 TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
 
@@ -24,18 +24,13 @@ def _create_topic(sock: socket.socket, name: str, correlation_id: int) -> int:
     return int(body.topics[0].error_code)
 
 
-def _plain_login(sock: socket.socket, user: str, password: str) -> Any:
-    assert int(wire.call(sock, 17, 1, {"mechanism": "PLAIN"}).error_code) == 0
-    return wire.call(sock, 36, 2, {"auth_bytes": f"\x00{user}\x00{password}".encode()}, correlation_id=2)
-
-
 def traffic(client: str, plain: str) -> dict[str, Any]:
     """One of each: forwarded (allowed, denied), local answers, reads, request refusals, failed logins, refusals."""
     seen: dict[str, Any] = {}
     with wire.connect(client) as sock:  # admin does a bit of everything, then leaves (cause client)
         versions = wire.call(sock, 18, 3, {"client_software_name": "audit-test", "client_software_version": "2.0"}, 1)
         assert int(versions.error_code) == 0
-        assert int(_plain_login(sock, "admin", DEFAULT_USERS["admin"]).error_code) == 0
+        assert int(wire.sasl_plain_authenticate(sock, "admin", DEFAULT_USERS["admin"]).error_code) == 0
         assert _create_topic(sock, "rec-allowed", 3) == 0
         wire.call(sock, 60, 0, {"include_cluster_authorized_operations": False}, 4)  # DescribeCluster: local
         wire.call(sock, 3, 12, {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}, 5)
@@ -43,16 +38,16 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
         wire.call(sock, 3, 12, named, 6)  # Metadata with topics: a read
         seen["admin_requests"] = 4  # after login: CreateTopics, DescribeCluster, 2 x Metadata
     with wire.connect(client) as sock:
-        assert int(_plain_login(sock, "alice", DEFAULT_USERS["alice"]).error_code) == 0
+        assert int(wire.sasl_plain_authenticate(sock, "alice", DEFAULT_USERS["alice"]).error_code) == 0
         seen["alice_create"] = _create_topic(sock, "rec-denied", 3)
     with wire.connect(client) as sock:
-        seen["wrong_password"] = int(_plain_login(sock, "alice", "wrong").error_code)
+        seen["wrong_password"] = int(wire.sasl_plain_authenticate(sock, "alice", "wrong").error_code)
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
         seen["unsupported_mechanism"] = int(wire.call(sock, 17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code)
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
-        seen["privileged"] = int(_plain_login(sock, PROXY_USER, PROXY_PASSWORD).error_code)
+        seen["privileged"] = int(wire.sasl_plain_authenticate(sock, PROXY_USER, PROXY_PASSWORD).error_code)
         assert wire.is_closed(sock)
     try:
         with wire.connect(client, source="127.0.0.5") as sock:
@@ -90,7 +85,7 @@ async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nurse
     # A logged-in connection still open at shutdown is closed by the drain.
     lingering = await trio.to_thread.run_sync(lambda: wire.connect(client))
     try:
-        assert int((await trio.to_thread.run_sync(_plain_login, lingering, "bob", DEFAULT_USERS["bob"])).error_code) == 0
+        assert int((await trio.to_thread.run_sync(wire.sasl_plain_authenticate, lingering, "bob", DEFAULT_USERS["bob"])).error_code) == 0
         with trio.fail_after(30):
             while len(running.service.sessions) != 1:  # the other connections' sessions have ended
                 await trio.sleep(0.02)

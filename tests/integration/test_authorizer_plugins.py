@@ -15,11 +15,11 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.properties import ConfigError
-from tests.integration import wire
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 CLUSTER_AUTHORIZATION_FAILED = 31

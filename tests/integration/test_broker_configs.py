@@ -7,10 +7,10 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties, start_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
 
 BROKER, BROKER_LOGGER, TOPIC = 4, 8, 2
 INVALID_REQUEST = 42

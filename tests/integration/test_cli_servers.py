@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope_proxy.embedded import client_config, controller_properties, proxy_properties
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 
 def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: Path) -> None:

@@ -18,14 +18,14 @@ from controller.config import parse_controller_config
 from controller.identity import META_PROPERTIES, cluster_id_for
 from controller.server import EmbeddedController
 from controller.topics import broker_ids_of
+from devkit import wire
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.properties import ConfigError
-from tests.integration import wire
-from tests.processes import free_port
 
 CLIENT_TIMEOUT = 60.0
 REQUEST_TIMED_OUT = 7

@@ -8,8 +8,8 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, start_stack
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 API_VERSIONS = wire.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)

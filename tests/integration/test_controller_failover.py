@@ -16,13 +16,13 @@ import trio
 from apiversions import VersionRange
 from controller.config import parse_controller_config
 from controller.server import ControllerConnection, EmbeddedController
+from devkit import wire
 from envelope import kafka_uuid
 from envelope.header import RequestHeaderInfo
 from envelope.wrap import wrap_response
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
 
 NOT_CONTROLLER = 41
 REQUEST_TIMED_OUT = 7

@@ -11,9 +11,9 @@ import pytest
 
 from controller.image import MetadataImage, StoredScramCredential, Topic
 from controller.persistence import MetadataStore, MetadataStoreError
+from devkit import wire
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope_proxy.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
-from tests.integration import wire
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 TIMEOUT = 30
 

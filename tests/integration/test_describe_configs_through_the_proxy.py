@@ -14,9 +14,9 @@ import trio
 
 from authz import AclBinding, AclStore, Operation, PatternType, PermissionType, ResourceType
 from controller.image import Topic
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, EmbeddedStack
-from tests.integration import wire
 
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was sent to an "

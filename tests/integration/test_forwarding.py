@@ -10,11 +10,11 @@ import trio
 
 from apiversions import intersect
 from controller.topics import broker_ids_of
+from devkit import wire
 from envelope.apis import FORWARDABLE
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, client_config
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30

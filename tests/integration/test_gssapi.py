@@ -13,13 +13,13 @@ import gssapi
 import pytest
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.gssapi_mechanism import GSSAPI, NO_SECURITY_LAYER, GssapiServer
 from proxy.properties import ConfigError, Properties
 from tests.conftest import BRIEF_TICKET_SECONDS, OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, CREATE_TOPICS = 17, 36, 19

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.jaas import JaasError
-from tests.integration import wire
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SASL_AUTHENTICATION_FAILED = 58
@@ -46,13 +46,8 @@ async def _stack(nursery: Any, tmp_path: Path, overrides: dict[str, str]) -> Emb
 
 
 def _plain_login(address: str, user: str, password: str) -> int:
-    sock = wire.connect(address)
-    try:
-        assert int(wire.call(sock, 17, 1, {"mechanism": "PLAIN"}, correlation_id=1).error_code) == 0
-        token = b"\x00" + user.encode() + b"\x00" + password.encode()
-        return int(wire.call(sock, 36, 2, {"auth_bytes": token}, correlation_id=2).error_code)
-    finally:
-        sock.close()
+    with wire.connect(address) as sock:
+        return wire.sasl_plain_login(sock, user, password)
 
 
 def _jaas_file(tmp_path: Path, text: str = BROKER_JAAS) -> Path:

@@ -6,8 +6,8 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import start_stack
-from tests.integration import wire
 
 ROUNDS = 20
 METADATA = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}

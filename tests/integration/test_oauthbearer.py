@@ -13,6 +13,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, controller_properties, start_stack
 from proxy.config import parse_proxy_config
 from proxy.net.addresses import ControllerAddress
@@ -24,7 +25,6 @@ from proxy.net.sasl.oauthbearer_mechanism import OAuthBearerServer
 from proxy.properties import ConfigError
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 from tests.proxy.net.sasl.oauth_fixtures import (
     AUDIENCE,

@@ -14,11 +14,11 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -20,13 +20,13 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, PermissionType, ResourceType
+from devkit import wire
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.scram_client import ScramClient
 from tests.audit_records import assert_valid, records_under
-from tests.integration import wire
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 TEN_MINUTES_MS = "600000"
 SHA256 = "SCRAM-SHA-256"

@@ -14,10 +14,10 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, start_stack
 from proxy.forward.read_routes import READ_ROUTES
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 UNKNOWN = ErrorCode.unknown_server_error

@@ -9,9 +9,9 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import EmbeddedStack, client_config, start_stack
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 _LIFETIME_MS = 1500
@@ -36,8 +36,7 @@ def _login(address: str, user: str = "alice") -> socket.socket:
 def _reauthenticate(sock: socket.socket, user: str, password: str) -> Any:
     handshake = wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=10)
     assert int(handshake.error_code) == 0
-    token = b"\x00" + user.encode() + b"\x00" + password.encode()
-    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=11)
+    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": wire.plain_token(user, password)}, correlation_id=11)
 
 
 def _describe_cluster(sock: socket.socket, correlation_id: int) -> Any:

@@ -10,6 +10,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.credentials import add_user
@@ -20,7 +21,6 @@ from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.sasl.scram_mechanism import ScramLogin
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30

@@ -16,11 +16,11 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from devkit import wire
 from envelope_proxy.dev_pki import DevPki, generate_dev_pki
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, client_config, controller_properties, start_stack
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30

@@ -7,9 +7,9 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 SERVED = (38, 39, 40, 64, 80, 81)

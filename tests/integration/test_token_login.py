@@ -10,12 +10,12 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope.principal import serialize_principal
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.scram_client import ScramClient
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 SHA256 = "SCRAM-SHA-256"

@@ -11,11 +11,11 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
-from tests.integration.dropping_controller import DroppingController
+from tests.fake_controller import FakeController
 
 CREATE_TOPICS = 19
 REQUEST_TIMED_OUT = 7
@@ -44,7 +44,7 @@ def _create_topic(address: str, name: str) -> tuple[int, float]:
 
 
 async def _start(
-    nursery: trio.Nursery, tmp_path: Path, controller: DroppingController, forward_timeout: float = FORWARD_TIMEOUT
+    nursery: trio.Nursery, tmp_path: Path, controller: FakeController, forward_timeout: float = FORWARD_TIMEOUT
 ) -> tuple[RunningProxy, str]:
     port = await nursery.start(controller.serve)
     running: RunningProxy = await nursery.start(run_proxy, parse_proxy_config(_config(port, tmp_path / "audit", forward_timeout)))
@@ -60,7 +60,7 @@ def _sample(running: RunningProxy, name: str, labels: dict[str, str] | None = No
 
 
 async def test_a_request_that_drops_the_connection_backs_off_times_out_and_others_go_on(nursery: Any, tmp_path: Path) -> None:
-    controller = DroppingController(poison=b"poison-topic")
+    controller = FakeController(poison=b"poison-topic")
     running, address = await _start(nursery, tmp_path, controller)
     warm_up, _ = await trio.to_thread.run_sync(_create_topic, address, "warm-up")
     assert warm_up == 0
@@ -97,7 +97,7 @@ async def test_a_request_that_drops_the_connection_backs_off_times_out_and_other
 
 
 async def test_a_controller_that_drops_every_request_is_reconnected_to_a_few_times_a_second(nursery: Any, tmp_path: Path) -> None:
-    controller = DroppingController(drop_all=True)
+    controller = FakeController(drop_all=True)
     # Long enough for the waits to reach their maximum (after about 1.5 s), short enough for the suite.
     running, address = await _start(nursery, tmp_path, controller, forward_timeout=6.0)
     started = trio.current_time()

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from devkit.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.processes import skip_or_fail
 from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller
-from tests.interop.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
 from tests.interop.kafka_quorum import KafkaQuorum
 from tests.interop.keycloak import Keycloak, KeycloakToolingMissing, ensure_keycloak
 
@@ -23,20 +24,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "interop: starts a real Apache Kafka KRaft node (needs java 17+, and mvn on first use)")
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
 def _kafka_lib(what: str) -> Path:
     """The Kafka jars, or a skip (a failure when CI=true) naming what is missing for `what`."""
     if "java" in missing_tools():
-        _skip_or_fail(f"java not installed: {what} needs Java 17+")
+        skip_or_fail(f"java not installed: {what} needs Java 17+")
     try:
         return ensure_kafka_jars()
     except KafkaToolingMissing as exc:
-        _skip_or_fail(str(exc))
+        skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
 
 
@@ -75,11 +70,11 @@ def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaQuor
 def keycloak_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
     """One Keycloak for the whole run (it takes 20 s and more to start); each suite makes a realm of its own."""
     if "java" in missing_tools():
-        _skip_or_fail("java not installed: Keycloak needs Java 17+")
+        skip_or_fail("java not installed: Keycloak needs Java 17+")
     try:
         home = ensure_keycloak()
     except KeycloakToolingMissing as exc:
-        _skip_or_fail(str(exc))
+        skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
     # under pytest's basetemp, so keycloak.log outlives the session for post-mortems
     with Keycloak(home=home, workdir=tmp_path_factory.mktemp("keycloak")) as server:

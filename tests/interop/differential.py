@@ -38,6 +38,8 @@ from typing import Any
 
 import trio
 
+from devkit import wire
+from devkit.kafka_node import DELEGATION_TOKEN_SECRET, KafkaNode
 from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
@@ -45,8 +47,6 @@ from envelope.frames import FrameReader, encode_frame
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties
-from tests.integration import wire
-from tests.interop.kafka_node import DELEGATION_TOKEN_SECRET, KafkaNode
 from tests.interop.upstreams import Target, embedded_target, kafka_target
 
 CLOSED = "<connection closed>"

@@ -19,12 +19,12 @@ from authz import Operation, PatternType, PermissionType, ResourceType
 from authz.admin_apis import response_errors
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.kafka_node import DELEGATION_TOKEN_SECRET
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
-from tests.integration import wire
-from tests.interop.kafka_node import DELEGATION_TOKEN_SECRET
 
 ADMIN = Principal("User", "admin")
 BROKER_ID = 1  # the real node's id, and the embedded controller's one registered broker
@@ -103,7 +103,7 @@ def run_embedded_controller() -> Iterator[Controller]:
     stop = trio.Event()
 
     async def main() -> None:
-        # delegation tokens on, as on the node (tests/interop/kafka_node.py)
+        # delegation tokens on, as on the node (devkit/kafka_node.py)
         controller = EmbeddedController(parse_controller_config({**controller_properties(), "delegation.token.secret.key": DELEGATION_TOKEN_SECRET}))
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(controller.run)

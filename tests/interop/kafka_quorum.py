@@ -15,9 +15,9 @@ from types import TracebackType
 
 from kio.schema.errors import ErrorCode
 
+from devkit import wire
+from devkit.kafka_node import NODE_USER, KafkaNode, KafkaNodeError, _cluster_id, _free_port
 from envelope.apis import ApiKey, EndpointType
-from tests.integration import wire
-from tests.interop.kafka_node import NODE_USER, KafkaNode, KafkaNodeError, _cluster_id, _free_port
 
 NODE_IDS = (1, 2, 3)
 NO_LEADER = -1

@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 # The same tooling as the Kafka node's: java, mvn and the shared cache folder.
-from tests.interop.kafka_node import _cache_root, _free_port, _java, missing_tools
+from devkit.kafka_node import _cache_root, _free_port, _java, missing_tools
 
 __all__ = [
     "KEYCLOAK_VERSION",

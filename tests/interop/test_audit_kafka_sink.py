@@ -18,12 +18,12 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties, start_proxy
 from proxy.audit.sinks.kafka import KafkaSink
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
-from tests.integration import wire
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.interop
 

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_node import KafkaNode, ensure_kafka_jars
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
@@ -39,7 +40,6 @@ from tests.interop.client_matrix.jvm_and_kcat import (
     kcat_workflow,
 )
 from tests.interop.client_matrix.workflow import CLUSTER_STEPS, FIRST_PHASE, SECOND_PHASE, WorkflowSpec, normalised
-from tests.interop.kafka_node import KafkaNode, ensure_kafka_jars
 from tests.interop.kafka_quorum import KafkaQuorum
 
 pytestmark = pytest.mark.interop
@@ -59,7 +59,7 @@ UPSTREAMS = ("embedded", "kafka-node", "kafka-quorum")
 PYTHON_CLIENT_TIMEOUT = 300.0
 ADMIN = ("admin", "admin-secret")
 OUTSIDER = ("alice", "alice-secret")
-# The embedded controller configured as the Kafka node is (tests/interop/kafka_node.py): the same static broker configs.
+# The embedded controller configured as the Kafka node is (devkit/kafka_node.py): the same static broker configs.
 EMBEDDED_AS_THE_NODE = {"num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1"}
 # kcat reads metadata only; the admin work around its reads is done by confluent-kafka.
 KCAT_READS = ("describe_topic", "describe_cluster", "refused", "describe_partitions", "after_delete")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import client_config
-from tests.integration import wire
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 
 TIMEOUT = 60.0

@@ -15,7 +15,7 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from tests.interop.kafka_node import KafkaNode
+from devkit.kafka_node import KafkaNode
 from tests.interop.trickle import CLIENT_WAIT, Trickle
 from tests.interop.upstreams import kafka_target, poll
 

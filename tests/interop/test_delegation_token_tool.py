@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_node import KafkaNode
 from tests.interop.differential import EMBEDDED_CONTROLLER_OVERRIDES
-from tests.interop.kafka_node import KafkaNode
 from tests.interop.test_kafka_tools import _client_properties, _tool
 from tests.interop.upstreams import Target, embedded_target, kafka_target
 

@@ -24,9 +24,9 @@ from controller.config_defs import kafka_configs
 from controller.describe_configs import created_topic_configs
 from controller.image import Topic
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.kafka_node import NODE_USER, KafkaNode
 from envelope.apis import ApiKey
-from tests.integration import wire
-from tests.interop.kafka_node import NODE_USER, KafkaNode
 
 pytestmark = pytest.mark.interop
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from devkit.kafka_node import KafkaNode
 from tests.audit_records import assert_valid, records_under
 from tests.interop.differential import Difference, Group, Side, run_group, running_sides
 from tests.interop.differential_scenarios import GROUPS
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.interop
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, _jaas
-from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.principal import Principal, deserialize_principal, serialize_principal
 from envelope.wrap import unwrap
-from tests.integration import wire
 from tests.interop.envelope_client import Controller
-from tests.interop.kafka_node import KafkaNode
 from tests.interop.upstreams import poll
 
 pytestmark = pytest.mark.interop

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from tests.conftest import SERVICE, SERVICE_HOST, Realm
 from tests.integration.conftest import audit_records
 from tests.interop.conftest import _kafka_lib
-from tests.interop.kafka_node import KafkaNode
 from tests.interop.test_conformance import unique
 from tests.interop.upstreams import poll
 

@@ -26,13 +26,13 @@ import pytest
 import trio
 
 from authz.admin_apis import response_errors
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope.header import peek_request_header
 from tests.audit_records import records_under
-from tests.integration import wire
-from tests.interop.kafka_node import KafkaNode
 from tests.interop.upstreams import Target, kafka_target, poll
 
 pytestmark = pytest.mark.interop
@@ -118,7 +118,7 @@ class Send:
 
 
 def login_steps(user: str = USER, password: str = PASSWORD) -> list[Send]:
-    token = b"\x00" + user.encode() + b"\x00" + password.encode()
+    token = wire.plain_token(user, password)
     return [
         Send(SASL_HANDSHAKE, 1, wire.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})),
         Send(SASL_AUTHENTICATE, 2, wire.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token})),

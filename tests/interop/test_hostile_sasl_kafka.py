@@ -35,6 +35,8 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope_proxy.embedded import proxy_properties, start_proxy
@@ -45,9 +47,7 @@ from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY
 from proxy.net.sasl.oauthbearer import CONTROL_A, build_client_first
 from proxy.net.sasl.scram_client import ScramClient
 from tests.audit_records import assert_valid, records_under
-from tests.integration import wire
 from tests.interop.conftest import _kafka_lib
-from tests.interop.kafka_node import KafkaNode
 from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, claims, jwks, rsa_key
 
 pytestmark = pytest.mark.interop
@@ -91,7 +91,7 @@ class PlainLogin(Client):
     mechanism = "PLAIN"
 
     def next(self, challenge: bytes) -> bytes:
-        return b"\x00" + USER.encode() + b"\x00" + PASSWORD.encode()
+        return wire.plain_token(USER, PASSWORD)
 
 
 class ScramLogin(Client):

@@ -7,11 +7,11 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
-from tests.integration import wire
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.interop
 

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.apis import ApiKey, EndpointType
 from envelope.codec import decode_response_body, encode_response
-from tests.integration import wire
-from tests.interop.kafka_node import KafkaNode
 from tests.interop.upstreams import Target, kafka_target
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::DeprecationWarning")]

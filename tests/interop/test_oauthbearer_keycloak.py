@@ -13,6 +13,7 @@ import jwt
 import pytest
 import trio
 
+from devkit.kafka_node import KafkaNode, _free_port, ensure_kafka_jars
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
@@ -22,7 +23,6 @@ from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY, JwksCache, OA
 from proxy.net.sasl.oauthbearer import CONTROL_A, INVALID_TOKEN, build_client_first
 from tests.audit_records import records_under
 from tests.interop.conftest import _kafka_lib
-from tests.interop.kafka_node import KafkaNode, _free_port, ensure_kafka_jars
 from tests.interop.keycloak import Keycloak, KeycloakClient
 
 pytestmark = pytest.mark.interop

@@ -7,12 +7,12 @@ import pytest
 import trio
 
 from apiversions import intersect
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.apis import FORWARDABLE
 from envelope_proxy.embedded import client_config, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 60

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_node import DEFAULT_USERS, PLAIN_MODULE, KafkaNode, _free_port
 from envelope import kafka_uuid
 from tests.integration.conftest import audit_records
-from tests.interop.kafka_node import DEFAULT_USERS, PLAIN_MODULE, KafkaNode, _free_port
 from tests.interop.test_kafka_tools import _classpath, _run
 from tests.interop.upstreams import Target, kafka_target
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS
-from tests.integration import wire
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, outcomes, target, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, poll
 

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from authz import Operation, PatternType, PermissionType, ResourceType
+from devkit.kafka_node import KafkaNode
 from envelope.apis import ApiKey
 from envelope.principal import Principal
 from proxy.forward.service import own_ranges
 from tests.audit_records import assert_valid, records_under
 from tests.interop.differential import CLOSED, Side, normalise, running_sides
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 

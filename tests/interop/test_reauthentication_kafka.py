@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
+from devkit.kafka_node import KafkaNode
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
 from tests.interop.conftest import _kafka_lib
-from tests.interop.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.interop
 
@@ -56,7 +56,7 @@ def _login(address: str, user: str) -> tuple[socket.socket, float]:
 
 
 def _plain(user: str) -> bytes:
-    return b"\x00" + user.encode() + b"\x00" + f"{user}-secret".encode()
+    return wire.plain_token(user, f"{user}-secret")
 
 
 def _reauthenticate(sock: socket.socket, user: str, correlation_id: int) -> tuple[int, int, str | None, float]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop.kafka_node import KafkaNode
+from devkit.kafka_node import KafkaNode
 from tests.spark_audit.scenario import RECORDS
 
 pytestmark = pytest.mark.interop

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import trio
 
+from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars
 from envelope_proxy.dev_pki import DevPki
 from envelope_proxy.embedded import EmbeddedStack
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
 from tests.integration.test_tls import PASSWORD, USERS, address, changes, client
 from tests.integration.test_tls import pki as pki  # fixtures: the PKI, and the proxy with CLIENT (SASL_SSL, SCRAM)
 from tests.integration.test_tls import tls_stack as tls_stack  # and MTLS (SSL, certificates mapped by a RULE)
-from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars
 from tests.interop.test_kafka_tools import TOPICS, _run
 
 pytestmark = pytest.mark.interop

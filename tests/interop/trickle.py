@@ -5,9 +5,9 @@ import time
 
 from kio.schema.errors import ErrorCode
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS
-from tests.integration import wire
 from tests.interop.test_conformance import unique
 
 CLIENT_WAIT = 30.0  # far above request.timeout.ms: a request still unanswered by then is hung

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import trio
 
 from controller.server import EmbeddedController
+from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
-from tests.interop.kafka_node import KafkaNode
 
 READ_TIMEOUT = 30.0
 ACL_PROPAGATION = 5.0

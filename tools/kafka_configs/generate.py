@@ -3,7 +3,7 @@
     .venv/bin/python tools/kafka_configs/generate.py [--check]
 
 Compiles KafkaConfigsDump.java (next to this file) against the Kafka jars that
-tests/interop/kafka_node.py caches (ensure_kafka_jars: Maven Central, once),
+devkit/kafka_node.py caches (ensure_kafka_jars: Maven Central, once),
 runs it, and writes its JSON with a header saying how it was made. The
 embedded controller reads the file to answer DescribeConfigs and to validate
 config changes as that Kafka release does. --check exits 1 when the committed
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.interop.kafka_node import KAFKA_VERSION, ensure_kafka_jars  # noqa: E402
+from devkit.kafka_node import KAFKA_VERSION, ensure_kafka_jars  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "KafkaConfigsDump.java"
 TARGET = ROOT / "controller" / "kafka_configs.json"

@@ -47,7 +47,7 @@ class ClientRunFailed(AssertionError):
 
 
 def _cache_root() -> Path:
-    """Beside the Kafka jars (tests/interop/kafka_node.py): the same variables move both."""
+    """Beside the Kafka jars (devkit/kafka_node.py): the same variables move both."""
     override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
     base = Path(override) if override else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-envelope-proxy"
     return base / "client-matrix"

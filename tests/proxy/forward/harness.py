@@ -17,6 +17,8 @@ from kio.schema.errors import ErrorCode
 
 from apiversions import VersionRange
 from authz.admin_apis import error_response
+from devkit import wire
+from devkit.wire import plain_token
 from envelope.apis import ApiKey
 from envelope.codec import decode_body, decode_response_body, encode_response
 from envelope.frames import FrameReader, encode_frame
@@ -31,7 +33,6 @@ from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import Delivery
 from proxy.upstream.settings import UpstreamSettings
-from tests.integration import wire
 
 NODE_ID = 100
 CLUSTER_ID = "Zm9yd2FyZGluZy11bml0LQ"  # a Kafka Uuid (22 characters of URL-safe base64)
@@ -261,8 +262,7 @@ class Client:
         """SaslHandshake v1 + SaslAuthenticate v2 with PLAIN; the SaslAuthenticate answer."""
         handshake = await self.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=2)
         assert int(handshake.error_code) == 0 and list(handshake.mechanisms) == ["PLAIN"]
-        token = b"\x00" + user.encode() + b"\x00" + password.encode()
-        return await self.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=3)
+        return await self.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": plain_token(user, password)}, correlation_id=3)
 
 
 # -- the proxy --------------------------------------------------------------------------------

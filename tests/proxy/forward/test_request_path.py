@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
+from devkit.processes import free_port, start_server, wait_for_port, write_properties
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from tests.integration import wire
-from tests.processes import free_port, start_server, wait_for_port, write_properties
 
 ROOT = Path(__file__).resolve().parents[3]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"

@@ -7,13 +7,13 @@ import trio
 from trio.testing import MockClock
 
 from apiversions import VersionRange
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE
 from tests.audit_records import assert_valid
-from tests.integration import wire
 from tests.proxy.forward.harness import (
     CLUSTER_ID,
     CONTROLLER_RANGES,

@@ -16,14 +16,14 @@ from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
 from tests.audit_records import records_under
-from tests.integration import wire
-from tests.processes import free_port
 
 NODES = (1, 2, 3)
 WAIT = 30.0  # bound on every wait; none is expected to come near it

@@ -9,6 +9,8 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
+from devkit import wire
+from devkit.processes import free_port
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.mechanisms import UsernamePasswordLogin
@@ -16,9 +18,7 @@ from proxy.net.sasl.plain import plain_client
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings
-from tests.integration import wire
-from tests.processes import free_port
-from tests.proxy.upstream.fake_controller import FakeController
+from tests.fake_controller import FakeController
 
 WAIT = 10.0  # bound on every wait; none is expected to come near it
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import trio
 
+from devkit import wire
 from proxy.net.addresses import ControllerAddress
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings
-from tests.integration import wire
-from tests.proxy.upstream.fake_controller import FakeController
+from tests.fake_controller import FakeController
 
 POISON = b"poison-topic"
 DEADLINE = 3.0  # controller.forward.timeout.ms in the proxy

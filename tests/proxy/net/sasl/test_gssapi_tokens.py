@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from devkit import wire
 from envelope.codec import decode_response_body
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
 from proxy.net.sasl import gssapi_mechanism
@@ -14,7 +15,6 @@ from proxy.net.sasl.machine import Close, LoginFailed, Reply, SaslMachine
 from proxy.net.settings import ListenerConfig, parse_listeners
 from proxy.properties import Properties
 from tests.conftest import SERVICE, Realm
-from tests.integration import wire
 
 GENERIC = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
 

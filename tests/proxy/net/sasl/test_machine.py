@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from devkit import wire
 from envelope.codec import decode_response_body
 from envelope.errors import ProtocolError
 from proxy.net.refusals import (
@@ -18,7 +19,6 @@ from proxy.net.sasl.machine import ApiVersionsRequest, Close, Event, LoggedIn, L
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.settings import ListenerConfig
 from proxy.properties import Properties
-from tests.integration import wire
 
 _PROPERTIES = {
     "listeners": "CLIENT://127.0.0.1:0",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from devkit import wire
 from envelope.codec import decode_response_body
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
 from proxy.net.sasl import machine as machine_module
@@ -31,7 +32,6 @@ from proxy.net.sasl.oauthbearer import (
     reauthentication_delay_ms,
     session_lifetime_ms,
 )
-from tests.integration import wire
 from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, SigningKey, claims, jwks, rsa_key
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.header import peek_request_header
@@ -26,7 +27,6 @@ from proxy.net.sasl.machine import (
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.settings import ListenerConfig, parse_listeners
 from proxy.properties import Properties
-from tests.integration import wire
 from tests.proxy.net.sasl.test_machine import _PROPERTIES, _answer, _authenticate, _handshake
 from tests.proxy.net.sasl.test_machine import _listener as _machine_listener
 

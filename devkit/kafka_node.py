@@ -13,7 +13,7 @@ the storage with `kafka.tools.StorageTool format --standalone`, runs
 `kafka.Kafka` and waits until a real client (confluent-kafka, SASL PLAIN as
 admin) gets metadata listing the node.
 
-    python -m tests.interop.kafka_node          # or: python tests/interop/kafka_node.py
+    python -m devkit.kafka_node
 
 starts one, prints how to point the proxy at it and runs until Ctrl-C.
 """
@@ -39,6 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from devkit.processes import free_port
 
 __all__ = [
     "DEFAULT_USERS",
@@ -191,10 +193,21 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
 # --------------------------------------------------------------------------- node
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def kafka_jvm(lib: Path, workdir: Path, *, heap: str = "384m", options: tuple[str, ...] = (), log4j: Path | None = None) -> list[str]:
+    """The java command line every Kafka JVM here starts with (a node, the sidecar's controller, Kafka's tools): a
+    small serial-GC heap, headless, logs under `workdir`, the jars of `lib`; a main class and its arguments follow."""
+    logging = [f"-Dlog4j2.configurationFile={log4j}"] if log4j is not None else []
+    return [
+        _require_java(),
+        f"-Xmx{heap}",
+        "-XX:+UseSerialGC",
+        *options,
+        "-Djava.awt.headless=true",
+        *logging,
+        f"-Dkafka.logs.dir={workdir}",
+        "-cp",
+        f"{lib}/*",
+    ]
 
 
 def _cluster_id() -> str:
@@ -416,31 +429,20 @@ class KafkaNode:
         if self._process is not None:
             raise KafkaNodeError("already started")
         lib = self._lib_dir or ensure_kafka_jars(self.version)
-        java = _require_java()
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="kafka-node-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self._ports is not None:
             self._broker_port, self._controller_port = self._ports
         else:
-            self._broker_port = _free_port(self.host)
-            self._controller_port = _free_port(self.host)
+            self._broker_port = free_port(self.host)
+            self._controller_port = free_port(self.host)
             while self._controller_port == self._broker_port:
-                self._controller_port = _free_port(self.host)
+                self._controller_port = free_port(self.host)
         self.properties_path.write_text(_render_properties(self.server_properties()))
         log4j = self.workdir / "log4j2.properties"
         log4j.write_text(LOG4J2_PROPERTIES)
-        jvm = [
-            java,
-            f"-Xmx{self.heap}",
-            "-XX:+UseSerialGC",
-            *self.jvm_options,
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dkafka.logs.dir={self.workdir}",
-            "-cp",
-            f"{lib}/*",
-        ]
+        jvm = kafka_jvm(lib, self.workdir, heap=self.heap, options=tuple(self.jvm_options), log4j=log4j)
         self._log_file = open(self.log_path, "ab")  # closed in stop()
         self._jvm = jvm
         try:
@@ -647,7 +649,7 @@ def _proxy_properties(node: KafkaNode, proxy_port: int) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.interop.kafka_node", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m devkit.kafka_node", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", default=KAFKA_VERSION, help="Kafka version from Maven Central (default %(default)s)")
     parser.add_argument(
         "--proxy-not-super-user", action="store_true", help="leave User:proxy out of super.users and grant it ClusterAction by ACL"
@@ -671,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         with _sigterm_as_interrupt(), node:
             proxy_file = node.workdir / "proxy.properties"
-            proxy_file.write_text(_render_properties(_proxy_properties(node, _free_port())))
+            proxy_file.write_text(_render_properties(_proxy_properties(node, free_port())))
             users = ", ".join(f"{name}/{password}" for name, password in node.users.items())
             upstream = "\n".join(f"  {key}={value}" for key, value in node.proxy_upstream_properties().items())
             print(

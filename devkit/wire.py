@@ -52,9 +52,18 @@ def is_closed(sock: socket.socket) -> bool:
         return True
 
 
-def sasl_plain_login(sock: socket.socket, user: str, password: str) -> int:
-    handshake = call(sock, 17, 1, {"mechanism": "PLAIN"}, correlation_id=1)
+def plain_token(user: str, password: str, authzid: str = "") -> bytes:
+    """RFC 4616's message: authzid NUL authcid NUL password."""
+    return f"{authzid}\x00{user}\x00{password}".encode()
+
+
+def sasl_plain_authenticate(sock: socket.socket, user: str, password: str, correlation_id: int = 1) -> Any:
+    """SaslHandshake(PLAIN) v1, then SaslAuthenticate v2: the decoded SaslAuthenticate answer."""
+    handshake = call(sock, 17, 1, {"mechanism": "PLAIN"}, correlation_id=correlation_id)
     assert int(handshake.error_code) == 0
-    token = b"\x00" + user.encode() + b"\x00" + password.encode()
-    result = call(sock, 36, 2, {"auth_bytes": token}, correlation_id=2)
-    return int(result.error_code)
+    return call(sock, 36, 2, {"auth_bytes": plain_token(user, password)}, correlation_id=correlation_id + 1)
+
+
+def sasl_plain_login(sock: socket.socket, user: str, password: str) -> int:
+    """The error code of a PLAIN login on `sock` (0: logged in)."""
+    return int(sasl_plain_authenticate(sock, user, password).error_code)
