@@ -53,7 +53,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit envelope_proxy fuzz
+	$(VENV)/bin/mypy envelope apiversions authz proxy controller spark_audit envelope_proxy fuzz devkit
 
 # The import rules of docs/architecture.md (import-linter contracts in pyproject.toml).
 layers: $(STAMP)

@@ -25,7 +25,10 @@ def wait_for_port(port: int, process: "subprocess.Popen[Any]", deadline: float =
     """Until `port` accepts connections; AssertionError when `process` exits first or after `deadline` seconds (with
     the end of `log`, the process's output, when given)."""
     end = time.monotonic() + deadline
-    tail = lambda: "" if log is None or not log.exists() else ":\n" + log.read_text(errors="replace")[-4000:]  # noqa: E731
+
+    def tail() -> str:
+        return "" if log is None or not log.exists() else ":\n" + log.read_text(errors="replace")[-4000:]
+
     while time.monotonic() < end:
         if process.poll() is not None:
             raise AssertionError(f"server exited with {process.returncode} before listening on {port}{tail()}")
