@@ -33,11 +33,11 @@ from typing import Any
 
 import pytest
 
+from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.processes import free_port, skip_or_fail
 from tests.audit_records import assert_valid, records_under
 from tests.deploy.deploy_files import ROOT
 from tests.deploy.guide_blocks import host_path_blocks, host_path_script
-from tests.interop.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
-from tests.processes import free_port
 
 pytestmark = pytest.mark.interop
 
@@ -45,25 +45,19 @@ GUIDE_TIMEOUT = 900.0  # the whole host path; about 3 minutes on a busy 2-core m
 PORTS = ("CLIENT_PORT", "CONTROLLER_PORT", "BROKER_PORT", "PROXY_PORT", "METRICS_PORT")
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def kafka_lib() -> Path:
     if "java" in missing_tools():
-        _skip_or_fail("java not installed: the guide's Kafka node needs Java 17+")
+        skip_or_fail("java not installed: the guide's Kafka node needs Java 17+")
     if shutil.which("curl") is None:
-        _skip_or_fail("curl not installed: the guide waits for the proxy's /readyz with it")
+        skip_or_fail("curl not installed: the guide waits for the proxy's /readyz with it")
     if not (Path(sys.prefix) / "bin" / "envelope-proxy").is_file():
         # the guide's VENV is this test's environment: without envelope-proxy in it, the guide would pip-install into it
-        _skip_or_fail(f"no envelope-proxy in {sys.prefix}: run the tests from the environment `make test` makes")
+        skip_or_fail(f"no envelope-proxy in {sys.prefix}: run the tests from the environment `make test` makes")
     try:
         return ensure_kafka_jars()
     except KafkaToolingMissing as exc:
-        _skip_or_fail(str(exc))
+        skip_or_fail(str(exc))
         raise
 
 

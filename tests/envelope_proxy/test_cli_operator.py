@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from devkit.processes import write_properties
 from envelope_proxy.config_keys import check_keys
 from envelope_proxy.embedded import controller_properties, proxy_properties
 from spark_audit import audit_input
-from tests.processes import write_properties
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMAND = Path(sys.executable).parent / "envelope-proxy"

@@ -8,9 +8,9 @@ from typing import Any
 
 import trio
 
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, client_config, start_stack
-from tests.integration import wire
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30

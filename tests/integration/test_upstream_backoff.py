@@ -1,4 +1,4 @@
-"""The proxy in front of a controller that drops the connection on a request (tests/integration/dropping_controller.py),
+"""The proxy in front of a controller that drops the connection on a request (tests/fake_controller.py),
 with Kafka's reconnect backoff defaults (50 ms doubling to 1 s): the request is re-sent no faster than the backoff,
 answered REQUEST_TIMED_OUT once controller.forward.timeout.ms runs out, and other clients' requests are answered
 meanwhile. Before the backoff, the proxy re-sent at once: over 1,000 connects a second here, on loopback.

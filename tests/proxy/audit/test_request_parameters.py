@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from authz.admin_apis import ADMIN_APIS, HIDDEN, resources_of
+from devkit import wire
 from envelope.apis import ApiKey
 from envelope.codec import decode_body
 from envelope.header import RequestHeaderInfo, peek_request_header
@@ -20,7 +21,6 @@ from proxy.audit.config_secrets import config_types, sensitive
 from proxy.audit.pipeline import AuditLevels, AuditLog
 from proxy.audit.request_records import Caller, Forwarding, RequestAudit
 from tests.audit_records import assert_valid
-from tests.integration import wire
 from tests.proxy.audit.test_pipeline import FlakySink
 
 CALLER = Caller("User:alice", "PLAIN", "CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 50000, "c-1", "librdkafka", "2.16.0")
