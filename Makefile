@@ -61,7 +61,7 @@ layers: $(STAMP)
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
 test: $(STAMP) tools browser lint typecheck layers image-when-possible class-archive client-matrix-tools
-	$(PY) -m pytest -q
+	$(PY) -m devkit.test_tiers
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
 # generated lines (about 90 s), then mapped by every Spark session the package starts. Never fails the build.
