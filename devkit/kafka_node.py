@@ -1,7 +1,7 @@
 """A scripted, throwaway Apache Kafka KRaft node (broker + controller) for interop tests and for users.
 
 Nothing from Kafka is committed: `ensure_kafka_jars()` asks Maven to copy the
-jars named by `tests/interop/kafka/pom.xml` (kafka_2.13, kafka-tools, a log4j2
+jars named by `devkit/kafka/pom.xml` (kafka_2.13, kafka-tools, a log4j2
 binding) from Maven Central into a per-version cache folder, once.
 
 `KafkaNode` writes a `server.properties` for a combined node with SASL_PLAINTEXT

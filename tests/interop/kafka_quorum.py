@@ -16,7 +16,8 @@ from types import TracebackType
 from kio.schema.errors import ErrorCode
 
 from devkit import wire
-from devkit.kafka_node import NODE_USER, KafkaNode, KafkaNodeError, _cluster_id, _free_port
+from devkit.kafka_node import NODE_USER, KafkaNode, KafkaNodeError, _cluster_id
+from devkit.processes import free_port
 from envelope.apis import ApiKey, EndpointType
 
 NODE_IDS = (1, 2, 3)
@@ -35,9 +36,9 @@ class KafkaQuorum:
     """Use as a context manager; every wait is bounded and close() ends every JVM, also after a failure."""
 
     def __init__(self, workdir: Path, *, lib_dir: Path | None = None, heap: str = "256m", startup_timeout: float = 180.0) -> None:
-        ports = {node: (_free_port(), _free_port()) for node in NODE_IDS}
+        ports = {node: (free_port(), free_port()) for node in NODE_IDS}
         while len({port for pair in ports.values() for port in pair}) != 2 * len(NODE_IDS):
-            ports = {node: (_free_port(), _free_port()) for node in NODE_IDS}
+            ports = {node: (free_port(), free_port()) for node in NODE_IDS}
         self.voters = ",".join(f"{node}@127.0.0.1:{controller}" for node, (_, controller) in ports.items())
         self.startup_timeout = startup_timeout
         cluster_id = _cluster_id()

@@ -49,7 +49,8 @@ from types import TracebackType
 from typing import Any, Literal
 
 # The same tooling as the Kafka node's: java, mvn and the shared cache folder.
-from devkit.kafka_node import _cache_root, _free_port, _java, missing_tools
+from devkit.kafka_node import _cache_root, _java, missing_tools
+from devkit.processes import free_port
 
 __all__ = [
     "KEYCLOAK_VERSION",
@@ -531,10 +532,10 @@ class Keycloak(KeycloakAdmin):
             self._workdir = Path(tempfile.mkdtemp(prefix="keycloak-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         home = self._instance_home(dist)
-        self.port = _free_port(self.host)
-        self.management_port = _free_port(self.host)
+        self.port = free_port(self.host)
+        self.management_port = free_port(self.host)
         while self.management_port == self.port:
-            self.management_port = _free_port(self.host)
+            self.management_port = free_port(self.host)
         self.base_url = f"http://{self.host}:{self.port}"
         command = [
             str(home / "bin" / "kc.sh"),

@@ -13,7 +13,8 @@ import jwt
 import pytest
 import trio
 
-from devkit.kafka_node import KafkaNode, _free_port, ensure_kafka_jars
+from devkit.kafka_node import KafkaNode, ensure_kafka_jars
+from devkit.processes import free_port
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
@@ -276,7 +277,7 @@ async def test_token_expiry_forces_re_authentication_of_a_long_lived_connection(
 def oauth_node(keycloak: Keycloak, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaNode, str]]:
     """A Kafka node with an OAUTH listener that validates this realm's tokens as a broker operator configures it
     (and its PLAIN listeners for the proxy and for admin); yields the node and the OAUTH listener's address."""
-    broker, controller, oauth = (_free_port() for _ in range(3))
+    broker, controller, oauth = (free_port() for _ in range(3))
     endpoints = f"BROKER://127.0.0.1:{broker},CONTROLLER://127.0.0.1:{controller},OAUTH://127.0.0.1:{oauth}"
     extra = {
         "listeners": endpoints,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import trio
 
-from devkit.kafka_node import DEFAULT_USERS, PLAIN_MODULE, KafkaNode, _free_port
+from devkit.kafka_node import DEFAULT_USERS, PLAIN_MODULE, KafkaNode
+from devkit.processes import free_port
 from envelope import kafka_uuid
 from tests.integration.conftest import audit_records
 from tests.interop.test_kafka_tools import _classpath, _run
@@ -47,7 +48,7 @@ def _new_controller(directory: Path, cluster_id: str) -> tuple[Path, str]:
                 "process.roles=controller",
                 f"node.id={NEW_CONTROLLER_ID}",
                 "controller.listener.names=CONTROLLER",
-                f"listeners=CONTROLLER://127.0.0.1:{_free_port()}",
+                f"listeners=CONTROLLER://127.0.0.1:{free_port()}",
                 "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT",
                 f"metadata.log.dir={metadata}",
                 "security.protocol=SASL_PLAINTEXT",
