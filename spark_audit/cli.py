@@ -272,6 +272,16 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
         except OSError as exc:
             print(f"{PROG}: --output: cannot create {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 2
+        if not os.access(args.output, os.W_OK | os.X_OK):
+            # In the audit image the job runs as uid 10001: a mounted folder owned by another user fails deep in
+            # Spark with a bare "Permission denied"; say whose it is and who writes.
+            owner = os.stat(args.output).st_uid
+            print(
+                f"{PROG}: --output: {args.output} is owned by uid {owner} and not writable by this process (uid {os.getuid()}); "
+                f"give it to uid {os.getuid()} (e.g. chown -R {os.getuid()} {args.output}) or choose another folder",
+                file=sys.stderr,
+            )
+            return 2
     owns_session = SparkSession.getActiveSession() is None
     log = log_path(args.output) if owns_session and master is not None else None
     resources = Resources(

@@ -19,6 +19,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
+from envelope.responses import error_name
 from proxy.forward.edge_authz import SharedGeneration
 from proxy.forward.reads import NotServed, ReadPath, ReadUnavailable
 from proxy.net.sasl.scram_mechanism import ScramServerSide
@@ -26,6 +27,8 @@ from proxy.net.sasl.token_cache import TokenCache, TokenInfo
 from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
+
+_TOKENS_DISABLED = "delegation tokens disabled on the cluster"
 
 DESCRIBE_VERSION = 3
 """The newest DescribeDelegationToken Kafka 4.3 serves; upstream_call steps down to what the upstream speaks."""
@@ -72,8 +75,18 @@ class TokenMirror:
             response = await self.path.upstream_call(ApiKey.DESCRIBE_DELEGATION_TOKEN, DESCRIBE_VERSION, {"owners": None})
         except ReadUnavailable as exc:
             return self._failed(str(exc), advise=isinstance(exc, NotServed))
-        if int(response.error_code) != ErrorCode.none:
-            return self._failed(f"DescribeDelegationToken answered error {int(response.error_code)}")
+        code = int(response.error_code)
+        if code == ErrorCode.delegation_token_auth_disabled:
+            # Not a failure of the proxy's: the cluster has no delegation.token.secret.key, so no token exists and a
+            # token login is refused as the cluster's brokers refuse it. Said once, at INFO.
+            if self._failing != _TOKENS_DISABLED:
+                log.info("delegation tokens are disabled on the cluster (%s answered DELEGATION_TOKEN_AUTH_DISABLED, error %d): token logins are refused", self.path.upstream.settings.address, code)
+            self._failing = _TOKENS_DISABLED
+            for cache in self.caches:
+                cache.clear()
+            return False
+        if code != ErrorCode.none:
+            return self._failed(f"DescribeDelegationToken answered {error_name(code)} (error {code})")
         tokens = [
             TokenInfo(
                 token_id=str(t.token_id),
@@ -93,8 +106,8 @@ class TokenMirror:
         return True
 
     def _failed(self, why: str, *, advise: bool = True) -> bool:
-        # Said once per outage (the first refresh included), not every period.
-        if self._failing is None:
+        # Said once per outage (the first refresh included), not every period; tokens disabled was no outage.
+        if self._failing is None or self._failing == _TOKENS_DISABLED:
             log.warning(
                 "delegation tokens: cannot read them from %s (%s); token logins fail until it answers%s",
                 self.path.upstream.settings.address,

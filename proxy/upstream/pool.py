@@ -441,7 +441,9 @@ class ControllerPool:
         server = active if active.node_id is not None else link.server
         if server != self.active:
             identity = self.settings.username or self.settings.certificate_dn or "ANONYMOUS"
-            log.info("active controller: %s (%s, as %s)", server, self.settings.security_protocol, identity)
+            # A pool over brokers (read.bootstrap.servers: no discovery) names the broker it reads from, not a controller.
+            role = "active controller" if self.settings.discover else "read upstream broker"
+            log.info("%s: %s (%s, as %s)", role, server, self.settings.security_protocol, identity)
         link.server = server
         stale = [idle for idle in self._idle if idle.server != server]
         self._idle = [idle for idle in self._idle if idle.server == server]

@@ -62,3 +62,19 @@ async def test_the_warning_advises_a_broker_listener_only_when_the_upstream_does
     (warning,) = [record.message for record in caplog.records if "cannot read them" in record.message]
     assert str(failure) in warning
     assert ("a broker listener in read.bootstrap.servers" in warning) is advised
+
+
+async def test_tokens_disabled_on_the_cluster_is_said_once_at_info_and_other_errors_by_name(caplog: pytest.LogCaptureFixture) -> None:
+    """Found by a newcomer following docs/deploy.md: every start warned "DescribeDelegationToken answered error 61".
+    A cluster without delegation.token.secret.key is no failure of the proxy's: one INFO line says what it means."""
+    caplog.set_level("INFO", logger="proxy.forward.token_mirror")
+    disabled = SimpleNamespace(error_code=ErrorCode.delegation_token_auth_disabled, tokens=[])
+    mirror = TokenMirror(_Upstream(disabled, disabled, SimpleNamespace(error_code=ErrorCode.cluster_authorization_failed, tokens=[])), 5.0)  # type: ignore[arg-type]
+    mirror.caches = [TokenCache()]
+    assert not await mirror.refresh()
+    assert not await mirror.refresh()
+    said = [(record.levelname, record.message) for record in caplog.records]
+    assert len(said) == 1 and said[0][0] == "INFO" and "DELEGATION_TOKEN_AUTH_DISABLED" in said[0][1]
+    assert not await mirror.refresh()
+    (warning,) = [record.message for record in caplog.records if record.levelname == "WARNING"]
+    assert "CLUSTER_AUTHORIZATION_FAILED (error 31)" in warning
