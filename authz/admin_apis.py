@@ -15,6 +15,7 @@ user, mechanism and iterations, never the salt or the salted password; token req
 lifetimes and periods, never the HMAC. Each list keeps at most the bounds' entries, the rest counted by path.
 """
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -342,7 +343,7 @@ def _alter_quotas(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
                 item.entity, "entries.entity", lambda e: {"entityType": bounds.text(e.entity_type), "entityName": bounds.text(e.entity_name)}
             ),
             "ops": bounds.rows(
-                item.ops, "entries.ops", lambda o: {"key": bounds.text(o.key), "value": float(o.value), "remove": bool(o.remove)}
+                item.ops, "entries.ops", lambda o: {"key": bounds.text(o.key), "value": _json_number(float(o.value)), "remove": bool(o.remove)}
             ),
         }
 
@@ -422,6 +423,14 @@ def _describe_quorum(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
 
 def _unregister_broker(body: Any, _: ParameterBounds) -> dict[str, Any]:
     return {"brokerId": int(body.broker_id)}
+
+
+def _json_number(value: float) -> float | str:
+    """A quota value as JSON can hold it: NaN and the infinities (a client may send them; Kafka refuses them) as
+    Java prints them, "NaN", "Infinity", "-Infinity", rather than the null a JSON encoder would write."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 ADMIN_APIS: dict[int, AdminApi] = {

@@ -232,6 +232,16 @@ async def test_alter_client_quotas_says_entities_and_values() -> None:
     }
 
 
+async def test_a_quota_value_that_is_no_number_is_kept_as_java_prints_it() -> None:
+    """Found by the differential conformance tier: a NaN quota (Kafka refuses it) was written as null, which the
+    schema refused; it is kept as Java prints it."""
+    ops = [{"key": k, "value": v, "remove": False} for k, v in (("a", float("nan")), ("b", float("inf")), ("c", float("-inf")))]
+    values = {"entries": [{"entity": [{"entity_type": "user", "entity_name": "q"}], "ops": ops}], "validate_only": True}
+    data, line = await intent(ApiKey.ALTER_CLIENT_QUOTAS, 1, values)
+    assert [op["value"] for op in data["request"]["entries"][0]["ops"]] == ["NaN", "Infinity", "-Infinity"]
+    assert b"null" not in line.split(b'"request"', 1)[1]
+
+
 async def test_scram_credentials_say_user_mechanism_and_iterations_never_salt_or_salted_password() -> None:
     salt, salted = b"SALT-bytes-never-shown", b"SALTED-PASSWORD-never-shown"
     values = {

@@ -51,7 +51,7 @@ def _project_file(filename: str) -> str | None:
     if not path.is_absolute() or ROOT not in path.parents:
         return None
     relative = path.relative_to(ROOT).as_posix()
-    if relative.startswith((".venv/", "tests/")):
+    if relative.startswith((".venv/", "tests/", "devkit/")):  # the test's own client and its kit
         return None
     return relative
 
