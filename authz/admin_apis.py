@@ -297,40 +297,32 @@ def _list_reassignments(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
 # -- parameters: ACLs ---------------------------------------------------------------------------------------
 
 
-def _create_acls(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
-    version = int(body.__version__)
+def _acl_entries(field: str, pattern_field: str, suffix: str) -> Callable[[Any, ParameterBounds], dict[str, Any]]:
+    """CreateAcls' bindings and DeleteAcls' filters, one shape: a filter's fields carry `_filter` (but for the
+    operation and permission), and v0 has no pattern type, which Kafka reads as LITERAL."""
 
-    def creation(item: Any) -> dict[str, Any]:
-        pattern = item.resource_pattern_type if version >= 1 else PatternType.LITERAL
-        return {
-            "resourceType": _acl_name(ResourceType, item.resource_type),
-            "resourceName": bounds.text(item.resource_name),
-            "patternType": _acl_name(PatternType, pattern),
-            "principal": bounds.text(item.principal),
-            "host": bounds.text(item.host),
-            "operation": _acl_name(Operation, item.operation),
-            "permissionType": _acl_name(PermissionType, item.permission_type),
-        }
+    def parameters(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
+        version = int(body.__version__)
 
-    return {"creations": bounds.rows(body.creations, "creations", creation)}
+        def entry(item: Any) -> dict[str, Any]:
+            pattern = getattr(item, pattern_field) if version >= 1 else PatternType.LITERAL
+            return {
+                "resourceType": _acl_name(ResourceType, getattr(item, f"resource_type{suffix}")),
+                "resourceName": bounds.text(getattr(item, f"resource_name{suffix}")),
+                "patternType": _acl_name(PatternType, pattern),
+                "principal": bounds.text(getattr(item, f"principal{suffix}")),
+                "host": bounds.text(getattr(item, f"host{suffix}")),
+                "operation": _acl_name(Operation, item.operation),
+                "permissionType": _acl_name(PermissionType, item.permission_type),
+            }
+
+        return {field: bounds.rows(getattr(body, field), field, entry)}
+
+    return parameters
 
 
-def _delete_acls(body: Any, bounds: ParameterBounds) -> dict[str, Any]:
-    version = int(body.__version__)
-
-    def acl_filter(item: Any) -> dict[str, Any]:
-        pattern = item.pattern_type_filter if version >= 1 else PatternType.LITERAL
-        return {
-            "resourceType": _acl_name(ResourceType, item.resource_type_filter),
-            "resourceName": bounds.text(item.resource_name_filter),
-            "patternType": _acl_name(PatternType, pattern),
-            "principal": bounds.text(item.principal_filter),
-            "host": bounds.text(item.host_filter),
-            "operation": _acl_name(Operation, item.operation),
-            "permissionType": _acl_name(PermissionType, item.permission_type),
-        }
-
-    return {"filters": bounds.rows(body.filters, "filters", acl_filter)}
+_create_acls = _acl_entries("creations", "resource_pattern_type", "")
+_delete_acls = _acl_entries("filters", "pattern_type_filter", "_filter")
 
 
 # -- parameters: quotas, SCRAM credentials, tokens ---------------------------------------------------------
