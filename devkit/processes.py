@@ -1,6 +1,7 @@
 """The proxy and the embedded controller as real processes on loopback, for tests and benchmarks."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +44,17 @@ def wait_for_port(port: int, process: "subprocess.Popen[Any]", deadline: float =
 def start_server(args: list[str], log: Path) -> "subprocess.Popen[Any]":
     """`envelope-proxy <args>` (run, controller, ...) as a process of the current interpreter, its output in `log`."""
     return subprocess.Popen([sys.executable, "-m", "envelope_proxy.cli", *args], stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def stop_process(process: "subprocess.Popen[Any]", timeout: float = 30.0) -> int:
+    """SIGTERM, the graceful stop every server here drains on, then SIGKILL after `timeout` seconds; the exit status."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(10)
 
 
 def skip_or_fail(reason: str, *, required: bool = True) -> None:

@@ -28,23 +28,13 @@ import javaproperties
 import pytest
 
 from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars, kafka_jvm, missing_tools
-from devkit.processes import free_port, skip_or_fail, wait_for_port
+from devkit.processes import free_port, skip_or_fail, stop_process, wait_for_port
 from envelope_proxy.dev_pki import DevPki
 from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file, sidecar_cluster_id
 
 pytestmark = pytest.mark.interop
 
 CLUSTER_ID = sidecar_cluster_id()  # the manifest's: the storage is formatted with it and the proxy is told it
-
-
-def _stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return process.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +222,7 @@ def test_sidecar_configuration_in_front_of_a_real_controller(sidecar: Sidecar) -
         with urllib.request.urlopen(f"{proxy_container}/metrics", timeout=5) as response:
             assert "envelope_proxy_upstream_connected 1.0" in response.read().decode()
     finally:
-        assert _stop(proxy) == 0, proxy_log.read_text()[-4000:]
+        assert stop_process(proxy, 60) == 0, proxy_log.read_text()[-4000:]
 
     records = [json.loads(line) for path in sorted((sidecar.workdir / "audit").glob("*.jsonl")) for line in path.read_text().splitlines()]
     outcomes = [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from devkit import wire
-from devkit.processes import free_port, start_server, wait_for_port, write_properties
+from devkit.processes import free_port, start_server, stop_process, wait_for_port, write_properties
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 
@@ -116,17 +116,6 @@ def run_until_killed(tmp_path: Path) -> CrashRun:
     return run
 
 
-def _stop(process: "subprocess.Popen[Any]") -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-    return int(process.returncode)
-
-
 def test_sigkill_keeps_the_intent_of_every_answered_request_and_a_restart_publishes_the_leftovers(tmp_path: Path) -> None:
     run = run_until_killed(tmp_path)
     try:
@@ -147,7 +136,7 @@ def test_sigkill_keeps_the_intent_of_every_answered_request_and_a_restart_publis
             assert set(run.staged_at_kill) <= published
             assert f"published {len(run.staged_at_kill)} files left in" in (tmp_path / "proxy-restart.log").read_text()
         finally:
-            assert _stop(restarted) == 0, (tmp_path / "proxy-restart.log").read_text()[-3000:]
+            assert stop_process(restarted) == 0, (tmp_path / "proxy-restart.log").read_text()[-3000:]
         assert list((run.audit_dir / ".staging").glob("*.jsonl")) == []
         after = records_under(run.audit_dir)
         assert {r["id"] for r in records} <= {r["id"] for r in after}  # publishing lost nothing
@@ -170,4 +159,4 @@ def test_sigkill_keeps_the_intent_of_every_answered_request_and_a_restart_publis
         expected = [r for r in after if r["data"].get("requestId") in cut_short and r["data"]["stage"] == "intent"]
         assert summary["intents_without_outcome"] == sum(1 for r in expected if _instant(r["time"]) <= newest - 1.0)
     finally:
-        assert _stop(run.controller) == 0
+        assert stop_process(run.controller) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.processes import free_port, start_server, wait_for_port, write_properties
+from devkit.processes import free_port, start_server, stop_process, wait_for_port, write_properties
 from envelope_proxy.embedded import client_config, controller_properties, proxy_properties
 
 
@@ -36,12 +36,7 @@ def test_sigterm_stops_the_proxy_cleanly_and_publishes_the_audit_file(tmp_path: 
         assert proxy.wait(timeout=30) == 0, (tmp_path / "proxy.log").read_text()
     finally:
         for process in (proxy, controller):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop_process(process)
     assert controller.returncode == 0
     published = list((tmp_path / "audit").glob("*.jsonl"))
     assert len(published) == 1

@@ -2,7 +2,6 @@
 
 import json
 import signal
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,20 +11,10 @@ import pytest
 from controller.image import MetadataImage, StoredScramCredential, Topic
 from controller.persistence import MetadataStore, MetadataStoreError
 from devkit import wire
-from devkit.processes import free_port, start_server, wait_for_port, write_properties
+from devkit.processes import free_port, start_server, stop_process, wait_for_port, write_properties
 from envelope_proxy.embedded import DEFAULT_USERS, client_config, controller_properties, proxy_properties
 
 TIMEOUT = 30
-
-
-def _stop(process: subprocess.Popen[Any]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
 
 
 def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
@@ -105,8 +94,8 @@ def test_acknowledged_changes_survive_kill_9(tmp_path: Path) -> None:
             ],
         }
     finally:
-        _stop(proxy)
-        _stop(controller)
+        stop_process(proxy)
+        stop_process(controller)
     assert seen == {
         "topics": ["kept-0", "kept-1", "kept-2", "kept-3"],
         "kept-0 partitions": 4,

@@ -7,7 +7,6 @@ the other process sees. A connection is known to have landed on a process by the
 wrote for the connection's client port."""
 
 import base64
-import signal
 import socket
 import subprocess
 import time
@@ -21,7 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, PermissionType, ResourceType
 from devkit import wire
-from devkit.processes import free_port, start_server, wait_for_port, write_properties
+from devkit.processes import free_port, start_server, stop_process, wait_for_port, write_properties
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.net.sasl.credentials import add_user
@@ -99,16 +98,6 @@ class Proxies:
         return [{record["source"] for record in records_under(directory)} for directory in self.audit_dirs]
 
 
-def _stop(process: "subprocess.Popen[Any]") -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _wait_for_log(log: Path, text: str, count: int, process: "subprocess.Popen[Any]", deadline: float) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -158,7 +147,7 @@ def proxies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proxies,
         yield Proxies(tmp_path, audit_dirs, deadline), f"127.0.0.1:{client_port}", f"127.0.0.1:{tokens_port}"
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
     assert [process.returncode for process in processes] == [0, 0, 0]
     assert_valid(records_under(tmp_path))  # the new `source` too
     lowest = min(client_port, tokens_port)  # the files are named after the lowest client listener port
