@@ -75,7 +75,8 @@ async def _read(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, h
             # Metadata v0 and v1 carry no cluster id
             path.identity.accept(f"read upstream {path.upstream.settings.address}", getattr(response, "cluster_id", None))
             path.broker_view.learn(response)
-            upstream_topics = [_with_newer_fields(as_dict(t)) for t in response.topics]
+            older = int(type(response).__version__) < header.api_version  # an upstream that ends below the client
+            upstream_topics = [_with_newer_fields(as_dict(t)) if older else as_dict(t) for t in response.topics]
             if not explicit:
                 # All-topics requests silently leave out what the client may not DESCRIBE, as Kafka does.
                 everything = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in upstream_topics]
@@ -125,7 +126,8 @@ async def _by_id(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
         topics = [_topic_id_error(i, ErrorCode.unknown_server_error) for i in ids]
     else:
         path.broker_view.learn(response)
-        answered = {t["topic_id"]: t for t in (_with_newer_fields(as_dict(t)) for t in response.topics) if t["topic_id"] is not None}
+        # v12+ on both sides (checked above): the topics have every field the client's version has
+        answered = {t["topic_id"]: t for t in (as_dict(t) for t in response.topics) if t["topic_id"] is not None}
         named = [answered[i] for i in ids if i in answered and answered[i]["name"] is not None]
         accesses = [topic_access(str(t["name"]), Operation.DESCRIBE) for t in named]
         visible = await path.allowed(ctx, accesses)
