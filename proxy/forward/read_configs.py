@@ -71,7 +71,7 @@ def _routes(wanted: list[dict[str, Any]], brokers: BrokerSet, upstream_id: int) 
         broker_id = _broker_id(int(resource["resource_type"]), name)
         broker = None if broker_id is None else brokers.get(broker_id)
         if broker is not None and broker.upstream is not None:
-            routes.append((broker.upstream, name if broker.upstream.node_id is None else str(broker.upstream.node_id)))
+            routes.append((broker.upstream, str(broker.node_id)))
         elif broker is not None and upstream_id >= 0:
             routes.append((None, str(upstream_id)))
         else:
