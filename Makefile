@@ -40,7 +40,7 @@ kafka-jars: $(STAMP)
 # ~/.cache/kafka-envelope-proxy/client-matrix from the pinned tests/interop/client_matrix/{kadm,kafkajs} (Go module
 # proxy, npm registry; about a minute the first time, nothing after). Without go or node their matrix cells fail.
 client-matrix-tools: $(STAMP)
-	@$(PY) -m tests.interop.client_matrix.go_and_node >/dev/null || { echo "the client matrix's Go and Node clients could not be made (see above)"; [ "$$CI" != true ]; }
+	@$(PY) -m devkit.client_tools >/dev/null || { echo "the client matrix's Go and Node clients could not be made (see above)"; [ "$$CI" != true ]; }
 
 # A real KRaft node (broker+controller, SASL_PLAINTEXT, StandardAuthorizer) for manual use; prints the proxy settings.
 kafka: kafka-jars

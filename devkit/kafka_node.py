@@ -108,7 +108,7 @@ def _require_java() -> str:
     return java
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
     override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
     if override:
         return Path(override)
@@ -118,7 +118,7 @@ def _cache_root() -> Path:
 
 def kafka_lib_dir(version: str = KAFKA_VERSION) -> Path:
     """Where the jars for `version` live: ~/.cache/kafka-envelope-proxy/kafka-<version>/lib."""
-    return _cache_root() / f"kafka-{version}" / "lib"
+    return cache_root() / f"kafka-{version}" / "lib"
 
 
 def _pom_digest() -> str:

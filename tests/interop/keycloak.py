@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 # The same tooling as the Kafka node's: java, mvn and the shared cache folder.
-from devkit.kafka_node import _cache_root, _java, missing_tools
+from devkit.kafka_node import _java, cache_root, missing_tools
 from devkit.processes import free_port
 
 __all__ = [
@@ -94,7 +94,7 @@ class KeycloakError(RuntimeError):
 
 def keycloak_home(version: str = KEYCLOAK_VERSION) -> Path:
     """Where the unpacked and built distribution lives: ~/.cache/kafka-envelope-proxy/keycloak-<version>."""
-    return _cache_root() / f"keycloak-{version}"
+    return cache_root() / f"keycloak-{version}"
 
 
 def _pom_digest() -> str:
