@@ -44,7 +44,7 @@ from controller.describe_configs import (
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.topic_configs import topic_configs_problem
-from controller.topics import topic_name_problem
+from controller.topic_rules import topic_name_problem
 
 log = logging.getLogger(__name__)
 

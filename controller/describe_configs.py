@@ -47,7 +47,7 @@ from controller.config_state import (
     with_id_synonyms,
 )
 from controller.image import MetadataImage
-from controller.topics import topic_name_problem
+from controller.topic_rules import topic_name_problem
 
 # ConfigResource.Type
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32

@@ -31,7 +31,8 @@ from controller.quotas import QuotaHandlers
 from controller.reads import ReadHandlers
 from controller.scram_credentials import ScramCredentialHandlers
 from controller.topic_configs import topic_configs_problem
-from controller.topics import TopicHandlers, broker_ids_of
+from controller.topic_rules import broker_ids_of
+from controller.topics import TopicHandlers
 from envelope.apis import ApiKey
 
 Handler = Callable[[Any, RequestContext], dict[str, Any]]

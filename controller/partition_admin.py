@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import cluster_allowed, cluster_denied
 from controller.image import MetadataImage
-from controller.topics import deadline_passed, manual_assignment_problem
+from controller.topic_rules import deadline_passed, manual_assignment_problem
 from envelope.error_messages import default_message
 
 ELECTION_TYPES = (0, 1)  # ElectionType: PREFERRED, UNCLEAN

@@ -17,7 +17,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.identity import META_PROPERTIES, cluster_id_for
 from controller.server import EmbeddedController
-from controller.topics import broker_ids_of
+from controller.topic_rules import broker_ids_of
 from devkit import wire
 from devkit.processes import free_port
 from envelope import kafka_uuid

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from apiversions import intersect
-from controller.topics import broker_ids_of
+from controller.topic_rules import broker_ids_of
 from devkit import wire
 from envelope.apis import FORWARDABLE
 from envelope.principal import Principal
