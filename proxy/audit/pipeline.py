@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -139,6 +139,11 @@ class AuditSink(Protocol):
         """Make the batch as durable as the sink promises, in order; raise OSError or AuditSinkError when it cannot."""
         ...
 
+    def commit_now(self, batch: Sequence[AuditEntry]) -> bool:
+        """True when it committed the batch on the caller's turn (no thread, no network); False when the batch needs
+        the writer, as every batch does for a sink that cannot commit without waiting. Raises like `commit`."""
+        ...
+
     def deadline(self) -> float:
         """trio time at which `tick` wants to run (time-based rotation), math.inf for never."""
         ...
@@ -189,13 +194,6 @@ class SinkKind(Protocol[S]):
         ...
 
 
-def _committer_on_the_spot(sink: AuditSink) -> "Callable[[Sequence[AuditEntry]], bool] | None":
-    """A sink's optional `commit_now(batch) -> bool`: True when it committed the batch without waiting (no thread, no
-    network), False when it needs the writer; raises OSError or AuditSinkError like `commit`."""
-    commit_now: Callable[[Sequence[AuditEntry]], bool] | None = getattr(sink, "commit_now", None)
-    return commit_now
-
-
 class AuditLog:
     """The proxy's audit pipeline: filters, a bounded queue, one writer task, the sinks."""
 
@@ -233,7 +231,7 @@ class AuditLog:
         self._ticking = False
         """True while the writer ticks the sinks (a rotation in a worker thread): no record is committed on the spot."""
         # One sink only: with several, a record one of them took and another refused would go to the first twice.
-        self._on_the_spot = _committer_on_the_spot(self.sinks[0]) if len(self.sinks) == 1 else None
+        self._on_the_spot = self.sinks[0].commit_now if len(self.sinks) == 1 else None
         # Its labelled series, looked up once: two records per forwarded request are committed on the spot.
         self._commit_time_on_the_spot = metrics.audit_commit_time.labels(self.sinks[0].name) if metrics is not None and self._on_the_spot else None
         if metrics is not None:

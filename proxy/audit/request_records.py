@@ -25,7 +25,6 @@ from proxy.audit.cloudevents import first_entries, make_record, new_id, rows_wit
 from proxy.audit.config_secrets import sensitive
 from proxy.audit.pipeline import AuditLog
 from proxy.net.addresses import ControllerAddress
-from proxy.ops.metrics import ProxyMetrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,17 +277,6 @@ class RequestAudit:
             await self.failed(outcome.envelope_error, outcome.code, outcome.message)
         elif isinstance(outcome, Refused):
             await self.refused(outcome.reason, outcome.code, outcome.resources)
-
-    def count(self, metrics: ProxyMetrics, outcome: Outcome) -> None:
-        """The request's metrics: by listener, API and outcome; forwarded ones also split their time (KIP-938)."""
-        series = metrics.request_series(self.caller.listener, self.api, outcome.metric)
-        series.count.inc()
-        if outcome.forwarded:
-            elapsed = self.elapsed_ms() / 1000
-            queued = min(self.queued, elapsed)
-            series.queue_time.observe(queued)
-            series.upstream_time.observe(elapsed - queued)
-            series.total_time.observe(elapsed)
 
     # -- the stages -------------------------------------------------------------------------
 

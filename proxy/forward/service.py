@@ -370,7 +370,9 @@ class ProxyService:
         if isinstance(outcome, Refused) and answer.then is not None:
             session.refusal_audited = True  # the `refused` record says why the connection closes
         await audit.record(outcome)
-        audit.count(self.metrics, outcome)
+        self.metrics.count_request(
+            audit.caller.listener, audit.api, outcome.metric, forwarded=outcome.forwarded, elapsed=audit.elapsed_ms() / 1000, queued=audit.queued
+        )
         if answer.frame is not None:
             await session.conn.send(answer.frame)
         if answer.then is not None:

@@ -308,6 +308,17 @@ class ProxyMetrics:
             self._request_series[key] = series
         return series
 
+    def count_request(self, listener: str, api: str, outcome: str, *, forwarded: bool, elapsed: float, queued: float) -> None:
+        """One answered request, by listener, API and outcome; forwarded ones also split their time in seconds
+        into the wait for a controller connection and the rest (KIP-938's queue and remote time)."""
+        series = self.request_series(listener, api, outcome)
+        series.count.inc()
+        if forwarded:
+            queued = min(queued, elapsed)
+            series.queue_time.observe(queued)
+            series.upstream_time.observe(elapsed - queued)
+            series.total_time.observe(elapsed)
+
     def audit_records_of(self, sink: str, stage: str) -> PlainCounter:
         return self.audit_records.labels(sink, stage)
 

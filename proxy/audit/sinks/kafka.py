@@ -155,6 +155,10 @@ class KafkaSink:
             self._wakeup.set()
         await nursery.start(self._drain_loop)
 
+    def commit_now(self, batch: Sequence[AuditEntry]) -> bool:
+        """Never: a message is committed when the cluster acknowledges it (or the spool has it), which is a wait."""
+        return False
+
     async def commit(self, batch: Sequence[AuditEntry]) -> None:
         async with self._lock:
             if self.spooling:
