@@ -36,7 +36,8 @@ from envelope.errors import ProtocolError
 from fuzz.generate import FIXED, Generated, Site
 from fuzz.target import Target
 from proxy.net.sasl.mechanisms import AuthenticationFailed
-from proxy.net.sasl.oauth_validation import (
+from proxy.net.sasl.oauth.exchange import INVALID_TOKEN, MalformedMessage, OAuthBearerServerExchange, build_client_first, parse_client_first
+from proxy.net.sasl.oauth.validator import (
     ALLOWED_ALGORITHMS,
     InvalidToken,
     JwksError,
@@ -45,7 +46,6 @@ from proxy.net.sasl.oauth_validation import (
     TokenValidator,
     parse_jwks,
 )
-from proxy.net.sasl.oauthbearer import INVALID_TOKEN, MalformedMessage, OAuthBearerServerExchange, build_client_first, parse_client_first
 
 _NOW = 1_800_000_000
 _AUDIENCE = "kafka-cluster"

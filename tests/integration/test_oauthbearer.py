@@ -18,10 +18,10 @@ from envelope_proxy.embedded import EmbeddedStack, controller_properties, start_
 from proxy.config import parse_proxy_config
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.jaas import OAUTHBEARER_LOGIN_MODULE
-from proxy.net.sasl.oauth_login import OAuthTokenProvider
-from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY
-from proxy.net.sasl.oauthbearer import build_client_first
-from proxy.net.sasl.oauthbearer_mechanism import OAuthBearerServer
+from proxy.net.sasl.oauth.exchange import build_client_first
+from proxy.net.sasl.oauth.login import OAuthTokenProvider
+from proxy.net.sasl.oauth.mechanism import OAuthBearerServer
+from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY
 from proxy.properties import ConfigError
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from proxy.net.sasl.gssapi_mechanism import GSSAPI
 from proxy.net.sasl.mechanisms import Mechanism
-from proxy.net.sasl.oauthbearer_mechanism import OAUTHBEARER
+from proxy.net.sasl.oauth.mechanism import OAUTHBEARER
 from proxy.net.sasl.plain import PLAIN
 from proxy.net.sasl.scram_mechanism import SCRAM
 

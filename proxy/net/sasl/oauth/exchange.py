@@ -170,7 +170,7 @@ class ValidatedToken:
 
 
 class TokenValidatorLike(Protocol):
-    """proxy.net.sasl.oauth_validation.TokenValidator, or anything that decides a token the same way."""
+    """proxy.net.sasl.oauth.validator.TokenValidator, or anything that decides a token the same way."""
 
     def validate(self, token: str) -> ValidatedToken:
         """The token's principal and lifetime; any exception means `invalid_token` (its text goes only to the log)."""

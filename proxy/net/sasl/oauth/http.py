@@ -1,8 +1,8 @@
 """A small, bounded HTTP/1.1 client on trio's own sockets (h11), and `file:` reads, for OAUTHBEARER's endpoints.
 
-Two callers: the JWKS cache (proxy/net/sasl/oauth_validation.py, a GET of the
+Two callers: the JWKS cache (proxy/net/sasl/oauth/validator.py, a GET of the
 `sasl.oauthbearer.jwks.endpoint.url`) and the proxy's own client-credentials
-login (proxy/net/sasl/oauth_login.py, a POST to the
+login (proxy/net/sasl/oauth/login.py, a POST to the
 `sasl.oauthbearer.token.endpoint.url`). Both URLs may also be `file:` URLs, as
 in Kafka: the JWKS, or the access token itself, read from a file.
 

@@ -17,7 +17,7 @@ up (proxy.net.sasl.jaas.select_login); Kafka 4.1's keys
 `sasl.oauthbearer.scope` win over `clientId`/`clientSecret`/`scope` when set.
 `extension_<name>` options become SASL extensions. A `file:` token endpoint is a
 file holding the token itself (Kafka's FileJwtRetriever). The token endpoint URL
-must be on Kafka 4.x's allow-list (proxy.net.sasl.oauth_validation.allowed_urls).
+must be on Kafka 4.x's allow-list (proxy.net.sasl.oauth.validator.allowed_urls).
 
 The request: a POST of `grant_type=client_credentials[&scope=...]` with
 `Authorization: Basic base64(clientId:clientSecret)` (each part URL-encoded
@@ -56,9 +56,9 @@ import trio
 
 from proxy.backoff import Backoff
 from proxy.net.sasl.jaas import JaasFile, select_login
-from proxy.net.sasl.oauth_http import HttpError, fetch
-from proxy.net.sasl.oauth_validation import SCOPE_CLAIM_KEY, SUB_CLAIM_KEY, allowed_urls, check_url, oauth_value
-from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerClientExchange, build_client_first
+from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerClientExchange, build_client_first
+from proxy.net.sasl.oauth.http import HttpError, fetch
+from proxy.net.sasl.oauth.validator import SCOPE_CLAIM_KEY, SUB_CLAIM_KEY, allowed_urls, check_url, oauth_value
 from proxy.properties import ConfigError, Properties
 
 __all__ = [

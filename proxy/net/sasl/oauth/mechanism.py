@@ -1,14 +1,14 @@
 """SASL/OAUTHBEARER (RFC 7628, KIP-768): its settings, its server side and its client side.
 
 - Server side: a listener's tokens are validated as Kafka's BrokerJwtValidator validates them
-  (proxy/net/sasl/oauth_validation.py), against the JWKS at
+  (proxy/net/sasl/oauth/validator.py), against the JWKS at
   `listener.name.<l>.oauthbearer.sasl.oauthbearer.jwks.endpoint.url`. Listeners whose
   validation settings are identical share one JWKS cache; its refresh task runs once, started
   with the first of those listeners. As in Kafka, the listener needs a JAAS login with
   OAuthBearerLoginModule (the property `listener.name.<l>.oauthbearer.sasl.jaas.config`, or the
   JAAS file's `<l>.KafkaServer` / `KafkaServer` entry); its options are not read.
 - Client side: the proxy's own login to the controllers with the client-credentials grant
-  (proxy/net/sasl/oauth_login.py). The token is fetched on the first login and refreshed
+  (proxy/net/sasl/oauth/login.py). The token is fetched on the first login and refreshed
   when it has expired; the principal the controller sees is the token's subject.
 
 Re-authentication (KIP-368) is not done yet: a session lasts as long as its connection.
@@ -21,9 +21,9 @@ from collections.abc import Mapping
 import trio
 
 from proxy.net.sasl.mechanisms import ServerMechanism, jaas_file, jaas_login
-from proxy.net.sasl.oauth_login import OAuthTokenProvider, parse_oauth_login_settings
-from proxy.net.sasl.oauth_validation import JwksCache, OAuthValidation, OAuthValidationSettings, parse_validation_settings
-from proxy.net.sasl.oauthbearer import MECHANISM
+from proxy.net.sasl.oauth.exchange import MECHANISM
+from proxy.net.sasl.oauth.login import OAuthTokenProvider, parse_oauth_login_settings
+from proxy.net.sasl.oauth.validator import JwksCache, OAuthValidation, OAuthValidationSettings, parse_validation_settings
 from proxy.properties import Properties
 
 NAME = MECHANISM

@@ -73,8 +73,8 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from proxy.backoff import Backoff
 from proxy.net.sasl.jaas import KAFKA_OPTS, java_system_properties
-from proxy.net.sasl.oauth_http import HttpError, fetch, file_url_path
-from proxy.net.sasl.oauthbearer import MECHANISM, OAuthBearerServerExchange, ValidatedToken, attempted_user
+from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerServerExchange, ValidatedToken, attempted_user
+from proxy.net.sasl.oauth.http import HttpError, fetch, file_url_path
 from proxy.properties import ConfigError, Properties, scoped
 
 __all__ = [

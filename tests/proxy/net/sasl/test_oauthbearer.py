@@ -15,8 +15,7 @@ from proxy.net.sasl import machine as machine_module
 from proxy.net.sasl.client import LoginFailed as ClientLoginFailed
 from proxy.net.sasl.machine import Close, LoggedIn, LoginFailed, Reply, SaslMachine
 from proxy.net.sasl.mechanisms import AuthenticationFailed
-from proxy.net.sasl.oauth_validation import JwksCache, OAuthValidation, OAuthValidationSettings, StaticKeys, TokenValidator, parse_jwks
-from proxy.net.sasl.oauthbearer import (
+from proxy.net.sasl.oauth.exchange import (
     CONTROL_A,
     INVALID_TOKEN,
     MALFORMED_MESSAGE,
@@ -32,6 +31,7 @@ from proxy.net.sasl.oauthbearer import (
     reauthentication_delay_ms,
     session_lifetime_ms,
 )
+from proxy.net.sasl.oauth.validator import JwksCache, OAuthValidation, OAuthValidationSettings, StaticKeys, TokenValidator, parse_jwks
 from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, SigningKey, claims, jwks, rsa_key
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"

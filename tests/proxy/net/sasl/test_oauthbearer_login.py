@@ -1,4 +1,4 @@
-"""The proxy's own OAUTHBEARER login (proxy/net/sasl/oauth_login.py): settings as a broker's controller client reads
+"""The proxy's own OAUTHBEARER login (proxy/net/sasl/oauth/login.py): settings as a broker's controller client reads
 them, the client-credentials request as Kafka's OAuthBearerLoginCallbackHandler makes it, bounded answers and waits,
 and Kafka's refresh schedule; against a loopback token endpoint on trio's sockets."""
 
@@ -11,7 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from proxy.net.sasl.oauth_login import (
+from proxy.net.sasl.oauth.exchange import build_client_first
+from proxy.net.sasl.oauth.login import (
     AccessToken,
     OAuthLoginError,
     OAuthLoginSettings,
@@ -21,8 +22,7 @@ from proxy.net.sasl.oauth_login import (
     parse_oauth_login_settings,
     retrieve_token,
 )
-from proxy.net.sasl.oauth_validation import ALLOWED_URLS_PROPERTY
-from proxy.net.sasl.oauthbearer import build_client_first
+from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY
 from proxy.properties import ConfigError, Properties
 from tests.proxy.net.sasl.oauth_fixtures import Answer, Request, claims, rsa_key, start_http, unsigned
 

@@ -10,7 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from proxy.net.sasl.oauth_validation import (
+from proxy.net.sasl.oauth.exchange import INVALID_TOKEN, build_client_first
+from proxy.net.sasl.oauth.validator import (
     ALLOWED_URLS_PROPERTY,
     AllowedUrls,
     InvalidToken,
@@ -26,7 +27,6 @@ from proxy.net.sasl.oauth_validation import (
     parse_jwks,
     parse_validation_settings,
 )
-from proxy.net.sasl.oauthbearer import INVALID_TOKEN, build_client_first
 from proxy.properties import ConfigError, Properties
 from tests.proxy.net.sasl.oauth_fixtures import (
     AUDIENCE,
