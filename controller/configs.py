@@ -27,31 +27,32 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
+from controller.broker_loggers import LOG4J_TO_PYTHON, ROOT_LOGGER, check_logger_change
 from controller.changes import change_of
-from controller.config_defs import ConfigValueError, java_integer, java_text, kafka_configs
-from controller.config_state import ConfigState
-from controller.describe_configs import (
+from controller.config_defs import java_integer, kafka_configs
+from controller.config_resources import (
+    APPEND,
     BROKER,
     BROKER_LOGGER,
     CLIENT_METRICS,
     CONFIG_RESOURCE_TYPES,
+    DELETE,
     ERROR_MESSAGES,
     GROUP,
-    ROOT_LOGGER,
+    OP_NAMES,
+    SET,
+    SUBTRACT,
     TOPIC,
-    python_loggers,
+    TYPE_NAMES,
+    ConfigProblem,
+    alter_response,
 )
+from controller.config_state import ConfigState
+from controller.config_validation import validate_resource_configs
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
-from controller.topic_configs import topic_configs_problem
-from controller.topic_rules import topic_name_problem
 
 log = logging.getLogger(__name__)
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType)
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
-TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER", CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
@@ -59,20 +60,10 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 METADATA_VERSION = "metadata.version"
 CORDONED_LOG_DIRS_LEVEL = 30  # IBP_4_3_IV0
 MAX_VALUE_SIZE = 32767  # Short.MAX_VALUE
-LOG4J_TO_PYTHON = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 
 # One resource's change: each config name's (operation, value); a name given twice keeps its last
 Changes = dict[str, tuple[int, str | None]]
 Key = tuple[int, str]
-
-
-class ConfigProblem(Exception):
-    """One resource's failure, as ApiError.fromThrowable gives it."""
-
-    def __init__(self, code: int, message: str | None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class WholeRequestFailure(Exception):
@@ -85,10 +76,6 @@ class Record:
 
     name: str
     value: str | None
-
-
-def _response(code: int, message: str | None, kind: int, name: str) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "resource_type": kind, "resource_name": name}
 
 
 def java_split(text: str) -> list[str]:
@@ -149,32 +136,32 @@ class ConfigHandlers:
             if kind == BROKER_LOGGER and incremental:
                 loggers.append(self._broker_logger(resource, ctx, validate_only))
             elif kind not in CONFIG_RESOURCE_TYPES:
-                sorted_out.append(_response(ErrorCode.unsupported_version, f"Unknown resource type {kind}.", kind, name))
+                sorted_out.append(alter_response(ErrorCode.unsupported_version, f"Unknown resource type {kind}.", kind, name))
             elif key in duplicates:
                 continue
             elif key in pending:
                 duplicates.add(key)
                 del pending[key]
-                sorted_out.append(_response(ErrorCode.invalid_request, "Duplicate resource.", kind, name))
+                sorted_out.append(alter_response(ErrorCode.invalid_request, "Duplicate resource.", kind, name))
             else:
                 pending[key] = changes_of(resource)
         denied: list[dict[str, Any]] = []
         for key in list(pending):
             problem = self._authorize(key, ctx)
             if problem is not None:
-                denied.append(_response(problem.code, problem.message, *key))
+                denied.append(alter_response(problem.code, problem.message, *key))
                 del pending[key]
         state = ConfigState(self.image, self.static_config, self.node_id)
         try:
             outcomes = {key: self._outcome(key, changes, state, incremental, forwarded) for key, changes in pending.items()}
         except WholeRequestFailure:
-            every = [_response(ErrorCode.unknown_server_error, None, int(r.resource_type), str(r.resource_name)) for r in body.resources]
+            every = [alter_response(ErrorCode.unknown_server_error, None, int(r.resource_type), str(r.resource_name)) for r in body.resources]
             return {"throttle_time": 0, "responses": every}
         results = []
         for key, (code, message, updated) in outcomes.items():
             if code == ErrorCode.none and not validate_only and updated is not None:
                 self._store(key, updated)
-            results.append(_response(code, message, *key))
+            results.append(alter_response(code, message, *key))
         answer = sorted_out + denied + results + loggers
         for item in answer:
             self.image.record(change_of(api, ctx, f"config:{item['resource_type']}:{item['resource_name']}", int(item["error_code"])))
@@ -291,7 +278,7 @@ class ConfigHandlers:
                 )
             else:
                 updated[record.name] = record.value
-        self._validator(kind, name, updated, state)
+        validate_resource_configs(kind, name, updated, state)
         self._exists(kind, name)
         return updated
 
@@ -309,29 +296,6 @@ class ConfigHandlers:
                 ErrorCode.invalid_config,
                 f"When updating {CORDONED_LOG_DIRS} via controllers,  the new value must be a subset of the current configuration value.",
             )
-
-    def _validator(self, kind: int, name: str, configs: dict[str, str], state: ConfigState) -> None:
-        """ControllerConfigurationValidator."""
-        if kind == TOPIC:
-            if not name:
-                raise ConfigProblem(ErrorCode.invalid_request, "Default topic resources are not allowed.")
-            if (problem := topic_name_problem(name)) is not None:
-                raise ConfigProblem(ErrorCode.invalid_topic_exception, problem)
-            if (problem := topic_configs_problem(configs, state)) is not None:
-                raise ConfigProblem(ErrorCode.invalid_config, problem)
-        elif kind == BROKER:
-            if name:
-                broker = java_integer(name)
-                if broker is None:
-                    raise ConfigProblem(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
-                if broker < 0:
-                    raise ConfigProblem(ErrorCode.invalid_request, "Invalid negative broker ID.")
-        elif kind == CLIENT_METRICS:
-            _client_metrics_problem(name, configs)
-        elif kind == GROUP:
-            if not name:
-                raise ConfigProblem(ErrorCode.invalid_request, "Default group resources are not allowed.")
-            _group_problem(configs, state)
 
     def _exists(self, kind: int, name: str) -> None:
         """QuorumController's ConfigResourceExistenceChecker."""
@@ -357,9 +321,9 @@ class ConfigHandlers:
                 raise ConfigProblem(ErrorCode.invalid_request, f"Unexpected node id. Expected {self.node_id}, but received {node}")
             ops = [(str(c.name), int(c.config_operation), c.value) for c in resource.configs]
             for logger, op, value in ops:
-                _check_logger_op(logger, op, value)
+                check_logger_change(logger, op, value)
         except ConfigProblem as problem:
-            return _response(problem.code, problem.message, kind, name)
+            return alter_response(problem.code, problem.message, kind, name)
         if not validate_only:
             for logger, op, value in ops:
                 target = logging.getLogger() if logger == ROOT_LOGGER else logging.getLogger(logger)
@@ -369,122 +333,8 @@ class ConfigHandlers:
                 elif op == DELETE:
                     target.setLevel(logging.NOTSET)
                     log.warning("Unset the log level of %s", logger)
-        return _response(ErrorCode.none, None, kind, name)
-
-
-def _check_logger_op(logger: str, op: int, value: str | None) -> None:
-    levels = kafka_configs().log_levels
-    if op == SET:
-        _logger_exists(logger)
-        if value not in levels:
-            raise ConfigProblem(
-                ErrorCode.invalid_config,
-                f"Cannot set the log level of {logger} to {java_text(value)} as it is not a supported log level. Valid log levels are {', '.join(levels)}",
-            )
-    elif op == DELETE:
-        _logger_exists(logger)
-        if logger == ROOT_LOGGER:
-            raise ConfigProblem(ErrorCode.invalid_request, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
-    elif op in (APPEND, SUBTRACT):
-        raise ConfigProblem(ErrorCode.invalid_request, f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
-    else:
-        # Kafka switches over OpType.forId(op), which is null here: a NullPointerException, UNKNOWN_SERVER_ERROR.
-        raise ConfigProblem(ErrorCode.unknown_server_error, "The server experienced an unexpected error when processing the request.")
-
-
-def _logger_exists(logger: str) -> None:
-    if logger not in python_loggers():
-        raise ConfigProblem(ErrorCode.invalid_config, f"Logger {logger} does not exist!")
+        return alter_response(ErrorCode.none, None, kind, name)
 
 
 def _split_dirs(text: str) -> list[str]:
     return re.split(r"\s*,\s*", text.strip())
-
-
-def _client_metrics_problem(name: str, configs: dict[str, str]) -> None:
-    """ClientMetricsConfigs.validate."""
-    if not name:
-        raise ConfigProblem(ErrorCode.invalid_request, "Subscription name can't be empty")
-    defs = kafka_configs().client_metrics
-    for config in string_map_order(configs):
-        if config not in defs:
-            raise ConfigProblem(ErrorCode.invalid_request, f"Unknown client metrics configuration: {config}")
-    try:
-        values = defs.parse_all(configs)
-    except ConfigValueError as exc:
-        raise ConfigProblem(ErrorCode.invalid_config, str(exc)) from exc
-    if "interval.ms" in configs:
-        interval = values["interval.ms"]
-        if not 100 <= interval <= 3_600_000:
-            raise ConfigProblem(ErrorCode.invalid_request, f"Invalid value {interval} for interval.ms, interval must be between 100 and 3600000 (1 hour)")
-    if "match" in configs:
-        for pattern in values["match"]:
-            if not _valid_match(pattern):
-                raise ConfigProblem(ErrorCode.invalid_config, f"Illegal client matching pattern: {pattern}")
-
-
-MATCH_PARAMS = frozenset({"client_instance_id", "client_id", "client_software_name", "client_software_version", "client_source_address", "client_source_port"})
-
-
-def _valid_match(pattern: str) -> bool:
-    parts = java_split_regex(pattern, "=")
-    if len(parts) != 2 or parts[0].strip() not in MATCH_PARAMS:
-        return False
-    try:
-        re.compile(parts[1].strip())
-    except re.error:
-        return False
-    return True
-
-
-def java_split_regex(text: str, separator: str) -> list[str]:
-    parts = text.split(separator)
-    while len(parts) > 1 and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
-# GroupConfig.validate's checks against the broker's bounds: (group config, broker minimum, broker maximum, checked only when set)
-GROUP_BOUNDS = (
-    ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", False),
-    ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", False),
-    ("consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", True),
-    ("share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", False),
-    ("share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", False),
-    ("share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", False),
-    ("share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit", False),
-    ("share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks", False),
-    ("share.assignment.interval.ms", "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms", True),
-    ("streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", False),
-    ("streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", False),
-    ("streams.num.standby.replicas", None, "group.streams.max.standby.replicas", False),
-    ("streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms", True),
-)
-
-
-def _group_problem(configs: dict[str, str], state: ConfigState) -> None:
-    """GroupConfig.validate: names, values over the broker's group defaults, then the broker's bounds."""
-    defs = kafka_configs().group
-    combined: dict[str, str | None] = {k: v for k, v in state.group_defaults().items() if (key := defs.get(k)) is not None and key.from_broker}
-    combined.update(configs)
-    for config in string_map_order(combined):
-        if config not in defs:
-            raise ConfigProblem(ErrorCode.invalid_config, f"Unknown group config name: {config}")
-    try:
-        values = defs.parse_all(combined)
-    except ConfigValueError as exc:
-        raise ConfigProblem(ErrorCode.invalid_config, str(exc)) from exc
-    for config, low, high, only_when_set in GROUP_BOUNDS:
-        if config not in values or (only_when_set and config not in combined):
-            continue
-        value = values[config]
-        minimum = state.broker_number(low) if low is not None else None
-        maximum = state.broker_number(high) if high is not None else None
-        if minimum is not None and value < minimum:
-            raise ConfigProblem(ErrorCode.invalid_config, f"{config} must be greater than or equal to {low}")
-        if maximum is not None and value > maximum:
-            raise ConfigProblem(ErrorCode.invalid_config, f"{config} must be less than or equal to {high}")
-    for prefix in ("consumer", "share", "streams"):
-        session, heartbeat = f"{prefix}.session.timeout.ms", f"{prefix}.heartbeat.interval.ms"
-        if values[session] <= values[heartbeat]:
-            raise ConfigProblem(ErrorCode.invalid_config, f"{session} must be greater than {heartbeat}")

@@ -12,7 +12,6 @@ BROKER_LOGGER lists this process's Python loggers with their log4j level
 names; the rest follows kafka_configs.json, generated from Kafka's classes.
 """
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,48 +20,36 @@ from kio.schema.errors import ErrorCode
 from authz import Authorizer, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
+from controller.broker_loggers import python_loggers
 from controller.config_defs import (
     CONFIG_TYPE_IDS,
     UNKNOWN_CONFIG_TYPE,
     ConfigKey,
     java_hash_map_order,
     java_integer,
-    java_trim,
     kafka_configs,
     normalized,
     scala_hash_map_order,
 )
+from controller.config_resources import BROKER, BROKER_LOGGER, CLIENT_METRICS, CONFIG_RESOURCE_TYPES, ERROR_MESSAGES, GROUP, TOPIC
 from controller.config_state import (
     CLIENT_METRICS_CONFIG,
     CLUSTER_DEFAULT,
     DEFAULT_CONFIG,
-    DYNAMIC_BROKER_CONFIG,
     DYNAMIC_BROKER_LOGGER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     GROUP_CONFIG,
-    STATIC_BROKER_CONFIG,
     TOPIC_CONFIG,
     ConfigState,
     Synonym,
-    with_id_synonyms,
 )
 from controller.image import MetadataImage
 from controller.topic_rules import topic_name_problem
-
-# ConfigResource.Type
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
-CONFIG_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
 
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was sent to an "
     "incompatible broker. See the broker logs for more details."
 )
-ERROR_MESSAGES: dict[int, str] = {
-    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
-    ErrorCode.group_authorization_failed: "Group authorization failed.",
-    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
-}
-ROOT_LOGGER = "root"
 
 
 class ResourceError(Exception):
@@ -80,22 +67,6 @@ def broker_id_of(name: str, message: str) -> int:
     if broker is None:
         raise ResourceError(ErrorCode.invalid_request, f"{message}{name}")
     return broker
-
-
-def _log4j_level(level: int) -> str:
-    for threshold, name in ((50, "FATAL"), (40, "ERROR"), (30, "WARN"), (20, "INFO"), (10, "DEBUG")):
-        if level >= threshold:
-            return name
-    return "TRACE"
-
-
-def python_loggers() -> dict[str, str]:
-    """This process's loggers and their effective levels, named as log4j names them (root first)."""
-    loggers = {ROOT_LOGGER: _log4j_level(logging.getLogger().getEffectiveLevel())}
-    for name, logger in sorted(logging.Logger.manager.loggerDict.items()):
-        if isinstance(logger, logging.Logger):
-            loggers[name] = _log4j_level(logger.getEffectiveLevel())
-    return loggers
 
 
 def _entry(
@@ -394,50 +365,6 @@ class ConfigDescriber:
                 )
             )
         return entries
-
-
-def created_topic_configs(
-    image: MetadataImage, static_config: Mapping[str, str], node_id: int, creation_configs: Mapping[str, str]
-) -> list[dict[str, Any]]:
-    """CreateTopics' KIP-525 configs for a new topic, as Kafka's controller computes them
-    (ConfigurationControlManager.computeEffectiveTopicConfigs): every topic config by name, from the
-    request, else the first broker synonym set on this node, the cluster default or the static config
-    (hours and minutes turned into milliseconds), else the topic default. Values are the stored text, not
-    parsed; internal configs only when the request sets them."""
-    defs = kafka_configs().topic
-    maps = (
-        (image.broker_configs.get(str(node_id), {}), DYNAMIC_BROKER_CONFIG),
-        (image.broker_configs.get(CLUSTER_DEFAULT, {}), DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (with_id_synonyms(static_config), STATIC_BROKER_CONFIG),
-    )
-    configs = []
-    for key in defs.keys.values():
-        if key.internal and key.name not in creation_configs:
-            continue
-        value, source = _resolved(key, creation_configs, maps)
-        configs.append(
-            {"name": key.name, "value": None if key.sensitive else value, "read_only": False, "config_source": source, "is_sensitive": key.sensitive}
-        )
-    return sorted(configs, key=lambda c: str(c["name"]))
-
-
-def _resolved(key: ConfigKey, creation: Mapping[str, str], maps: tuple[tuple[Mapping[str, str], int], ...]) -> tuple[str | None, int]:
-    if key.name in creation:
-        return creation[key.name], TOPIC_CONFIG
-    for values, source in maps:
-        for synonym, factor in key.broker_synonyms:
-            if synonym in values:
-                return _converted(values[synonym], factor), source
-    return key.default, DEFAULT_CONFIG
-
-
-def _converted(value: str, factor: int) -> str:
-    """ConfigSynonym's converters: hours or minutes (an int, 0 when it is none) to milliseconds."""
-    if factor == 1:
-        return value
-    trimmed = java_trim(value)
-    number = java_integer(trimmed)
-    return str((number or 0) * factor)
 
 
 def _type_id(config_type: str | None) -> int:

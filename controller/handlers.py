@@ -20,8 +20,9 @@ from authz import AclStore, Authorizer, RequestContext
 from controller.acls import AclHandlers
 from controller.config_state import ConfigState
 from controller.configs import ConfigHandlers
+from controller.created_topic_configs import created_topic_configs
 from controller.delegation_tokens import Clock, DelegationTokenHandlers, TokenSettings, wall_clock_ms
-from controller.describe_configs import ConfigDescriber, created_topic_configs
+from controller.describe_configs import ConfigDescriber
 from controller.image import MetadataImage
 from controller.leadership import Leadership
 from controller.membership import MembershipHandlers

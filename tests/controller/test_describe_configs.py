@@ -14,7 +14,7 @@ import pytest
 from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.config_defs import generated_defaults, kafka_configs
-from controller.describe_configs import created_topic_configs
+from controller.created_topic_configs import created_topic_configs
 from tests.controller.config_helpers import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, NODE_ID, TOPIC, Denying, controller
 
 TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT, BROKER_LOGGER_SOURCE, CLIENT_METRICS_SOURCE, GROUP_SOURCE = 1, 2, 3, 4, 5, 6, 7, 8

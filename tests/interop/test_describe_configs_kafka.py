@@ -21,7 +21,7 @@ import trio
 
 from controller.config import parse_controller_config
 from controller.config_defs import kafka_configs
-from controller.describe_configs import created_topic_configs
+from controller.created_topic_configs import created_topic_configs
 from controller.image import Topic
 from controller.server import EmbeddedController
 from devkit import wire
