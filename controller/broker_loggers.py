@@ -10,8 +10,9 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from controller.config_defs import java_text, kafka_configs
+from controller.config_defs import kafka_configs
 from controller.config_resources import APPEND, DELETE, OP_NAMES, SET, SUBTRACT, ConfigProblem
+from controller.java_values import java_text
 
 ROOT_LOGGER = "root"
 TRACE = 5  # log4j's TRACE, below DEBUG: Python has no name for it

@@ -18,7 +18,8 @@ per-broker configs set at the cluster default are stored but not applied.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.config_defs import LISTENER_CONFIG, ConfigKey, ConfigValueError, KafkaConfigs, kafka_configs, normalized, parse
+from controller.config_defs import LISTENER_CONFIG, ConfigKey, KafkaConfigs, kafka_configs, normalized, parse
+from controller.config_validators import ConfigValueError
 from controller.image import MetadataImage
 
 # DescribeConfigsResponse.ConfigSource

@@ -12,10 +12,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from controller.config_defs import ConfigValueError, Definitions, java_integer, kafka_configs
+from controller.config_defs import Definitions, kafka_configs
 from controller.config_resources import BROKER, CLIENT_METRICS, GROUP, TOPIC, ConfigProblem
 from controller.config_state import ConfigState
+from controller.config_validators import ConfigValueError
 from controller.java_order import string_map_order
+from controller.java_values import java_integer
 from controller.topic_configs import topic_configs_problem
 from controller.topic_rules import topic_name_problem
 

@@ -29,7 +29,7 @@ from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
 from controller.broker_loggers import LOG4J_TO_PYTHON, ROOT_LOGGER, check_logger_change
 from controller.changes import change_of
-from controller.config_defs import java_integer, kafka_configs
+from controller.config_defs import kafka_configs
 from controller.config_resources import (
     APPEND,
     BROKER,
@@ -51,6 +51,7 @@ from controller.config_state import ConfigState
 from controller.config_validation import validate_resource_configs
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
+from controller.java_values import java_integer
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ minutes turned into milliseconds), else the topic default.
 from collections.abc import Mapping
 from typing import Any
 
-from controller.config_defs import ConfigKey, java_integer, java_trim, kafka_configs
+from controller.config_defs import ConfigKey, kafka_configs
 from controller.config_state import (
     CLUSTER_DEFAULT,
     DEFAULT_CONFIG,
@@ -19,6 +19,7 @@ from controller.config_state import (
     with_id_synonyms,
 )
 from controller.image import MetadataImage
+from controller.java_values import java_integer, java_trim
 
 
 def created_topic_configs(

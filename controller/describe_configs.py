@@ -21,16 +21,7 @@ from authz import Authorizer, Operation, RequestContext, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
 from controller.broker_loggers import python_loggers
-from controller.config_defs import (
-    CONFIG_TYPE_IDS,
-    UNKNOWN_CONFIG_TYPE,
-    ConfigKey,
-    java_hash_map_order,
-    java_integer,
-    kafka_configs,
-    normalized,
-    scala_hash_map_order,
-)
+from controller.config_defs import CONFIG_TYPE_IDS, UNKNOWN_CONFIG_TYPE, ConfigKey, kafka_configs, normalized
 from controller.config_resources import BROKER, BROKER_LOGGER, CLIENT_METRICS, CONFIG_RESOURCE_TYPES, ERROR_MESSAGES, GROUP, TOPIC
 from controller.config_state import (
     CLIENT_METRICS_CONFIG,
@@ -44,6 +35,7 @@ from controller.config_state import (
     Synonym,
 )
 from controller.image import MetadataImage
+from controller.java_values import java_hash_map_order, java_integer, scala_hash_map_order
 from controller.topic_rules import topic_name_problem
 
 INVALID_REQUEST_MESSAGE = (

@@ -15,9 +15,11 @@ from kio.schema.errors import ErrorCode
 from apiversions import Features, VersionRange
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import cluster_allowed, cluster_denied
-from controller.config_defs import ConfigValueError, kafka_configs, kafka_features, parse_type
+from controller.config_defs import kafka_configs, parse_type
+from controller.config_validators import ConfigValueError
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
+from controller.kafka_features import kafka_features
 from controller.leadership import Leadership
 from controller.membership import directory_uuid
 from envelope.error_messages import default_message

@@ -8,8 +8,9 @@ is false), so a topic asking for it is refused as Kafka refuses it then.
 
 from collections.abc import Mapping
 
-from controller.config_defs import ConfigValueError, kafka_configs
+from controller.config_defs import kafka_configs
 from controller.config_state import ConfigState
+from controller.config_validators import ConfigValueError
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 
