@@ -9,6 +9,8 @@ the embedded controller drive it (proxy/net/login.py runs the IO).
 SaslHandshake v0-1 and SaslAuthenticate v0-2, with the mechanisms of proxy/net/sasl/registry.py,
 and Kafka's rules before the login: one valid ApiVersions before SaslHandshake,
 nothing else before the login completes (ILLEGAL_SASL_STATE closes the connection).
+`TRANSITIONS` lists every legal step, one row per (state, API key); a frame without a row takes
+the one refusal path.
 
 A re-authentication (KIP-368) is the same machine started with the session's login
 (`reauthenticating`) and fed the SaslHandshake that began it: Kafka's rules then add that
@@ -16,6 +18,7 @@ the mechanism and the principal may not change. A completed login says how long 
 session lasts (`session_lifetime_ms`), as Kafka's SaslServerAuthenticator computes it.
 """
 
+import enum
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -174,79 +177,136 @@ def illegal_sasl_state(header: RequestHeaderInfo) -> bytes:
     return _respond(header, {"error_code": ErrorCode.illegal_sasl_state, "error_message": message, "auth_bytes": b"", "session_lifetime": 0}).data
 
 
+class LoginState(enum.Enum):
+    """Where a login stands, as Kafka's SaslServerAuthenticator tracks it; what each state accepts is `TRANSITIONS`."""
+
+    START = "before SaslHandshake: one valid ApiVersions may come first"
+    HANDSHAKE = "ApiVersions answered, or a re-authentication begun: only SaslHandshake"
+    AUTHENTICATE = "SaslHandshake v1+ accepted: tokens in SaslAuthenticate requests"
+    RAW_TOKENS = "SaslHandshake v0 accepted: tokens as bare frames, without a Kafka header"
+    MECHANISM_CHANGED = "a re-authentication asked for another mechanism: Kafka said yes, and fails whatever comes next"
+    DONE = "the login is over: logged in, failed or refused"
+
+
+class Unread(enum.Enum):
+    """The trigger of a state whose frames carry no Kafka header, so the machine reads none."""
+
+    FRAME = "a frame, header unread"
+
+
+Trigger = int | Unread
+"""A frame's API key (an ApiKey, or a number no transition lists), or Unread.FRAME."""
+Handler = Callable[["SaslMachine", bytes, RequestHeaderInfo | None], tuple[LoginState, list[Event]]]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One legal step: the handler that answers the frame, and every state it may lead to (a failure ends in DONE)."""
+
+    handler: Handler
+    next_states: frozenset[LoginState]
+
+
 class SaslMachine:
     def __init__(
         self, listener: SaslListener, *, reauthenticating: SessionLogin | None = None, wall_clock_ms: Callable[[], int] = _wall_clock_ms
     ) -> None:
         self.listener = listener
         self.mechanism: str | None = None
-        self.done = False
         self.reauthenticating = reauthenticating
         self._wall_clock_ms = wall_clock_ms
-        self._exchange: ServerExchange | None = None
-        self._raw_tokens = False  # SaslHandshake v0: tokens follow as bare frames, without a Kafka header
         # A re-authentication begins with its SaslHandshake: no ApiVersions first.
-        self._versions_answered = reauthenticating is not None
+        self.state = LoginState.START if reauthenticating is None else LoginState.HANDSHAKE
+        self._exchange: ServerExchange | None = None
         self._first_token: bytes | None = None
-        self._bad_mechanism: str | None = None
-        """Kafka answers a re-authentication's change of mechanism with success, then fails on the next frame."""
+        self._changed_mechanism_message: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state is LoginState.DONE
 
     def api_versions_answered(self, valid: bool) -> None:
-        """The caller answered an ApiVersionsRequest; an invalid one (INVALID_REQUEST, UNSUPPORTED_VERSION) may be asked again."""
-        self._versions_answered = self._versions_answered or valid
+        """The caller answered an ApiVersionsRequest; an invalid one (INVALID_REQUEST, UNSUPPORTED_VERSION) may be asked
+        again. The one step the caller's answer takes rather than a frame."""
+        if valid and self.state is LoginState.START:
+            self.state = LoginState.HANDSHAKE
 
     def receive(self, frame: bytes) -> list[Event]:
         """What to do about one frame. Raises ProtocolError for bytes Kafka closes the connection for."""
         if self.done:
             raise RuntimeError("the login is over")
-        if self._bad_mechanism is not None:
-            failure = LoginFailure(self.mechanism or "", None, self._bad_mechanism, ErrorCode.sasl_authentication_failed)
-            return self._end(LoginFailed(failure), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
-        if self._exchange is not None and self._raw_tokens:
-            return self._step(None, frame)
+        unread = TRANSITIONS.get((self.state, Unread.FRAME))
+        if unread is not None:
+            return self._take(unread, frame, None)
         header = peek_request_header(frame)
-        if header.api_key == ApiKey.API_VERSIONS and self._exchange is None and not self._versions_answered:
-            return [ApiVersionsRequest(header, frame)]
-        if header.api_key == ApiKey.SASL_HANDSHAKE and self._exchange is None:
-            return self._handshake(header, frame)
-        if header.api_key != ApiKey.SASL_AUTHENTICATE or self._exchange is None or self._raw_tokens:
-            detail = f"{api_name(header.api_key)} v{header.api_version} before SASL authentication completed (ILLEGAL_SASL_STATE)"
-            # a re-authenticating connection had logged in: the refusal names its principal, as after any login
-            principal = self.reauthenticating.principal if self.reauthenticating is not None else None
-            return self._end(Refused(PROTOCOL_ERROR, detail, principal, self.mechanism), Close(CAUSE_PROTOCOL_ERROR))
-        body = decode_body(header.api_key, header.api_version, frame, header.header_size)
-        return self._step(header, bytes(body.auth_bytes))
+        transition = TRANSITIONS.get((self.state, header.api_key))
+        if transition is None:
+            self.state, events = self._illegal_state(header)
+            return events
+        return self._take(transition, frame, header)
 
-    def _end(self, *events: Event) -> list[Event]:
-        self.done = True
-        return list(events)
+    def _take(self, transition: Transition, frame: bytes, header: RequestHeaderInfo | None) -> list[Event]:
+        state, events = transition.handler(self, frame, header)
+        if state not in transition.next_states:
+            raise AssertionError(f"{self.state.name} led to {state.name}, which its transition does not list")
+        self.state = state
+        return events
 
-    def _handshake(self, header: RequestHeaderInfo, frame: bytes) -> list[Event]:
+    # -- the handlers of TRANSITIONS ---------------------------------------------------------
+
+    def _api_versions(self, frame: bytes, header: RequestHeaderInfo | None) -> tuple[LoginState, list[Event]]:
+        """The caller answers it (the ApiVersions rule is not the login's); `api_versions_answered` says how it went."""
+        return self.state, [ApiVersionsRequest(_read(header), frame)]
+
+    def _handshake(self, frame: bytes, header: RequestHeaderInfo | None) -> tuple[LoginState, list[Event]]:
+        header = _read(header)
         body = decode_body(header.api_key, header.api_version, frame, header.header_size)
         requested = str(body.mechanism).upper()
         enabled = list(self.listener.sasl_mechanisms)
         if requested not in self.listener.sasl_mechanisms:
             code = ErrorCode.unsupported_sasl_mechanism
             failure = LoginFailure(requested, None, f"Unsupported SASL mechanism {requested}", code)
-            return self._end(LoginFailed(failure), _respond(header, {"error_code": code, "mechanisms": enabled}), Close(CAUSE_AUTHENTICATION_FAILED))
+            return LoginState.DONE, [LoginFailed(failure), _respond(header, {"error_code": code, "mechanisms": enabled}), Close(CAUSE_AUTHENTICATION_FAILED)]
         self.mechanism = requested
-        self._raw_tokens = header.api_version == 0
+        accepted: list[Event] = [_respond(header, {"error_code": ErrorCode.none, "mechanisms": enabled})]
         previous = self.reauthenticating
         if previous is not None and previous.mechanism != requested:
-            self._bad_mechanism = (
+            self._changed_mechanism_message = (
                 f"SASL mechanism '{requested}' requested by client is not supported for re-authentication of mechanism '{previous.mechanism}'"
             )
-        else:
-            self._exchange = self.listener.sasl_servers[requested].exchange(requested)
-        return [_respond(header, {"error_code": ErrorCode.none, "mechanisms": enabled})]
+            return LoginState.MECHANISM_CHANGED, accepted
+        self._exchange = self.listener.sasl_servers[requested].exchange(requested)
+        return (LoginState.RAW_TOKENS if header.api_version == _RAW_TOKENS_HANDSHAKE_VERSION else LoginState.AUTHENTICATE), accepted
 
-    def _step(self, header: RequestHeaderInfo | None, token: bytes) -> list[Event]:
-        """One token of the exchange; `header` is None for a raw (v0) token."""
+    def _authenticate(self, frame: bytes, header: RequestHeaderInfo | None) -> tuple[LoginState, list[Event]]:
+        header = _read(header)
+        body = decode_body(header.api_key, header.api_version, frame, header.header_size)
+        return self._step(header, bytes(body.auth_bytes))
+
+    def _raw_token(self, frame: bytes, header: RequestHeaderInfo | None) -> tuple[LoginState, list[Event]]:
+        return self._step(None, frame)
+
+    def _mechanism_changed(self, frame: bytes, header: RequestHeaderInfo | None) -> tuple[LoginState, list[Event]]:
+        message = self._changed_mechanism_message or ""
+        failure = LoginFailure(self.mechanism or "", None, message, ErrorCode.sasl_authentication_failed)
+        return LoginState.DONE, [LoginFailed(failure), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)]
+
+    def _illegal_state(self, header: RequestHeaderInfo) -> tuple[LoginState, list[Event]]:
+        """The one refusal of every frame TRANSITIONS has no row for: Kafka's ILLEGAL_SASL_STATE, which closes."""
+        detail = f"{api_name(header.api_key)} v{header.api_version} before SASL authentication completed (ILLEGAL_SASL_STATE)"
+        # a re-authenticating connection had logged in: the refusal names its principal, as after any login
+        principal = self.reauthenticating.principal if self.reauthenticating is not None else None
+        return LoginState.DONE, [Refused(PROTOCOL_ERROR, detail, principal, self.mechanism), Close(CAUSE_PROTOCOL_ERROR)]
+
+    # -- one token of the exchange -----------------------------------------------------------
+
+    def _step(self, header: RequestHeaderInfo | None, token: bytes) -> tuple[LoginState, list[Event]]:
+        """One token of the exchange; `header` is None for a raw (v0) token. More tokens to come keep the state."""
         exchange, mechanism = self._exchange, self.mechanism
-        assert exchange is not None and mechanism is not None
+        assert exchange is not None and mechanism is not None  # set by the handshake that led to this state
         if exchange.complete:
             # Nothing may follow a completed exchange; there is no valid answer, so close.
-            return self._end(Close(CAUSE_PROTOCOL_ERROR))
+            return LoginState.DONE, [Close(CAUSE_PROTOCOL_ERROR)]
         if self._first_token is None:
             self._first_token = token  # names the user, for the audit of a failed login
         try:
@@ -266,8 +326,8 @@ class SaslMachine:
             if not exc.answered:
                 # Kafka's SaslServerAuthenticator: an exception other than a SaslException from the SaslServer is
                 # rethrown unanswered, and the Selector closes the connection at once (no failed-login delay).
-                return self._end(LoginFailed(failure), Close(CAUSE_AUTHENTICATION_FAILED))
-            return self._end(LoginFailed(failure), *self._failed(header, message), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
+                return LoginState.DONE, [LoginFailed(failure), Close(CAUSE_AUTHENTICATION_FAILED)]
+            return LoginState.DONE, [LoginFailed(failure), *self._failed(header, message), Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)]
         lifetime = None
         if principal is not None:
             lifetime = session_lifetime_ms(self.listener.max_reauth_ms.get(mechanism, 0), exchange.credential_expiry_ms, self._wall_clock_ms())
@@ -275,12 +335,12 @@ class SaslMachine:
         values = {"error_code": ErrorCode.none, "error_message": "", "auth_bytes": challenge, "session_lifetime": lifetime or 0}
         reply = Reply(challenge) if header is None else _respond(header, values)
         if principal is None:
-            return [reply]
+            return self.state, [reply]
         refusal = None if self.reauthenticating is not None else privileged_refusal(self.listener, principal)
         if refusal is not None:
             refused = Refused(PRIVILEGED_PRINCIPAL, refusal, principal, mechanism)
-            return self._end(refused, *self._failed(header, f"Authentication failed: {refusal}"), Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True))
-        return self._end(reply, LoggedIn(principal, mechanism, lifetime, exchange.authentication_id))
+            return LoginState.DONE, [refused, *self._failed(header, f"Authentication failed: {refusal}"), Close(CAUSE_PRIVILEGED_PRINCIPAL, delayed=True)]
+        return LoginState.DONE, [reply, LoggedIn(principal, mechanism, lifetime, exchange.authentication_id)]
 
     def _worded(self, message: str) -> str:
         """Kafka's messages name the step they failed in; a re-authentication's say so."""
@@ -298,3 +358,29 @@ class SaslMachine:
             return []
         values = {"error_code": ErrorCode.sasl_authentication_failed, "error_message": message, "auth_bytes": b"", "session_lifetime": 0}
         return [_respond(header, values)]
+
+
+# SaslHandshake v0 sends the tokens that follow as bare frames; v1 wraps them in SaslAuthenticate.
+_RAW_TOKENS_HANDSHAKE_VERSION = 0
+
+
+def _read(header: RequestHeaderInfo | None) -> RequestHeaderInfo:
+    """The header of a frame looked up by its API key (TRANSITIONS reads one for every trigger but Unread.FRAME)."""
+    assert header is not None
+    return header
+
+
+_HANDSHAKE_LEADS_TO = frozenset({LoginState.AUTHENTICATE, LoginState.RAW_TOKENS, LoginState.DONE})
+_TOKEN_LEADS_TO = frozenset({LoginState.DONE})  # plus the state itself while the exchange wants more tokens
+
+TRANSITIONS: Mapping[tuple[LoginState, Trigger], Transition] = {
+    (LoginState.START, ApiKey.API_VERSIONS): Transition(SaslMachine._api_versions, frozenset({LoginState.START})),
+    (LoginState.START, ApiKey.SASL_HANDSHAKE): Transition(SaslMachine._handshake, _HANDSHAKE_LEADS_TO),
+    # only a re-authentication, which begins here, may ask for another mechanism
+    (LoginState.HANDSHAKE, ApiKey.SASL_HANDSHAKE): Transition(SaslMachine._handshake, _HANDSHAKE_LEADS_TO | {LoginState.MECHANISM_CHANGED}),
+    (LoginState.AUTHENTICATE, ApiKey.SASL_AUTHENTICATE): Transition(SaslMachine._authenticate, _TOKEN_LEADS_TO | {LoginState.AUTHENTICATE}),
+    (LoginState.RAW_TOKENS, Unread.FRAME): Transition(SaslMachine._raw_token, _TOKEN_LEADS_TO | {LoginState.RAW_TOKENS}),
+    (LoginState.MECHANISM_CHANGED, Unread.FRAME): Transition(SaslMachine._mechanism_changed, frozenset({LoginState.DONE})),
+}
+"""Every legal step of a login: (state, the frame's API key, or Unread.FRAME where no header is read) -> the handler and
+the states it may lead to. Any frame without a row is refused the one way Kafka refuses it (`_illegal_state`)."""

@@ -1,12 +1,14 @@
 """The SASL state machine, fed bytes: no sockets, no clock, no callbacks."""
 
 import dataclasses
+import struct
 from typing import Any
 
 import pytest
 
 from devkit import wire
-from envelope.codec import decode_response_body
+from envelope.apis import ApiKey, api_name
+from envelope.codec import decode_response_body, request_header_version
 from envelope.errors import ProtocolError
 from proxy.net.refusals import (
     CAUSE_AUTHENTICATION_FAILED,
@@ -15,7 +17,19 @@ from proxy.net.refusals import (
     PRIVILEGED_PRINCIPAL,
     PROTOCOL_ERROR,
 )
-from proxy.net.sasl.machine import ApiVersionsRequest, Close, Event, LoggedIn, LoginFailed, Refused, Reply, SaslMachine
+from proxy.net.sasl.machine import (
+    TRANSITIONS,
+    ApiVersionsRequest,
+    Close,
+    Event,
+    LoggedIn,
+    LoginFailed,
+    LoginState,
+    Refused,
+    Reply,
+    SaslMachine,
+    Unread,
+)
 from proxy.net.sasl.scram_client import ScramClient
 from proxy.net.settings import ListenerConfig
 from proxy.properties import Properties
@@ -172,3 +186,85 @@ def test_a_scram_proof_of_the_wrong_length_closes_unanswered_at_once(tmp_path: A
     assert "proof must be 32 bytes" in (failed.failure.reason or "")
     assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=False)
     assert machine.done
+
+
+# -- the transition table -------------------------------------------------------------------
+
+_UNKNOWN_API_KEY = 32767  # no Kafka API: no row can name it
+
+
+def _header_only(api_key: int) -> bytes:
+    """A request of `api_key` with a header and no body: the machine reads the header of a frame it refuses, no more."""
+    version = 0
+    header_version = request_header_version(api_key, version)
+    client_id = b"test"
+    tagged_fields = b"\x00" if header_version == 2 else b""
+    return struct.pack(">hhih", api_key, version, 7, len(client_id)) + client_id + tagged_fields
+
+
+def _machine_in(tmp_path: Any, state: LoginState) -> SaslMachine:
+    machine = SaslMachine(_listener(tmp_path))
+    if state is not LoginState.START:
+        machine.api_versions_answered(True)
+    if state is LoginState.AUTHENTICATE:
+        machine.receive(_handshake())
+    assert machine.state is state
+    return machine
+
+
+_READ_STATES = (LoginState.START, LoginState.HANDSHAKE, LoginState.AUTHENTICATE)
+
+
+@pytest.mark.parametrize("state", _READ_STATES, ids=lambda s: s.name)
+def test_every_api_a_state_has_no_row_for_is_refused_as_kafka_refuses_it(tmp_path: Any, state: LoginState) -> None:
+    """Kafka's SaslServerAuthenticator answers any request it does not expect before the login completes with
+    ILLEGAL_SASL_STATE and closes; the table's one refusal path does the same for every API and an unknown one."""
+    refused = [key for key in [*ApiKey, _UNKNOWN_API_KEY] if (state, key) not in TRANSITIONS]
+    assert ApiKey.PRODUCE in refused
+    for api_key in refused:
+        machine = _machine_in(tmp_path, state)
+        events = machine.receive(_header_only(api_key))
+        assert [type(e) for e in events] == [Refused, Close], (state, api_key)
+        refusal = events[0]
+        assert isinstance(refusal, Refused) and refusal.reason == PROTOCOL_ERROR
+        assert refusal.detail == f"{api_name(api_key)} v0 before SASL authentication completed (ILLEGAL_SASL_STATE)"
+        assert events[-1] == Close(CAUSE_PROTOCOL_ERROR)
+        assert machine.done
+
+
+def test_the_table_reads_a_header_in_a_state_or_none() -> None:
+    """A state whose frames carry no header (after SaslHandshake v0, after a changed mechanism) takes any frame, so it
+    has exactly one row; the others are looked up by API key. DONE has none: nothing follows a login."""
+    states = {state for state, _ in TRANSITIONS}
+    assert states == set(LoginState) - {LoginState.DONE}
+    for state in states:
+        triggers = [trigger for row_state, trigger in TRANSITIONS if row_state is state]
+        assert Unread.FRAME not in triggers or triggers == [Unread.FRAME], state
+    for (state, trigger), transition in TRANSITIONS.items():
+        # every step can fail, but handing an ApiVersions to the caller, who answers it
+        assert (LoginState.DONE in transition.next_states) is not (trigger == ApiKey.API_VERSIONS), state
+
+
+def test_a_handshake_after_the_handshake_is_refused(tmp_path: Any) -> None:
+    machine = _machine_in(tmp_path, LoginState.AUTHENTICATE)
+    events = machine.receive(_handshake())
+    assert isinstance(events[0], Refused) and events[0].principal is None and events[0].mechanism == "PLAIN"
+    assert events[-1] == Close(CAUSE_PROTOCOL_ERROR)
+
+
+def test_the_login_over_takes_no_frame(tmp_path: Any) -> None:
+    machine = _machine_in(tmp_path, LoginState.AUTHENTICATE)
+    machine.receive(_authenticate(b"\x00alice\x00alice-secret"))
+    assert machine.state is LoginState.DONE
+    with pytest.raises(RuntimeError):
+        machine.receive(_authenticate(b"\x00alice\x00alice-secret"))
+
+
+def test_a_raw_token_state_reads_no_header(tmp_path: Any) -> None:
+    """After SaslHandshake v0 a frame is a token even when its first bytes look like a Kafka header."""
+    machine = SaslMachine(_listener(tmp_path))
+    machine.receive(wire.request(17, 0, {"mechanism": "PLAIN"}))
+    assert machine.state is LoginState.RAW_TOKENS
+    events = machine.receive(_header_only(ApiKey.PRODUCE))
+    answer = [type(e) for e in events]
+    assert answer == [LoginFailed, Close]  # a PLAIN token, which fails: raw tokens carry no answer
