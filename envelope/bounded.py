@@ -21,178 +21,23 @@ Pure Python and sans-IO: no trio, no allocation proportional to a declared
 length, and every loop is bounded by the bytes it consumes.
 """
 
-import dataclasses
 import struct
 from dataclasses import dataclass
 from typing import Any
 
-from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveField, PrimitiveTupleField, classify_field, is_optional
-
+from envelope.bounded_plan import _ARRAY, _BYTES, _ENTITY, _FIXED, _STR, _Entity, _Field, _min_size, plan_of
 from envelope.errors import ProtocolError
+from envelope.varints import read_uvarint, write_uvarint
 
 # Kafka's Readable.readString: a string longer than Short.MAX_VALUE is malformed.
 MAX_STRING_LENGTH = 32767
-_MAX_VARINT_BYTES = 5
-_INT32_MAX = 2**31 - 1
-
-_FIXED_SIZES: dict[str, int] = {
-    "bool": 1,
-    "int8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "error_code": 2,
-    "int32": 4,
-    "timedelta_i32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "timedelta_i64": 8,
-    "datetime_i64": 8,
-    "float64": 8,
-    "uuid": 16,
-}
-_STRING = "string"
-_BYTES_LIKE = frozenset({"bytes", "records"})
-
-# Field kinds of a compiled plan.
-_FIXED, _STR, _BYTES, _ENTITY, _ARRAY = range(5)
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    name: str
-    kind: int
-    nullable: bool
-    size: int = 0  # _FIXED: width in bytes
-    entity: "_Entity | None" = None  # _ENTITY, or an _ARRAY of entities
-    element: "_Field | None" = None  # _ARRAY: one element
-
-
-@dataclass(frozen=True, slots=True)
-class _Entity:
-    name: str
-    schema: type[Any]
-    flexible: bool
-    positional: tuple[_Field, ...]
-    tagged: dict[int, _Field]
-    min_size: int
-
-
-def _primitive(name: str, kafka_type: str, nullable: bool) -> _Field:
-    if kafka_type in _FIXED_SIZES:
-        return _Field(name, _FIXED, nullable, size=_FIXED_SIZES[kafka_type])
-    if kafka_type == _STRING:
-        return _Field(name, _STR, nullable)
-    if kafka_type in _BYTES_LIKE:
-        return _Field(name, _BYTES, nullable)
-    raise TypeError(f"no bounded reader for kafka type {kafka_type!r} of field {name}")
-
-
-def _element_nullable(field: dataclasses.Field[Any]) -> bool:
-    args = getattr(field.type, "__args__", ())
-    inner = args[0] if args else None
-    return type(None) in getattr(inner, "__args__", ())
-
-
 def _path(what: str, name: str) -> str:
     return f"{what}.{name}" if name else what
-
-
-def _min_size(field: _Field, flexible: bool) -> int:
-    if field.kind == _FIXED:
-        return field.size
-    if field.kind == _ENTITY:
-        assert field.entity is not None
-        return 1 if field.nullable else field.entity.min_size
-    if flexible:
-        return 1  # a compact length is at least one varint byte
-    return 2 if field.kind == _STR else 4
-
-
-_PLANS: dict[type[Any], _Entity] = {}
-
-
-def plan_of(schema: type[Any]) -> _Entity:
-    """The bounded reader's view of a kio schema class (cached per class)."""
-    plan = _PLANS.get(schema)
-    if plan is None:
-        plan = _PLANS[schema] = _compile(schema)
-    return plan
-
-
-def _compile(schema: type[Any]) -> _Entity:
-    flexible = bool(schema.__flexible__)
-    positional: list[_Field] = []
-    tagged: dict[int, _Field] = {}
-    for field in dataclasses.fields(schema):
-        if not field.init:
-            continue
-        kind = classify_field(field)
-        nullable = is_optional(field)
-        kafka_type = field.metadata.get("kafka_type", "")
-        planned: _Field
-        if isinstance(kind, PrimitiveField):
-            planned = _primitive(field.name, kafka_type, nullable)
-        elif isinstance(kind, EntityField):
-            planned = _Field(field.name, _ENTITY, nullable, entity=plan_of(kind.type_))
-        elif isinstance(kind, PrimitiveTupleField):
-            element = _primitive(field.name, kafka_type, _element_nullable(field))
-            planned = _Field(field.name, _ARRAY, nullable, element=element)
-        else:
-            assert isinstance(kind, EntityTupleField)
-            element_plan = plan_of(kind.type_)
-            planned = _Field(field.name, _ARRAY, nullable, element=_Field(field.name, _ENTITY, False, entity=element_plan))
-        if "tag" in field.metadata:
-            tagged[int(field.metadata["tag"])] = planned
-        else:
-            positional.append(planned)
-    min_size = sum(_min_size(f, flexible) for f in positional) + (1 if flexible else 0)
-    return _Entity(schema.__name__, schema, flexible, tuple(positional), tagged, min_size)
-
-
-def read_uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes, as Kafka's ByteUtils reads it: (value, new position)."""
-    if pos < end and data[pos] < 0x80:
-        return data[pos], pos + 1  # the usual one-byte varint: lengths and counts under 128
-    value = 0
-    shift = 0
-    for index in range(_MAX_VARINT_BYTES):
-        if pos + index >= end:
-            raise ProtocolError("varint runs past the end of the message")
-        byte = data[pos + index]
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            if value > _INT32_MAX:
-                raise ProtocolError(f"varint {value} does not fit in a signed 32-bit integer")
-            return value, pos + index + 1
-        shift += 7
-    raise ProtocolError("varint is longer than 5 bytes")
-
-
-def skip_tagged_fields(frame: bytes, offset: int) -> int:
-    """The offset after a header's tagged-field section; every tag skipped, as Kafka skips tags it does not know."""
-    end = len(frame)
-    count, offset = read_uvarint(frame, offset, end)
-    if count * 2 > end - offset:
-        raise ProtocolError(f"header: {count} tagged fields but only {end - offset} bytes remain")
-    for _ in range(count):
-        _, offset = read_uvarint(frame, offset, end)
-        length, offset = read_uvarint(frame, offset, end)
-        offset += length
-        if offset > end:
-            raise ProtocolError("tagged field runs past the end of the header")
-    return offset
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,4 +259,4 @@ def prepare(schema: type[Any], data: bytes, offset: int = 0, *, large_threshold:
     return Prepared(copy, 0, len(copy), end - offset, checked.unknown_tags, large)
 
 
-__all__ = ["MAX_STRING_LENGTH", "LargeArray", "Prepared", "check", "plan_of", "prepare", "read_uvarint", "stub_without", "write_uvarint"]
+__all__ = ["MAX_STRING_LENGTH", "LargeArray", "Prepared", "check", "prepare", "stub_without"]

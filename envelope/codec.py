@@ -13,8 +13,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i16, i32, i64
 
-from envelope.bounded import prepare, skip_tagged_fields, stub_without
+from envelope.bounded import prepare, stub_without
 from envelope.errors import ProtocolError, UnsupportedApiError
+from envelope.varints import skip_tagged_fields
 
 # APIs whose int64 times kio reads as datetimes and timedeltas, but whose values Kafka does not bound: the
 # delegation-token APIs answer -1 for "no timestamp" (kio refuses a negative datetime) and take any period

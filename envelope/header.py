@@ -3,9 +3,9 @@
 import struct
 from dataclasses import dataclass
 
-from envelope.bounded import skip_tagged_fields
 from envelope.codec import request_header_version
 from envelope.errors import ProtocolError
+from envelope.varints import skip_tagged_fields
 
 _FIXED = struct.Struct(">hhi")
 _STRING_LENGTH = struct.Struct(">h")

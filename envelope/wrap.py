@@ -15,11 +15,11 @@ from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey
-from envelope.bounded import read_uvarint, write_uvarint
 from envelope.codec import CORRELATION_ID, decode_body, decode_response_body, encode_body, encode_request, encode_response
 from envelope.errors import ProtocolError
 from envelope.header import peek_request_header
 from envelope.principal import Principal, deserialize_principal, serialize_principal
+from envelope.varints import read_uvarint, write_uvarint
 
 ENVELOPE_VERSION = 0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

@@ -11,7 +11,8 @@ import random
 import struct
 from dataclasses import dataclass, field
 
-from envelope.bounded import _ARRAY, _BYTES, _ENTITY, _FIXED, _STR, _Entity, _Field, write_uvarint
+from envelope.bounded_plan import _ARRAY, _BYTES, _ENTITY, _FIXED, _STR, _Entity, _Field
+from envelope.varints import write_uvarint
 
 # Sites the mutator knows how to break.
 LENGTH = "length"  # a string/bytes length or an array count (compact varint or fixed int16/int32)

@@ -4,7 +4,7 @@ import random
 import struct
 from collections.abc import Callable
 
-from envelope.bounded import read_uvarint, write_uvarint
+from envelope.varints import read_uvarint, write_uvarint
 from fuzz.generate import FIXED, LENGTH, TAGS, Generated, Site
 
 # Compact (varint) lengths: null, huge, past int32, the issue's `ff ff ff ff 0f`, over-long (6 and 10 bytes).

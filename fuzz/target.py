@@ -5,7 +5,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from envelope.bounded import plan_of
+from envelope.bounded_plan import plan_of
 from fuzz.generate import Generated, body
 
 

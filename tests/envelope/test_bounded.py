@@ -6,10 +6,12 @@ import struct
 import pytest
 
 from envelope import ProtocolError, decode_body, peek_request_header
-from envelope.bounded import MAX_STRING_LENGTH, check, plan_of, prepare, read_uvarint, write_uvarint
+from envelope.bounded import MAX_STRING_LENGTH, check, prepare
+from envelope.bounded_plan import plan_of
 from envelope.build import build_entity
 from envelope.codec import decode_entity, request_schema, response_schema
 from envelope.principal import Principal
+from envelope.varints import read_uvarint, write_uvarint
 from envelope.wrap import unwrap_request, wrap
 from fuzz.generate import body as generate_body
 from tests.envelope.test_header_and_wrap import create_topics_v7

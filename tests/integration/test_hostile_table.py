@@ -23,10 +23,10 @@ import pytest
 
 from devkit import wire
 from devkit.processes import free_port, wait_for_port, write_properties
-from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_request_header
+from envelope.varints import write_uvarint
 from envelope_proxy.embedded import controller_properties, proxy_properties
 from tests.audit_records import records_under
 

@@ -28,10 +28,10 @@ import trio
 from authz.admin_apis import response_errors
 from devkit import wire
 from devkit.kafka_node import KafkaNode
-from envelope.bounded import write_uvarint
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope.header import peek_request_header
+from envelope.varints import write_uvarint
 from tests.audit_records import records_under
 from tests.interop.upstreams import Target, kafka_target, poll
 
