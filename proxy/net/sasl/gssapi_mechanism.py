@@ -51,7 +51,7 @@ except ImportError:  # the optional [kerberos] extra; Gssapi.server and .client 
 from proxy.net.sasl.client import ClientExchange, LoginFailed
 from proxy.net.sasl.jaas import JaasLogin
 from proxy.net.sasl.kerberos_names import RULES_KEY, KerberosName, KerberosShortNamer, NoMatchingRule, split_rules
-from proxy.net.sasl.mechanisms import AuthenticationFailed, ServerMechanism, jaas_login
+from proxy.net.sasl.mechanisms import STARTED_UNWATCHED, AuthenticationFailed, ServerMechanism, TaskStarted, jaas_login
 from proxy.properties import ConfigError, Properties, scoped
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ class GssapiServer:
             f"gssapi.{RULES_KEY}": str(self.namer),
         }
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: TaskStarted = STARTED_UNWATCHED) -> None:
         task_status.started()
 
 

@@ -1,4 +1,4 @@
-"""What one SASL mechanism provides: the contract every mechanism module fulfils (no I/O).
+"""What one SASL mechanism provides: the contract every mechanism module fulfils (no trio; no I/O but reading a JAAS file).
 
 A mechanism module (proxy/net/sasl/plain.py, scram_mechanism.py) holds the three sides of
 its mechanism, and proxy/net/sasl/registry.py lists it on one line:
@@ -21,8 +21,6 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
-
-import trio
 
 from proxy.net.sasl.client import ClientExchange
 from proxy.net.sasl.jaas import (
@@ -48,6 +46,24 @@ class AuthenticationFailed(Exception):
         super().__init__(message)
         self.reason = reason if reason is not None else message
         self.answered = answered
+
+
+class TaskStarted(Protocol):
+    """What `nursery.start` hands a task (trio.TaskStatus[None]), described here so that the contract, which does no
+    I/O, needs no trio: a trio TaskStatus is one."""
+
+    def started(self, value: None = None) -> None: ...
+
+
+class _StartedUnwatched:
+    """The task status of a `run` called without `nursery.start`: nobody waits for it to start."""
+
+    def started(self, value: None = None) -> None:
+        return None
+
+
+STARTED_UNWATCHED: TaskStarted = _StartedUnwatched()
+"""The default `task_status` of `ServerMechanism.run`, as trio.TASK_STATUS_IGNORED is trio's."""
 
 
 class ServerExchange(Protocol):
@@ -95,7 +111,7 @@ class ServerMechanism(Protocol):
         """What check-config shows of it (keys of the listener's entry), secrets hidden."""
         ...
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: TaskStarted = STARTED_UNWATCHED) -> None:
         """Background work for as long as the listener serves (key refresh, say); calls `task_status.started()` once it
         can serve, and may then return at once."""
         ...
@@ -216,12 +232,14 @@ def username_password(
 
 
 __all__ = [
+    "STARTED_UNWATCHED",
     "AuthenticationFailed",
     "ClientExchange",
     "ClientLogin",
     "Mechanism",
     "ServerExchange",
     "ServerMechanism",
+    "TaskStarted",
     "UsernamePasswordLogin",
     "jaas_file",
     "jaas_key",

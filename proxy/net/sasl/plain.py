@@ -3,13 +3,13 @@
 import hmac
 from dataclasses import dataclass, field
 
-import trio
-
 from proxy.net.sasl.client import ClientExchange
 from proxy.net.sasl.jaas import PLAIN_LOGIN_MODULE
 from proxy.net.sasl.mechanisms import (
+    STARTED_UNWATCHED,
     AuthenticationFailed,
     ServerExchange,
+    TaskStarted,
     UsernamePasswordLogin,
     jaas_login,
     refuse_custom_callback_handler,
@@ -90,7 +90,7 @@ class PlainServer:
     def effective(self) -> dict[str, object]:
         return {"plain.users": {user: "[hidden]" for user in sorted(self.users)}, "plain.jaas.login": self.source}
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: TaskStarted = STARTED_UNWATCHED) -> None:
         task_status.started()
 
 

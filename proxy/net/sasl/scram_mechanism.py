@@ -7,15 +7,15 @@ this module fits them to the mechanism contract of proxy/net/sasl/mechanisms.py.
 import os
 from dataclasses import dataclass, field
 
-import trio
-
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, jaas_file_location
 from proxy.net.sasl.mechanisms import (
+    STARTED_UNWATCHED,
     AuthenticationFailed,
     ServerExchange,
+    TaskStarted,
     UsernamePasswordLogin,
     jaas_key,
     jaas_login,
@@ -85,7 +85,7 @@ class ScramServerSide:
     def effective(self) -> dict[str, object]:
         return {"sasl.scram.credentials": self.credentials.effective()}
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: TaskStarted = STARTED_UNWATCHED) -> None:
         task_status.started()
 
 
