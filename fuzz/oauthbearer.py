@@ -37,15 +37,9 @@ from fuzz.generate import FIXED, Generated, Site
 from fuzz.target import Target
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth.exchange import INVALID_TOKEN, MalformedMessage, OAuthBearerServerExchange, build_client_first, parse_client_first
-from proxy.net.sasl.oauth.validator import (
-    ALLOWED_ALGORITHMS,
-    InvalidToken,
-    JwksError,
-    OAuthValidationSettings,
-    StaticKeys,
-    TokenValidator,
-    parse_jwks,
-)
+from proxy.net.sasl.oauth.jwks import ALLOWED_ALGORITHMS, JwksError, StaticKeys, parse_jwks
+from proxy.net.sasl.oauth.settings import OAuthValidationSettings
+from proxy.net.sasl.oauth.validator import InvalidToken, TokenValidator
 
 _NOW = 1_800_000_000
 _AUDIENCE = "kafka-cluster"

@@ -21,7 +21,7 @@ from proxy.net.sasl.jaas import OAUTHBEARER_LOGIN_MODULE
 from proxy.net.sasl.oauth.exchange import build_client_first
 from proxy.net.sasl.oauth.login import OAuthTokenProvider
 from proxy.net.sasl.oauth.mechanism import OAuthBearerServer
-from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY
+from proxy.net.sasl.oauth.settings import ALLOWED_URLS_PROPERTY
 from proxy.properties import ConfigError
 from proxy.upstream.pool import ControllerPool
 from proxy.upstream.settings import UpstreamSettings

@@ -44,7 +44,7 @@ from proxy.app import RunningProxy
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.credentials import add_user
 from proxy.net.sasl.oauth.exchange import CONTROL_A, build_client_first
-from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY
+from proxy.net.sasl.oauth.settings import ALLOWED_URLS_PROPERTY
 from proxy.net.sasl.scram_client import ScramClient
 from tests.audit_records import assert_valid, records_under
 from tests.interop.conftest import _kafka_lib

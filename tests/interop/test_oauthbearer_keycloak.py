@@ -20,8 +20,10 @@ from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth.exchange import CONTROL_A, INVALID_TOKEN, build_client_first
-from proxy.net.sasl.oauth.login import OAuthLoginError, OAuthTokenProvider, parse_oauth_login_settings
-from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY, JwksCache, OAuthValidation, parse_validation_settings
+from proxy.net.sasl.oauth.jwks import JwksCache
+from proxy.net.sasl.oauth.login import OAuthLoginError, OAuthTokenProvider
+from proxy.net.sasl.oauth.mechanism import OAuthValidation
+from proxy.net.sasl.oauth.settings import ALLOWED_URLS_PROPERTY, parse_oauth_login_settings, parse_validation_settings
 from tests.audit_records import records_under
 from tests.interop.conftest import _kafka_lib
 from tests.interop.keycloak import Keycloak, KeycloakClient

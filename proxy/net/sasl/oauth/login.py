@@ -1,8 +1,8 @@
 """The proxy's own OAUTHBEARER login to the controllers: client-credentials tokens, as Kafka's
 OAuthBearerLoginCallbackHandler gets them, kept fresh as Kafka's refreshing login keeps them.
 
-Configured as a broker's controller client is configured (each key looked up as
-`listener.name.<controller listener>.oauthbearer.<key>`, then
+Configured as a broker's controller client is configured (proxy/net/sasl/oauth/settings.py reads
+each key as `listener.name.<controller listener>.oauthbearer.<key>`, then
 `listener.name.<controller listener>.<key>`, then `<key>`)::
 
     sasl.mechanism.controller.protocol=OAUTHBEARER
@@ -11,13 +11,8 @@ Configured as a broker's controller client is configured (each key looked up as
     listener.name.controller.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\
         clientId="proxy" clientSecret="proxy-secret" scope="kafka";
 
-The JAAS options come from the property or a JAAS file entry, as Kafka looks them
-up (proxy.net.sasl.jaas.select_login); Kafka 4.1's keys
-`sasl.oauthbearer.client.credentials.client.id`/`.client.secret` and
-`sasl.oauthbearer.scope` win over `clientId`/`clientSecret`/`scope` when set.
-`extension_<name>` options become SASL extensions. A `file:` token endpoint is a
-file holding the token itself (Kafka's FileJwtRetriever). The token endpoint URL
-must be on Kafka 4.x's allow-list (proxy.net.sasl.oauth.validator.allowed_urls).
+A `file:` token endpoint is a file holding the token itself (Kafka's FileJwtRetriever). The
+token endpoint URL must be on Kafka 4.x's allow-list (proxy.net.sasl.oauth.settings.allowed_urls).
 
 The request: a POST of `grant_type=client_credentials[&scope=...]` with
 `Authorization: Basic base64(clientId:clientSecret)` (each part URL-encoded
@@ -39,6 +34,7 @@ token is too short-lived for them); after a failed refresh, again in 10 s, the
 old token still used until it expires.
 """
 
+
 from __future__ import annotations
 
 import base64
@@ -48,196 +44,54 @@ import random
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
 from proxy.backoff import Backoff
-from proxy.net.sasl.jaas import JaasFile, select_login
-from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerClientExchange, build_client_first
+from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerClientExchange
 from proxy.net.sasl.oauth.http import HttpError, fetch
-from proxy.net.sasl.oauth.validator import SCOPE_CLAIM_KEY, SUB_CLAIM_KEY, allowed_urls, check_url, oauth_value
-from proxy.properties import ConfigError, Properties
+from proxy.net.sasl.oauth.settings import (
+    CONNECT_TIMEOUT_KEY,
+    READ_TIMEOUT_KEY,
+    REFRESH_BUFFER_KEY,
+    REFRESH_MIN_PERIOD_KEY,
+    REFRESH_WINDOW_FACTOR_KEY,
+    REFRESH_WINDOW_JITTER_KEY,
+    RETRY_BACKOFF_KEY,
+    RETRY_BACKOFF_MAX_KEY,
+    TOKEN_ENDPOINT_KEY,
+    OAuthLoginSettings,
+)
 
 __all__ = [
-    "CLIENT_ID_KEY",
-    "CLIENT_SECRET_KEY",
-    "LOGIN_CALLBACK_HANDLER_KEY",
-    "SCOPE_KEY",
-    "TOKEN_ENDPOINT_KEY",
     "UNRETRYABLE_HTTP_CODES",
     "AccessToken",
     "OAuthLoginError",
-    "OAuthLoginSettings",
     "OAuthTokenProvider",
     "next_refresh_ms",
     "parse_access_token",
-    "parse_oauth_login_settings",
     "retrieve_token",
 ]
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENDPOINT_KEY = "sasl.oauthbearer.token.endpoint.url"
-LOGIN_CALLBACK_HANDLER_KEY = "sasl.login.callback.handler.class"
-CLIENT_ID_KEY = "sasl.oauthbearer.client.credentials.client.id"
-CLIENT_SECRET_KEY = "sasl.oauthbearer.client.credentials.client.secret"
-SCOPE_KEY = "sasl.oauthbearer.scope"
-HEADER_URLENCODE_KEY = "sasl.oauthbearer.header.urlencode"
-REFRESH_WINDOW_FACTOR_KEY = "sasl.login.refresh.window.factor"
-REFRESH_WINDOW_JITTER_KEY = "sasl.login.refresh.window.jitter"
-REFRESH_MIN_PERIOD_KEY = "sasl.login.refresh.min.period.seconds"
-REFRESH_BUFFER_KEY = "sasl.login.refresh.buffer.seconds"
-RETRY_BACKOFF_KEY = "sasl.login.retry.backoff.ms"
-RETRY_BACKOFF_MAX_KEY = "sasl.login.retry.backoff.max.ms"
-CONNECT_TIMEOUT_KEY = "sasl.login.connect.timeout.ms"
-READ_TIMEOUT_KEY = "sasl.login.read.timeout.ms"
-
-LOGIN_CALLBACK_HANDLERS = (
-    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
-    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",  # Kafka 3.x's name
-)
-EXTENSION_PREFIX = "extension_"
-
 UNRETRYABLE_HTTP_CODES = frozenset({400, 401, 402, 403, 404, 405, 406, 407, 409, 410, 411, 412, 413, 414, 415, 501, 505})
 """Kafka's HttpAccessTokenRetriever does not retry these statuses."""
+_SUCCESS = (200, 201)
+"""The statuses Kafka's HttpAccessTokenRetriever reads a token from."""
 
 RETRY_AFTER_FAILED_REFRESH = 10.0
 """Kafka's DELAY_SECONDS_BEFORE_NEXT_RETRY_WHEN_RELOGIN_FAILS."""
-DEFAULT_TIMEOUT_MS = 10_000
-MAX_RESPONSE_BYTES = 256 * 1024
 _MAX_ERROR_TEXT = 300
+_MAX_ERROR_CODE_TEXT = 100
+_MS = 1000
 
 
 class OAuthLoginError(Exception):
     """No token: the endpoint could not be reached, refused the client, or answered something that is not a token."""
-
-
-@dataclass(frozen=True)
-class OAuthLoginSettings:
-    token_endpoint_url: str
-    client_id: str | None = None
-    client_secret: str | None = field(default=None, repr=False)
-    scope: str | None = None
-    extensions: Mapping[str, str] = field(default_factory=dict)
-    refresh_window_factor: float = 0.8
-    refresh_window_jitter: float = 0.05
-    refresh_min_period_seconds: int = 60
-    refresh_buffer_seconds: int = 300
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 10_000
-    connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
-    read_timeout_ms: int = DEFAULT_TIMEOUT_MS
-    header_urlencode: bool = False
-    sub_claim_name: str = "sub"
-    scope_claim_name: str = "scope"
-    max_response_bytes: int = MAX_RESPONSE_BYTES
-    token_endpoint_key: str = field(default=TOKEN_ENDPOINT_KEY, compare=False)
-
-
-# --------------------------------------------------------------------------- settings
-
-
-def _number(props: Properties | Mapping[str, str], listener: str, key: str, default: float, low: float, high: float | None, *, integer: bool) -> float:
-    name, text = oauth_value(props, listener, key)
-    if text is None or text == "":
-        return default
-    try:
-        value = float(int(text)) if integer else float(text)
-    except ValueError:
-        raise ConfigError(name, text, "expected an integer" if integer else "expected a number") from None
-    if value < low or (high is not None and value > high):
-        bounds = [f"{bound:g}" for bound in (low, high) if bound is not None]
-        raise ConfigError(name, text, f"must be between {bounds[0]} and {bounds[1]}" if high is not None else f"must be at least {bounds[0]}")
-    return value
-
-
-def _jaas_options(
-    props: Properties | Mapping[str, str], listener: str, jaas_file: JaasFile | None, file_key: str | None
-) -> tuple[Mapping[str, str], str]:
-    raw = props.raw if isinstance(props, Properties) else dict(props)
-    login = select_login(raw, listener, MECHANISM, jaas_file, file_key=file_key, role="client")
-    module = login.module
-    return (module.options if module is not None else {}), login.source
-
-
-def parse_oauth_login_settings(
-    props: Properties | Mapping[str, str],
-    listener: str,
-    environ: Mapping[str, str] | None = None,
-    *,
-    jaas_file: JaasFile | None = None,
-    file_key: str | None = None,
-) -> OAuthLoginSettings:
-    """The proxy's OAUTHBEARER login on the controller listener `listener`, or ConfigError naming key, value and reason
-    (JaasError, a ConfigError, for the JAAS part). `environ` holds KAFKA_OPTS for the URL allow-list."""
-    options, jaas_source = _jaas_options(props, listener, jaas_file, file_key)
-    handler_key, handler = oauth_value(props, listener, LOGIN_CALLBACK_HANDLER_KEY)
-    if handler and handler not in LOGIN_CALLBACK_HANDLERS:
-        raise ConfigError(handler_key, handler, f"the proxy's own OAUTHBEARER login works only as {LOGIN_CALLBACK_HANDLERS[0]} does")
-    url_key, url = oauth_value(props, listener, TOKEN_ENDPOINT_KEY)
-    if not url:
-        raise ConfigError(
-            url_key,
-            url,
-            "the proxy's own OAUTHBEARER login needs a token endpoint (client-credentials grant); Kafka's unsecured login is not offered",
-        )
-    check_url(url_key, url, allowed_urls(props, environ or {}))
-    from_file = urllib.parse.urlsplit(url).scheme.lower() == "file"
-
-    def config_or_jaas(key: str, option: str, *, required: bool) -> str | None:
-        name, value = oauth_value(props, listener, key)
-        if value is None:
-            name, value = f"{jaas_source} option {option}", options.get(option)
-        if value is not None and not value.strip():
-            raise ConfigError(name, "[hidden]", "must not be empty or whitespace")
-        if value is None and required:
-            raise ConfigError(key, None, f"the proxy's client-credentials login needs {key}, or the JAAS option {option} ({jaas_source})")
-        return None if value is None else value.strip()
-
-    client_id = config_or_jaas(CLIENT_ID_KEY, "clientId", required=not from_file)
-    client_secret = config_or_jaas(CLIENT_SECRET_KEY, "clientSecret", required=not from_file)
-    scope = config_or_jaas(SCOPE_KEY, "scope", required=False)
-    extensions = {name[len(EXTENSION_PREFIX) :]: value for name, value in options.items() if name.startswith(EXTENSION_PREFIX)}
-    try:
-        build_client_first("x", "", extensions)
-    except ValueError as exc:
-        raise ConfigError(f"{jaas_source} options {EXTENSION_PREFIX}*", "[hidden]", str(exc)) from None
-    urlencode_key, urlencode = oauth_value(props, listener, HEADER_URLENCODE_KEY)
-    if urlencode is not None and urlencode.lower() not in ("true", "false"):
-        raise ConfigError(urlencode_key, urlencode, "expected true or false")
-    claims: dict[str, str] = {}
-    for key, default in ((SUB_CLAIM_KEY, "sub"), (SCOPE_CLAIM_KEY, "scope")):
-        name, value = oauth_value(props, listener, key)
-        if value is not None and not value.strip():
-            raise ConfigError(name, value, "The value of the OAuth claim name must be non-null, non-empty, and non-whitespace")
-        claims[key] = value.strip() if value is not None else default
-    backoff = int(_number(props, listener, RETRY_BACKOFF_KEY, 100, 0, None, integer=True))
-    backoff_max = int(_number(props, listener, RETRY_BACKOFF_MAX_KEY, 10_000, 0, None, integer=True))
-    if backoff_max < backoff:
-        name, text = oauth_value(props, listener, RETRY_BACKOFF_MAX_KEY)
-        raise ConfigError(name, text, f"must not be less than {RETRY_BACKOFF_KEY} ({backoff})")
-    return OAuthLoginSettings(
-        token_endpoint_url=url,
-        client_id=client_id,
-        client_secret=client_secret,
-        scope=scope,
-        extensions=extensions,
-        refresh_window_factor=_number(props, listener, REFRESH_WINDOW_FACTOR_KEY, 0.8, 0.5, 1.0, integer=False),
-        refresh_window_jitter=_number(props, listener, REFRESH_WINDOW_JITTER_KEY, 0.05, 0.0, 0.25, integer=False),
-        refresh_min_period_seconds=int(_number(props, listener, REFRESH_MIN_PERIOD_KEY, 60, 0, 900, integer=True)),
-        refresh_buffer_seconds=int(_number(props, listener, REFRESH_BUFFER_KEY, 300, 0, 3600, integer=True)),
-        retry_backoff_ms=backoff,
-        retry_backoff_max_ms=backoff_max,
-        connect_timeout_ms=int(_number(props, listener, CONNECT_TIMEOUT_KEY, DEFAULT_TIMEOUT_MS, 1, None, integer=True)),
-        read_timeout_ms=int(_number(props, listener, READ_TIMEOUT_KEY, DEFAULT_TIMEOUT_MS, 1, None, integer=True)),
-        header_urlencode=(urlencode or "false").lower() == "true",
-        sub_claim_name=claims[SUB_CLAIM_KEY],
-        scope_claim_name=claims[SCOPE_CLAIM_KEY],
-        token_endpoint_key=url_key,
-    )
 
 
 # --------------------------------------------------------------------------- the token
@@ -323,7 +177,7 @@ def _error_text(body: bytes) -> str:
     except (ValueError, RecursionError):
         document = None
     if isinstance(document, dict) and "error" in document:
-        return f"{{{str(document.get('error'))[:100]} - {str(document.get('error_description'))[:_MAX_ERROR_TEXT]}}}"
+        return f"{{{str(document.get('error'))[:_MAX_ERROR_CODE_TEXT]} - {str(document.get('error_description'))[:_MAX_ERROR_TEXT]}}}"
     text = body[:_MAX_ERROR_TEXT].decode("utf-8", "replace").strip()
     return f"{{{text}}}" if text else "{}"
 
@@ -356,11 +210,11 @@ async def _attempt(settings: OAuthLoginSettings, ssl_context: ssl.SSLContext | N
         headers=headers,
         body=_request_body(settings.scope),
         max_bytes=settings.max_response_bytes,
-        connect_timeout=settings.connect_timeout_ms / 1000,
-        read_timeout=settings.read_timeout_ms / 1000,
+        connect_timeout=settings.connect_timeout_ms / _MS,
+        read_timeout=settings.read_timeout_ms / _MS,
         ssl_context=ssl_context,
     )
-    if response.status in (200, 201):
+    if response.status in _SUCCESS:
         if not response.body:
             raise OAuthLoginError(f"The token endpoint response was unexpectedly empty despite response code {response.status}")
         return _access_token_of(response.body)
@@ -378,12 +232,12 @@ async def retrieve_token(
     url = settings.token_endpoint_url
     if urllib.parse.urlsplit(url).scheme.lower() == "file":
         try:
-            data = await fetch(url, max_bytes=settings.max_response_bytes, read_timeout=settings.read_timeout_ms / 1000)
+            data = await fetch(url, max_bytes=settings.max_response_bytes, read_timeout=settings.read_timeout_ms / _MS)
         except HttpError as exc:
             raise OAuthLoginError(str(exc)) from None
         value = data.body.decode("utf-8", "replace").strip()
         return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
-    backoff, end = Backoff.doubling(settings.retry_backoff_ms / 1000), clock() + settings.retry_backoff_max_ms / 1000
+    backoff, end = Backoff.doubling(settings.retry_backoff_ms / _MS), clock() + settings.retry_backoff_max_ms / _MS
     attempt = 0
     while True:
         attempt += 1
@@ -404,11 +258,11 @@ def next_refresh_ms(now_ms: int, token: AccessToken, settings: OAuthLoginSetting
     """When to fetch the next token, as Kafka's ExpiringCredentialRefreshingLogin.refreshMs decides it."""
     expiry = token.expiry_ms
     if now_ms > expiry:
-        return now_ms + int(RETRY_AFTER_FAILED_REFRESH * 1000)
+        return now_ms + int(RETRY_AFTER_FAILED_REFRESH * _MS)
     start = token.start_ms if token.start_ms is not None else now_ms
     fraction = settings.refresh_window_factor + settings.refresh_window_jitter * (rng or random).random()
-    min_period_ms = settings.refresh_min_period_seconds * 1000
-    buffer_ms = settings.refresh_buffer_seconds * 1000
+    min_period_ms = settings.refresh_min_period_seconds * _MS
+    buffer_ms = settings.refresh_buffer_seconds * _MS
     if now_ms + min_period_ms + buffer_ms > expiry:
         return now_ms + int((expiry - now_ms) * fraction)
     proposed = start + int((expiry - start) * fraction)
@@ -453,7 +307,7 @@ class OAuthTokenProvider:
         """When `token()` fetches a new one although the current one is still valid (Kafka's refresh schedule)."""
 
     def _now_ms(self) -> int:
-        return int(self._wall_clock() * 1000)
+        return int(self._wall_clock() * _MS)
 
     async def token(self) -> AccessToken:
         """The current token; a new one when there is none or it has expired, and also when Kafka's refresh time
@@ -467,7 +321,7 @@ class OAuthTokenProvider:
             try:
                 return await self.refresh()
             except OAuthLoginError:
-                self._refresh_at_ms = now + int(RETRY_AFTER_FAILED_REFRESH * 1000)
+                self._refresh_at_ms = now + int(RETRY_AFTER_FAILED_REFRESH * _MS)
                 return current
         return await self.refresh()
 
@@ -488,7 +342,7 @@ class OAuthTokenProvider:
             self.last_error = None
             self._changed.set()
             self._changed = trio.Event()
-            lifetime = (token.expiry_ms - self._now_ms()) / 1000
+            lifetime = (token.expiry_ms - self._now_ms()) / _MS
             log.info("OAUTHBEARER token for %s (principal %s) valid for %.0f s", self.settings.token_endpoint_url, token.principal_name, lifetime)
             return token
 
@@ -541,7 +395,7 @@ class OAuthTokenProvider:
         now = self._now_ms()
         if failed or current is None or current.expiry_ms <= now:
             return RETRY_AFTER_FAILED_REFRESH
-        return max(0.0, (next_refresh_ms(now, current, self.settings, self._rng) - now) / 1000)
+        return max(0.0, (next_refresh_ms(now, current, self.settings, self._rng) - now) / _MS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         failed = False

@@ -14,19 +14,80 @@
 Re-authentication (KIP-368) is not done yet: a session lasts as long as its connection.
 """
 
+from __future__ import annotations
+
 import os
+import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import trio
 
 from proxy.net.sasl.mechanisms import ServerMechanism, jaas_file, jaas_login
-from proxy.net.sasl.oauth.exchange import MECHANISM
-from proxy.net.sasl.oauth.login import OAuthTokenProvider, parse_oauth_login_settings
-from proxy.net.sasl.oauth.validator import JwksCache, OAuthValidation, OAuthValidationSettings, parse_validation_settings
+from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerServerExchange, attempted_user
+from proxy.net.sasl.oauth.jwks import ALLOWED_ALGORITHMS, JwksCache
+from proxy.net.sasl.oauth.login import OAuthTokenProvider
+from proxy.net.sasl.oauth.settings import (
+    CLOCK_SKEW_KEY,
+    EXPECTED_AUDIENCE_KEY,
+    EXPECTED_ISSUER_KEY,
+    JWKS_REFRESH_KEY,
+    JWKS_RETRY_BACKOFF_KEY,
+    JWKS_RETRY_BACKOFF_MAX_KEY,
+    JWKS_URL_KEY,
+    SCOPE_CLAIM_KEY,
+    SUB_CLAIM_KEY,
+    OAuthValidationSettings,
+    parse_oauth_login_settings,
+    parse_validation_settings,
+)
+from proxy.net.sasl.oauth.validator import TokenValidator
 from proxy.properties import Properties
 
 NAME = MECHANISM
+
+
+class OAuthValidation:
+    """A listener's OAUTHBEARER server side: the settings, the JWKS cache (run `run` in a nursery) and the validator.
+
+    Shaped as the registry's server side of a mechanism: `exchange(mechanism)` gives a fresh
+    `ServerExchange` per login (`reauthentication=True` words a malformed message as Kafka does
+    during a re-authentication), `attempted_user` reads who a failed login claimed to be,
+    `effective` is what check-config shows, and `run` keeps the keys fresh (started once the
+    first refresh has been tried: see `cache.loaded`)."""
+
+    def __init__(self, settings: OAuthValidationSettings, *, cache: JwksCache | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.cache = cache if cache is not None else JwksCache.from_settings(settings)
+        self.validator = TokenValidator(settings, self.cache, clock=clock)
+
+    @classmethod
+    def from_properties(cls, props: Properties | Mapping[str, str], listener: str, environ: Mapping[str, str] | None = None) -> OAuthValidation:
+        return cls(parse_validation_settings(props, listener, environ))
+
+    def exchange(self, mechanism: str = MECHANISM, *, reauthentication: bool = False) -> OAuthBearerServerExchange:
+        return OAuthBearerServerExchange(self.validator, reauthentication=reauthentication)
+
+    def attempted_user(self, mechanism: str, first_token: bytes) -> str | None:
+        return attempted_user(first_token)
+
+    def effective(self) -> dict[str, object]:
+        settings = self.settings
+        return {
+            JWKS_URL_KEY: settings.jwks_endpoint_url,
+            EXPECTED_AUDIENCE_KEY: list(settings.expected_audience),
+            EXPECTED_ISSUER_KEY: settings.expected_issuer,
+            SUB_CLAIM_KEY: settings.sub_claim_name,
+            SCOPE_CLAIM_KEY: settings.scope_claim_name,
+            CLOCK_SKEW_KEY: settings.clock_skew_seconds,
+            JWKS_REFRESH_KEY: settings.jwks_refresh_ms,
+            JWKS_RETRY_BACKOFF_KEY: settings.jwks_retry_backoff_ms,
+            JWKS_RETRY_BACKOFF_MAX_KEY: settings.jwks_retry_backoff_max_ms,
+            "oauthbearer.algorithms": list(ALLOWED_ALGORITHMS),
+        }
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.cache.run(task_status=task_status)
 
 
 class SharedJwks:
@@ -54,7 +115,7 @@ class SharedJwks:
             self._started = trio.Event()
 
 
-_SHARED: "weakref.WeakKeyDictionary[Properties, dict[OAuthValidationSettings, SharedJwks]]" = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[Properties, dict[OAuthValidationSettings, SharedJwks]] = weakref.WeakKeyDictionary()
 """Per configuration (a Properties), the JWKS caches of its OAUTHBEARER listeners by their settings."""
 
 
@@ -102,4 +163,4 @@ OAUTHBEARER = OAuthBearer()
 
 _CHECK_SERVER: type[ServerMechanism] = OAuthBearerServer  # the registry's contract, checked by mypy
 
-__all__ = ["OAUTHBEARER", "OAuthBearer", "OAuthBearerServer", "SharedJwks"]
+__all__ = ["OAUTHBEARER", "OAuthBearer", "OAuthBearerServer", "OAuthValidation", "SharedJwks"]

@@ -31,7 +31,10 @@ from proxy.net.sasl.oauth.exchange import (
     reauthentication_delay_ms,
     session_lifetime_ms,
 )
-from proxy.net.sasl.oauth.validator import JwksCache, OAuthValidation, OAuthValidationSettings, StaticKeys, TokenValidator, parse_jwks
+from proxy.net.sasl.oauth.jwks import JwksCache, StaticKeys, parse_jwks
+from proxy.net.sasl.oauth.mechanism import OAuthValidation
+from proxy.net.sasl.oauth.settings import OAuthValidationSettings
+from proxy.net.sasl.oauth.validator import TokenValidator
 from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, SigningKey, claims, jwks, rsa_key
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"

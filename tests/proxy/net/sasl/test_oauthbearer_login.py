@@ -12,17 +12,8 @@ import trio
 import trio.testing
 
 from proxy.net.sasl.oauth.exchange import build_client_first
-from proxy.net.sasl.oauth.login import (
-    AccessToken,
-    OAuthLoginError,
-    OAuthLoginSettings,
-    OAuthTokenProvider,
-    next_refresh_ms,
-    parse_access_token,
-    parse_oauth_login_settings,
-    retrieve_token,
-)
-from proxy.net.sasl.oauth.validator import ALLOWED_URLS_PROPERTY
+from proxy.net.sasl.oauth.login import AccessToken, OAuthLoginError, OAuthTokenProvider, next_refresh_ms, parse_access_token, retrieve_token
+from proxy.net.sasl.oauth.settings import ALLOWED_URLS_PROPERTY, OAuthLoginSettings, parse_oauth_login_settings
 from proxy.properties import ConfigError, Properties
 from tests.proxy.net.sasl.oauth_fixtures import Answer, Request, claims, rsa_key, start_http, unsigned
 

@@ -11,22 +11,18 @@ import trio
 import trio.testing
 
 from proxy.net.sasl.oauth.exchange import INVALID_TOKEN, build_client_first
-from proxy.net.sasl.oauth.validator import (
+from proxy.net.sasl.oauth.jwks import JwksCache, JwksError, StaticKeys, parse_jwks
+from proxy.net.sasl.oauth.mechanism import OAuthValidation
+from proxy.net.sasl.oauth.settings import (
     ALLOWED_URLS_PROPERTY,
     AllowedUrls,
-    InvalidToken,
-    JwksCache,
-    JwksError,
-    OAuthValidation,
     OAuthValidationSettings,
-    StaticKeys,
-    TokenValidator,
     allowed_urls,
     check_url,
     oauth_value,
-    parse_jwks,
     parse_validation_settings,
 )
+from proxy.net.sasl.oauth.validator import InvalidToken, TokenValidator
 from proxy.properties import ConfigError, Properties
 from tests.proxy.net.sasl.oauth_fixtures import (
     AUDIENCE,
