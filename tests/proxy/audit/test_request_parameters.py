@@ -11,7 +11,8 @@ import orjson
 import pytest
 import trio
 
-from authz.admin_apis import ADMIN_APIS, HIDDEN, resources_of
+from authz.admin_apis import ADMIN_APIS, resources_of
+from authz.change_parameters import HIDDEN
 from devkit import wire
 from envelope.apis import ApiKey
 from envelope.codec import decode_body
