@@ -15,21 +15,12 @@ from dataclasses import dataclass
 
 from envelope.errors import ProtocolError
 from fuzz.generate import FIXED, Generated, Site
+from fuzz.jaas_render import render_jaas_config, render_jaas_file
 from fuzz.target import Target
-from proxy.net.sasl.jaas import (
-    GSSAPI_LOGIN_MODULES,
-    OAUTHBEARER_LOGIN_MODULE,
-    PLAIN_LOGIN_MODULE,
-    SCRAM_LOGIN_MODULE,
-    JaasError,
-    jaas_file_location,
-    java_system_properties,
-    parse_jaas_config,
-    parse_jaas_file,
-    render_jaas_config,
-    render_jaas_file,
-    select_login,
-)
+from proxy.net.sasl.jaas import GSSAPI_LOGIN_MODULES, OAUTHBEARER_LOGIN_MODULE, PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, select_login
+from proxy.net.sasl.jaas_model import JaasError
+from proxy.net.sasl.jaas_parser import parse_jaas_config, parse_jaas_file
+from proxy.net.sasl.system_properties import jaas_file_location, java_system_properties
 
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 _LISTENERS = ("CLIENT", "SASL_SSL", "EXTERNAL")

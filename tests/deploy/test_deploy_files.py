@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 
 from controller.config import parse_controller_config
 from proxy.config import ProxyConfig, parse_proxy_config
-from proxy.net.sasl.jaas import parse_jaas
+from proxy.net.sasl.jaas_parser import parse_jaas
 from proxy.net.sasl.mechanisms import UsernamePasswordLogin
 from proxy.ops.metrics import metric_names
 from tests.deploy.deploy_files import (

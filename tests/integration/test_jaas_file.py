@@ -11,7 +11,7 @@ import trio
 from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
 from proxy.config import parse_proxy_config
-from proxy.net.sasl.jaas import JaasError
+from proxy.net.sasl.jaas_model import JaasError
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SASL_AUTHENTICATION_FAILED = 58

@@ -13,7 +13,7 @@ from proxy.audit.sinks import file as audit_file
 from proxy.audit.sinks import kafka as audit_kafka
 from proxy.audit.sinks.file import FileSinkSettings
 from proxy.config import parse_proxy_config
-from proxy.net.sasl.jaas import parse_jaas
+from proxy.net.sasl.jaas_parser import parse_jaas
 from proxy.net.sasl.plain import PlainServer
 from proxy.net.sasl.scram_mechanism import ScramServerSide
 from proxy.properties import ConfigError

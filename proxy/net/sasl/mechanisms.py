@@ -23,15 +23,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from proxy.net.sasl.client import ClientExchange
-from proxy.net.sasl.jaas import (
-    JaasFile,
-    JaasLogin,
-    jaas_file_location,
-    jaas_property_key,
-    java_system_properties,
-    load_jaas_file,
-    select_login,
-)
+from proxy.net.sasl.jaas import JaasLogin, jaas_property_key, select_login
+from proxy.net.sasl.jaas_model import JaasFile
+from proxy.net.sasl.jaas_parser import load_jaas_file
+from proxy.net.sasl.system_properties import jaas_file_location, java_system_properties
 from proxy.properties import ConfigError, Properties, listener_prefix
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.credential_source import ScramCredentialSource
 from proxy.net.sasl.credentials import DEFAULT_KEY as SCRAM_CREDENTIALS_KEY
-from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE, jaas_file_location
+from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
 from proxy.net.sasl.mechanisms import (
     STARTED_UNWATCHED,
     AuthenticationFailed,
@@ -25,6 +25,7 @@ from proxy.net.sasl.mechanisms import (
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.system_properties import jaas_file_location
 from proxy.net.sasl.token_cache import TokenCache
 from proxy.properties import ConfigError, Properties
 

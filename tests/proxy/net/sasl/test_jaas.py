@@ -9,30 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fuzz.jaas_render import render_jaas_config, render_jaas_file
 from proxy.net.sasl.jaas import (
     GSSAPI_LOGIN_MODULES,
-    JAAS_FILE_KEY,
-    MAX_JAAS_BYTES,
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
-    ControlFlag,
-    JaasError,
-    JaasFile,
-    LoginContext,
-    LoginModule,
-    jaas_file_location,
     jaas_property_key,
-    java_system_properties,
-    load_jaas_file,
-    parse_jaas,
-    parse_jaas_config,
-    parse_jaas_file,
-    render_jaas_config,
-    render_jaas_file,
     select_login,
     server_context_names,
 )
+from proxy.net.sasl.jaas_model import MAX_JAAS_BYTES, ControlFlag, JaasError, JaasFile, LoginContext, LoginModule
+from proxy.net.sasl.jaas_parser import load_jaas_file, parse_jaas, parse_jaas_config, parse_jaas_file
+from proxy.net.sasl.system_properties import JAAS_FILE_KEY, jaas_file_location, java_system_properties
 from proxy.properties import ConfigError
 
 KRB5 = GSSAPI_LOGIN_MODULES[0]
