@@ -51,7 +51,8 @@ sys.path.insert(0, str(HERE))
 from processes import Processes, cpu_seconds, peak_rss_mb  # noqa: E402
 from stack import Row, error_names, kafka_rows, zero_work_rows  # noqa: E402
 
-from devkit.kafka_node import KAFKA_VERSION, KafkaNode  # noqa: E402
+from devkit.kafka_jars import KAFKA_VERSION  # noqa: E402
+from devkit.kafka_node import KafkaNode  # noqa: E402
 
 LOADGEN = HERE / "bin" / "loadgen"
 OUTPUT = HERE / "last-run.json"

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, missing_tools
 from devkit.processes import free_port, skip_or_fail
 from tests.audit_records import assert_valid, records_under
 from tests.deploy.deploy_files import ROOT

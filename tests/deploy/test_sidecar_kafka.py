@@ -27,7 +27,7 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars, kafka_jvm, missing_tools
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, kafka_jvm, missing_tools
 from devkit.processes import free_port, skip_or_fail, stop_process, wait_for_port
 from envelope_proxy.dev_pki import DevPki
 from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file, sidecar_cluster_id

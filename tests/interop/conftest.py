@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devkit.kafka_node import KafkaNode, KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.kafka_node import KafkaNode
 from devkit.processes import skip_or_fail
 from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller

@@ -39,7 +39,8 @@ from typing import Any
 import trio
 
 from devkit import wire
-from devkit.kafka_node import DELEGATION_TOKEN_SECRET, KafkaNode
+from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import DELEGATION_TOKEN_SECRET
 from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema

@@ -20,7 +20,7 @@ from authz.admin_apis import response_errors
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
-from devkit.kafka_node import DELEGATION_TOKEN_SECRET
+from devkit.kafka_node_config import DELEGATION_TOKEN_SECRET
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap

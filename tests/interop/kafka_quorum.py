@@ -16,7 +16,9 @@ from types import TracebackType
 from kio.schema.errors import ErrorCode
 
 from devkit import wire
-from devkit.kafka_node import NODE_USER, KafkaNode, KafkaNodeError, _cluster_id
+from devkit.kafka_jars import KafkaNodeError
+from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import NODE_USER, new_cluster_id
 from devkit.processes import free_port
 from envelope.apis import ApiKey, EndpointType
 
@@ -41,7 +43,7 @@ class KafkaQuorum:
             ports = {node: (free_port(), free_port()) for node in NODE_IDS}
         self.voters = ",".join(f"{node}@127.0.0.1:{controller}" for node, (_, controller) in ports.items())
         self.startup_timeout = startup_timeout
-        cluster_id = _cluster_id()
+        cluster_id = new_cluster_id()
         self.nodes = {
             node: KafkaNode(
                 workdir=workdir / f"node-{node}",

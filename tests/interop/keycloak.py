@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 # The same tooling as the Kafka node's: java, mvn and the shared cache folder.
-from devkit.kafka_node import _java, cache_root, missing_tools
+from devkit.kafka_jars import cache_root, find_java, missing_tools
 from devkit.processes import free_port
 
 __all__ = [
@@ -158,7 +158,7 @@ def ensure_keycloak(version: str = KEYCLOAK_VERSION) -> Path:
     home = keycloak_home(version)
     if _is_complete(home, version):
         return home
-    if _java() is None:
+    if find_java() is None:
         raise KeycloakToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -525,7 +525,7 @@ class Keycloak(KeycloakAdmin):
         if self._process is not None:
             raise KeycloakError("already started")
         dist = self._home or ensure_keycloak(self.version)
-        java = _java()
+        java = find_java()
         if java is None:
             raise KeycloakToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
         if self._workdir is None:

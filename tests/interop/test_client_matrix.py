@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 import trio
 
-from devkit.kafka_node import KafkaNode, ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars
+from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config

@@ -25,7 +25,8 @@ from controller.created_topic_configs import created_topic_configs
 from controller.image import Topic
 from controller.server import EmbeddedController
 from devkit import wire
-from devkit.kafka_node import NODE_USER, KafkaNode
+from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import NODE_USER
 from envelope.apis import ApiKey
 
 pytestmark = pytest.mark.interop

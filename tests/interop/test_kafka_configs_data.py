@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars
 
 pytestmark = pytest.mark.interop
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from devkit.kafka_node import KafkaNode, ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars
+from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import DEFAULT_USERS, PLAIN_MODULE, client_config
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcomes, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, kafka_target, poll

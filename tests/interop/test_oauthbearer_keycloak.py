@@ -13,7 +13,8 @@ import jwt
 import pytest
 import trio
 
-from devkit.kafka_node import KafkaNode, ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars
+from devkit.kafka_node import KafkaNode
 from devkit.processes import free_port
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy

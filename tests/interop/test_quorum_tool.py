@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import trio
 
-from devkit.kafka_node import DEFAULT_USERS, PLAIN_MODULE, KafkaNode
+from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import DEFAULT_USERS, PLAIN_MODULE
 from devkit.processes import free_port
 from envelope import kafka_uuid
 from tests.integration.conftest import audit_records

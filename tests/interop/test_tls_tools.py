@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from devkit.kafka_node import KafkaToolingMissing, ensure_kafka_jars
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars
 from envelope_proxy.dev_pki import DevPki
 from envelope_proxy.embedded import EmbeddedStack
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE

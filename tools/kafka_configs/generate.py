@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devkit.kafka_node import KAFKA_VERSION, ensure_kafka_jars  # noqa: E402
+from devkit.kafka_jars import KAFKA_VERSION, ensure_kafka_jars  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "KafkaConfigsDump.java"
 TARGET = ROOT / "controller" / "kafka_configs.json"
