@@ -21,9 +21,9 @@ first when `sasl.oauthbearer.header.urlencode=true`). Each attempt is bounded by
 Kafka waits without limit when they are unset) and the answer by 256 KiB; a
 failure is retried with `sasl.login.retry.backoff.ms` (100 ms, doubling) for up to
 `sasl.login.retry.backoff.max.ms` (10 s), except for the HTTP statuses Kafka
-deems final (400, 401, 403, 404, ...). The token must carry `exp` and the subject
-claim (`sasl.oauthbearer.sub.claim.name`), read without checking the signature,
-as Kafka's client does: the controller checks it.
+deems final (400, 401, 403, 404, ...). The token's claims are checked as Kafka's client
+checks them (proxy/net/sasl/oauth/claims.py: `exp` and the subject claim required), without
+checking the signature: the controller checks it.
 
 Refresh (`OAuthTokenProvider.run`, Kafka's ExpiringCredentialRefreshingLogin):
 at `sasl.login.refresh.window.factor` (0.8) plus up to
@@ -51,10 +51,13 @@ from typing import Any
 import trio
 
 from proxy.backoff import Backoff
+from proxy.net.sasl.oauth.claims import InvalidToken, checked_claims
 from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerClientExchange
 from proxy.net.sasl.oauth.http import HttpError, fetch
 from proxy.net.sasl.oauth.settings import (
     CONNECT_TIMEOUT_KEY,
+    DEFAULT_SCOPE_CLAIM,
+    DEFAULT_SUB_CLAIM,
     READ_TIMEOUT_KEY,
     REFRESH_BUFFER_KEY,
     REFRESH_MIN_PERIOD_KEY,
@@ -109,13 +112,9 @@ class AccessToken:
     scopes: frozenset[str] = frozenset()
 
 
-def _claim_error(name: str) -> OAuthLoginError:
-    return OAuthLoginError(f"The value of the OAuth claim {name} must be non-null, non-empty, and non-whitespace")
-
-
-def parse_access_token(value: str, *, sub_claim_name: str = "sub", scope_claim_name: str = "scope") -> AccessToken:
-    """Kafka's client-side token check (ClientJwtValidator): three sections, a JSON payload, `exp` and the subject
-    required, `iat` optional, scopes well formed. The signature is not checked here: the controller checks it."""
+def parse_access_token(value: str, *, sub_claim_name: str = DEFAULT_SUB_CLAIM, scope_claim_name: str = DEFAULT_SCOPE_CLAIM) -> AccessToken:
+    """Kafka's client-side token check (ClientJwtValidator): three sections, a JSON payload, then the claims as
+    proxy/net/sasl/oauth/claims.py checks them for a client. The signature is not checked here: the controller checks it."""
     sections = value.split(".")
     if len(sections) != 3 or not sections[0] or not sections[1]:
         raise OAuthLoginError("Malformed JWT provided; expected three sections (header, payload, and signature)")
@@ -125,35 +124,11 @@ def parse_access_token(value: str, *, sub_claim_name: str = "sub", scope_claim_n
         raise OAuthLoginError(f"Malformed JWT provided: the payload cannot be read ({type(exc).__name__})") from None
     if not isinstance(payload, dict):
         raise OAuthLoginError("Malformed JWT provided: the payload is not a JSON object")
-
-    def seconds(name: str) -> int | None:
-        raw = payload.get(name)
-        if raw is None:
-            return None
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != raw or abs(raw) >= 2**53:
-            raise OAuthLoginError(f"Could not extract the '{name}' claim from the access token: not a number")
-        return int(raw)
-
-    expiration, issued_at = seconds("exp"), seconds("iat")
-    if expiration is None:
-        raise OAuthLoginError("exp value must be non-null")
-    if expiration < 0:
-        raise OAuthLoginError(f'exp value must be non-negative; value given was "{expiration}"')
-    if issued_at is not None and issued_at < 0:
-        raise OAuthLoginError(f'iat value must be null or non-negative; value given was "{issued_at}"')
-    subject = payload.get(sub_claim_name)
-    if not isinstance(subject, str) or not subject.strip():
-        raise _claim_error(sub_claim_name)
-    raw_scope = payload.get(scope_claim_name)
-    items = [raw_scope] if isinstance(raw_scope, str) else raw_scope if isinstance(raw_scope, list) else []
-    scopes: set[str] = set()
-    for item in items:
-        if not isinstance(item, str) or not item.strip():
-            raise _claim_error(scope_claim_name)
-        if item.strip() in scopes:
-            raise OAuthLoginError(f"{scope_claim_name} value must not contain duplicates - {item.strip()[:80]} already present")
-        scopes.add(item.strip())
-    return AccessToken(value, subject.strip(), expiration * 1000, None if issued_at is None else issued_at * 1000, frozenset(scopes))
+    try:
+        claims = checked_claims(payload, sub_claim_name=sub_claim_name, scope_claim_name=scope_claim_name)
+    except InvalidToken as exc:
+        raise OAuthLoginError(str(exc)) from None
+    return AccessToken(value, claims.principal_name, claims.expiry_ms, claims.start_ms, claims.scopes)
 
 
 def _authorization(settings: OAuthLoginSettings) -> str:

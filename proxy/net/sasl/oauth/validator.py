@@ -13,28 +13,20 @@ What the validator checks:
 - the key (proxy/net/sasl/oauth/jwks.py). None: the token is refused at once and a
   refresh of the JWKS is requested;
 - the signature (PyJWT with cryptography);
-- `exp` required and `iat` required, numbers; expired when now - skew >= exp,
-  not yet valid when now + skew < nbf (`sasl.oauthbearer.clock.skew.seconds`,
-  30); exp and iat not negative;
-- `aud`: with `sasl.oauthbearer.expected.audience` set it must hold one of those;
-  without it, a token that has an `aud` is refused (jose4j's default, which
-  Kafka keeps); `iss` must equal `sasl.oauthbearer.expected.issuer` when set;
-  `sub`, `iss`, `jti` must be strings when present (jose4j's defaults);
-- the subject (`sasl.oauthbearer.sub.claim.name`, `sub`): a string, not blank;
-  the principal is `User:<it, trimmed>`;
-- the scope (`sasl.oauthbearer.scope.claim.name`, `scope`): a string is one scope
-  (as Kafka reads it), a list each; no blank or repeated scope.
+- the claims (proxy/net/sasl/oauth/claims.py, the broker's checks: exp, iat, nbf with
+  `sasl.oauthbearer.clock.skew.seconds`, iss, aud, the subject and the scope); the
+  principal is `User:<the subject claim, trimmed>`.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jwt
 
+from proxy.net.sasl.oauth.claims import BrokerChecks, InvalidToken, checked_claims
 from proxy.net.sasl.oauth.exchange import ValidatedToken
 from proxy.net.sasl.oauth.jwks import ALLOWED_ALGORITHMS, MAX_KID_LENGTH, KeySource, strict_json
 from proxy.net.sasl.oauth.settings import OAuthValidationSettings
@@ -44,27 +36,6 @@ __all__ = ["InvalidToken", "TokenValidator"]
 _MAX_CANDIDATE_KEYS = 16
 """Keys a signature is tried against: a JWKS of many keys without kids cannot make one token cost hundreds."""
 _SHOWN_KID = 80
-
-
-class InvalidToken(ValueError):
-    """The token does not validate; the reason is for the log (the client only learns `invalid_token`)."""
-
-
-def _number(claims: Mapping[str, Any], name: str) -> int | None:
-    """A NumericDate claim as jose4j reads it (a JSON number, truncated to whole seconds); InvalidToken otherwise."""
-    value = claims.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or abs(value) >= 2**63:
-        raise InvalidToken(f"Could not extract the '{name}' claim from the access token: not a number")
-    return int(value)
-
-
-def _string_claim(claims: Mapping[str, Any], name: str) -> str | None:
-    value = claims.get(name)
-    if value is not None and not isinstance(value, str):
-        raise InvalidToken(f"Could not extract the '{name}' claim from the access token: not a string")
-    return value
 
 
 _JWS = jwt.PyJWS(algorithms=list(ALLOWED_ALGORITHMS))  # HMAC and none are not even registered
@@ -136,63 +107,6 @@ class TokenValidator:
 
     def _checked(self, claims: Mapping[str, Any]) -> ValidatedToken:
         settings = self.settings
-        now = int(self._clock())
-        skew = settings.clock_skew_seconds
-        expiration = _number(claims, "exp")
-        issued_at = _number(claims, "iat")
-        not_before = _number(claims, "nbf")
-        if expiration is None:
-            raise InvalidToken("No Expiration Time (exp) claim present.")
-        if issued_at is None:
-            raise InvalidToken("No Issued At (iat) claim present.")
-        if now - skew >= expiration:
-            raise InvalidToken(f"The JWT is no longer valid - the evaluation time {now} is on or after the Expiration Time (exp={expiration}) claim value (allowing {skew} seconds of skew)")
-        if not_before is not None and now + skew < not_before:
-            raise InvalidToken(f"The JWT is not yet valid as the evaluation time {now} is before the Not Before (nbf={not_before}) claim time (allowing {skew} seconds of skew)")
-        if expiration < 0:
-            raise InvalidToken(f'exp value must be non-negative; value given was "{expiration}"')
-        if issued_at < 0:
-            raise InvalidToken(f'iat value must be null or non-negative; value given was "{issued_at}"')
-        issuer = _string_claim(claims, "iss")
-        _string_claim(claims, "sub")
-        _string_claim(claims, "jti")
-        if settings.expected_issuer is not None:
-            if issuer is None:
-                raise InvalidToken("No Issuer (iss) claim present.")
-            if issuer != settings.expected_issuer:
-                raise InvalidToken(f"Issuer (iss) claim value ({issuer[:200]}) doesn't match expected value of {settings.expected_issuer}")
-        self._check_audience(claims.get("aud"))
-        subject = claims.get(settings.sub_claim_name)
-        if not isinstance(subject, str):
-            raise InvalidToken(f"The value of the OAuth claim {settings.sub_claim_name} must be non-null, non-empty, and non-whitespace")
-        if not subject.strip():
-            raise InvalidToken(f"The value of the OAuth claim {settings.sub_claim_name} must be non-null, non-empty, and non-whitespace")
-        scopes = self._scopes(claims.get(settings.scope_claim_name))
-        return ValidatedToken(subject.strip(), expiration * 1000, scopes, issued_at * 1000)
-
-    def _check_audience(self, audience: Any) -> None:
-        if audience is None:
-            if self.settings.expected_audience:
-                raise InvalidToken("No Audience (aud) claim present.")
-            return
-        values = [audience] if isinstance(audience, str) else audience
-        if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-            raise InvalidToken("Could not extract the 'aud' claim from the access token: not a string or a list of strings")
-        if not any(value in self.settings.expected_audience for value in values):
-            if not self.settings.expected_audience:
-                raise InvalidToken("Audience (aud) claim present in the JWT but no expected audience value(s) were provided (set sasl.oauthbearer.expected.audience)")
-            raise InvalidToken(f"Audience (aud) claim doesn't contain an acceptable identifier (expected one of {list(self.settings.expected_audience)})")
-
-    def _scopes(self, raw: Any) -> frozenset[str]:
-        name = self.settings.scope_claim_name
-        items = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
-        scopes: set[str] = set()
-        for item in items:
-            if not isinstance(item, str) or not item.strip():
-                raise InvalidToken(f"The value of the OAuth claim {name} must be non-null, non-empty, and non-whitespace")
-            scope = item.strip()
-            if scope in scopes:
-                raise InvalidToken(f"{name} value must not contain duplicates - {scope[:80]} already present")
-            scopes.add(scope)
-        return frozenset(scopes)
-
+        broker = BrokerChecks(int(self._clock()), settings.clock_skew_seconds, settings.expected_audience, settings.expected_issuer)
+        checked = checked_claims(claims, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name, broker=broker)
+        return ValidatedToken(checked.principal_name, checked.expiry_ms, checked.scopes, checked.start_ms)
