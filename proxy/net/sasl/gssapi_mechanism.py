@@ -1,11 +1,9 @@
 """SASL/GSSAPI (Kerberos V5, RFC 4752): its settings, its server side and its client side, on MIT krb5 through
 python-gssapi.
 
-- Settings, as on a broker: the listener's Krb5LoginModule JAAS login (`useKeyTab=true`,
-  `storeKey=true`, `keyTab`, `principal`: the service's key), `sasl.kerberos.service.name`
-  (or the login's `serviceName`; both set and different is an error, as in Kafka) and
-  `sasl.kerberos.principal.to.local.rules` (proxy/net/sasl/kerberos_names.py), each also
-  under `listener.name.<l>.`.
+- Settings, as on a broker: the listener's Krb5LoginModule JAAS login with its keytab and
+  service name (proxy/net/sasl/gssapi_keytab.py) and `sasl.kerberos.principal.to.local.rules`
+  (proxy/net/sasl/kerberos_names.py), also under `listener.name.<l>.`.
 - Server side, as Kafka's SASL server (the JDK's GssKrb5Server) does it: the GSS context
   with the login's principal as acceptor, then the security-layer negotiation, wrapped:
   the server offers "no security layer" (Kafka's default `sasl.qop=auth`), the client
@@ -49,15 +47,12 @@ except ImportError:  # the optional [kerberos] extra; Gssapi.server and .client 
     GSSError = OSError  # type: ignore[misc,assignment]  # never raised: nothing here runs without python-gssapi
 
 from proxy.net.sasl.client import ClientExchange, LoginFailed
-from proxy.net.sasl.jaas import JaasLogin
+from proxy.net.sasl.gssapi_keytab import NAME, KeytabLogin, keytab_login, setting
 from proxy.net.sasl.kerberos_names import RULES_KEY, KerberosName, KerberosShortNamer, NoMatchingRule, split_rules
 from proxy.net.sasl.mechanisms import STARTED_UNWATCHED, AuthenticationFailed, ServerMechanism, TaskStarted, jaas_login
-from proxy.properties import ConfigError, Properties, scoped
+from proxy.properties import ConfigError, Properties
 
 log = logging.getLogger(__name__)
-
-NAME = "GSSAPI"
-SERVICE_NAME_KEY = "sasl.kerberos.service.name"
 
 # RFC 4752 section 3.1: the security layers, one bit each in the first octet of the negotiation.
 NO_SECURITY_LAYER = 0x01
@@ -73,11 +68,6 @@ _FAILED = f"Authentication failed during authentication due to invalid credentia
 """Kafka's message to the client for a failed GSSAPI login (the reason goes only to the log)."""
 
 
-def _setting(props: Properties, listener: str, key: str) -> tuple[str, str | None]:
-    """`listener.name.<l>.gssapi.<key>`, then `listener.name.<l>.<key>`, then `<key>`: the key read and its value."""
-    return scoped(props.raw, key, listener=listener, mechanism=NAME)
-
-
 def default_realm() -> str:
     """krb5's default realm (krb5.conf `default_realm`), as the DEFAULT rule reads it; "" when there is none, as in
     Kafka."""
@@ -88,52 +78,6 @@ def default_realm() -> str:
     _, _, realm = str(name).partition("@")
     return realm
 
-
-@dataclass(frozen=True)
-class KeytabLogin:
-    """A Krb5LoginModule login with a keytab: what both sides read from the JAAS entry."""
-
-    principal: str
-    keytab: str
-    service_name: str
-    source: str
-
-    def effective(self) -> dict[str, object]:
-        return {"principal": self.principal, "keyTab": self.keytab, "service.name": self.service_name, "jaas.login": self.source}
-
-
-def keytab_login(props: Properties, listener: str, login: JaasLogin, *, role: Literal["server", "client"]) -> KeytabLogin:
-    """The keytab, principal and service name of a Krb5LoginModule login; ConfigError names the key of a bad one."""
-    where = "" if login.source == login.key else f"{login.source}: "
-    module = login.module
-    if module is None:
-        raise ConfigError(login.key, "[hidden]", f"{where}expected com.sun.security.auth.module.Krb5LoginModule")
-    options = module.options
-    if options.get("useKeyTab", "").lower() != "true":
-        raise ConfigError(login.key, "[hidden]", f"{where}the proxy logs in to Kerberos only with a keytab: set useKeyTab=true and keyTab")
-    if role == "server" and options.get("storeKey", "").lower() != "true":
-        raise ConfigError(login.key, "[hidden]", f"{where}a server's Krb5LoginModule needs storeKey=true, as a broker's does")
-    keytab = options.get("keyTab", "")
-    principal = options.get("principal", "")
-    if not principal or principal == "*":
-        raise ConfigError(login.key, "[hidden]", f"{where}the login needs principal, the Kerberos name of the key in keyTab")
-    if not keytab:
-        raise ConfigError(login.key, "[hidden]", f"{where}the login needs keyTab, the file holding the key of {principal}")
-    path = keytab.removeprefix("FILE:")
-    if not os.path.isfile(path) or not os.access(path, os.R_OK):
-        raise ConfigError(login.key, keytab, f"{where}keyTab is not a readable file")
-    try:
-        KerberosName.parse(principal)
-    except ValueError as exc:
-        raise ConfigError(login.key, principal, f"{where}{exc}") from None
-    key, configured = _setting(props, listener, SERVICE_NAME_KEY)
-    in_jaas = options.get("serviceName")
-    if configured and in_jaas and configured != in_jaas:
-        raise ConfigError(key, configured, f"Conflicting serviceName values found in JAAS and Kafka configs value in JAAS file {in_jaas}")
-    service = configured or in_jaas
-    if not service:
-        raise ConfigError(key, configured, f"No serviceName defined in either JAAS ({login.source}) or Kafka config")
-    return KeytabLogin(principal, path, service, login.source)
 
 
 # -- the server side ---------------------------------------------------------------------
@@ -348,7 +292,7 @@ class GssapiLogin:
 
 
 def short_namer(props: Properties, listener: str) -> KerberosShortNamer:
-    key, text = _setting(props, listener, RULES_KEY)
+    key, text = setting(props, listener, RULES_KEY)
     try:
         return KerberosShortNamer.from_rules(split_rules(text), default_realm())
     except ValueError as exc:
@@ -391,15 +335,12 @@ _CHECK_SERVER: type[ServerMechanism] = GssapiServer  # the registry's contract, 
 __all__ = [
     "GSSAPI",
     "NO_SECURITY_LAYER",
-    "SERVICE_NAME_KEY",
     "Gssapi",
     "GssapiClient",
     "GssapiExchange",
     "GssapiLogin",
     "GssapiServer",
-    "KeytabLogin",
     "acceptor_credentials",
     "default_realm",
-    "keytab_login",
     "short_namer",
 ]
