@@ -25,9 +25,10 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from proxy.net.sasl.jaas import KAFKA_OPTS, JaasFile, java_system_properties, select_login
+from proxy.net.sasl.jaas import JaasFile, select_login
 from proxy.net.sasl.oauth.exchange import MECHANISM, build_client_first
 from proxy.net.sasl.oauth.http import DEFAULT_TIMEOUT, file_url_path
+from proxy.net.sasl.system_properties import KAFKA_OPTS, java_system_properties
 from proxy.properties import ConfigError, Properties, scoped
 
 __all__ = [
