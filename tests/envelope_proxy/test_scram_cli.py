@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from proxy.net.sasl.credentials import load_credentials
-from proxy.net.sasl.scram import ScramServer
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.scram_server import ScramServer
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

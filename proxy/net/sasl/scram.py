@@ -1,8 +1,10 @@
-"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), sans-IO: the listener's side and what both sides share.
+"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), sans-IO: what both sides share.
 
-Both ends are plain state machines fed with tokens: ``ScramServer`` here serves the
-listener, ``ScramClient`` (proxy/net/sasl/scram_client.py) the proxy's own login to
-the controller, on the same primitives, and both can be tested without sockets.
+Both ends are plain state machines fed with tokens: ``ScramServer``
+(proxy/net/sasl/scram_server.py) serves the listener, ``ScramClient``
+(proxy/net/sasl/scram_client.py) the proxy's own login to the controller, both on the
+primitives here (credentials, username escaping, message syntax), and both can be
+tested without sockets.
 
 Passwords are used as their UTF-8 bytes without SASLprep, exactly as Kafka's
 ``ScramFormatter.normalize`` does, so credentials created here and by
@@ -12,13 +14,10 @@ Passwords are used as their UTF-8 bytes without SASLprep, exactly as Kafka's
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 
 __all__ = [
     "MAX_ITERATIONS",
@@ -26,12 +25,22 @@ __all__ = [
     "MIN_ITERATIONS",
     "ScramCredential",
     "ScramError",
-    "ScramServer",
     "TokenLogin",
+    "b64",
+    "b64decode",
     "escape_username",
     "generic_failure_message",
+    "hmac_digest",
+    "is_printable",
+    "is_value",
     "make_credential",
+    "mechanism_hash",
+    "new_nonce",
+    "parse_extensions",
+    "salted_password",
+    "shown",
     "unescape_username",
+    "xor",
 ]
 
 MECHANISMS: dict[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -77,7 +86,7 @@ def generic_failure_message(mechanism: str) -> str:
     return f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
 
 
-def _hash_name(mechanism: str) -> str:
+def mechanism_hash(mechanism: str) -> str:
     try:
         return MECHANISMS[mechanism]
     except KeyError:
@@ -89,32 +98,32 @@ def _check_iterations(iterations: int) -> None:
         raise ValueError(f"Invalid SCRAM iterations {iterations!r}: must be an integer between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
 
 
-def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
+def hmac_digest(hash_name: str, key: bytes, data: bytes) -> bytes:
     return hmac.new(key, data, hash_name).digest()
 
 
-def _xor(left: bytes, right: bytes) -> bytes:
+def xor(left: bytes, right: bytes) -> bytes:
     return bytes(a ^ b for a, b in zip(left, right, strict=True))
 
 
-def _salted_password(hash_name: str, password: str, salt: bytes, iterations: int) -> bytes:
+def salted_password(hash_name: str, password: str, salt: bytes, iterations: int) -> bytes:
     return hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations)
 
 
 def make_credential(mechanism: str, password: str, *, iterations: int = MIN_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
     """Derive the stored form of a password so the plain text never needs to be kept."""
-    hash_name = _hash_name(mechanism)
+    hash_name = mechanism_hash(mechanism)
     _check_iterations(iterations)
     if salt is None:
         salt = secrets.token_bytes(32)
     elif not salt:
         raise ValueError("SCRAM salt must not be empty")
-    salted = _salted_password(hash_name, password, salt, iterations)
-    client_key = _hmac(hash_name, salted, b"Client Key")
+    salted = salted_password(hash_name, password, salt, iterations)
+    client_key = hmac_digest(hash_name, salted, b"Client Key")
     return ScramCredential(
         salt=salt,
         stored_key=hashlib.new(hash_name, client_key).digest(),
-        server_key=_hmac(hash_name, salted, b"Server Key"),
+        server_key=hmac_digest(hash_name, salted, b"Server Key"),
         iterations=iterations,
     )
 
@@ -137,7 +146,7 @@ def unescape_username(sasl_name: str) -> str:
             elif escape == "=3D":
                 out.append("=")
             else:
-                raise ValueError(f"Invalid username: {_show(sasl_name)}")
+                raise ValueError(f"Invalid username: {shown(sasl_name)}")
             i += 3
         else:
             out.append(char)
@@ -145,52 +154,45 @@ def unescape_username(sasl_name: str) -> str:
     return "".join(out)
 
 
-def _show(text: str) -> str:
+def shown(text: str) -> str:
     """Peer-supplied text for a log line: quoted (no log injection) and bounded."""
     shown = repr(text[:_MAX_SHOWN])
     return shown + "..." if len(text) > _MAX_SHOWN else shown
 
 
-def _b64(data: bytes) -> str:
+def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _b64decode(text: str) -> bytes:
+def b64decode(text: str) -> bytes:
     """Strict standard base64 (RFC 5802 uses it, not the URL-safe alphabet)."""
     return base64.b64decode(text.encode("ascii"), validate=True)
 
 
-def _printable(text: str) -> bool:
+def is_printable(text: str) -> bool:
     """RFC 5802 `printable`: what a nonce may contain."""
     return bool(text) and all("\x21" <= char <= "\x7e" and char != "," for char in text)
 
 
-def _value(text: str) -> bool:
+def is_value(text: str) -> bool:
     """RFC 5802 `value`: any UTF-8 except NUL and ','."""
     return bool(text) and "\x00" not in text and "," not in text
 
 
-def _parse_extensions(parts: list[str]) -> dict[str, str] | None:
+def parse_extensions(parts: list[str]) -> dict[str, str] | None:
     """`attr=value` pairs after the mandatory attributes; None when one is malformed."""
     extensions: dict[str, str] = {}
     for part in parts:
         name, sep, value = part.partition("=")
-        if not sep or not name.isascii() or not name.isalpha() or not _value(value):
+        if not sep or not name.isascii() or not name.isalpha() or not is_value(value):
             return None
         extensions[name] = value
     return extensions
 
 
-def _new_nonce() -> str:
+def new_nonce() -> str:
     # token_urlsafe only uses [A-Za-z0-9_-]: printable and never ','.
     return secrets.token_urlsafe(_NONCE_BYTES)
-
-
-class _ServerState(Enum):
-    RECEIVE_CLIENT_FIRST_MESSAGE = "RECEIVE_CLIENT_FIRST_MESSAGE"
-    RECEIVE_CLIENT_FINAL_MESSAGE = "RECEIVE_CLIENT_FINAL_MESSAGE"
-    COMPLETE = "COMPLETE"
-    FAILED = "FAILED"
 
 
 @dataclass(frozen=True)
@@ -200,222 +202,3 @@ class TokenLogin:
     credential: ScramCredential
     owner: str
     expiry_ms: int
-
-
-@dataclass(frozen=True)
-class _ClientFirst:
-    gs2_header: str
-    authzid: str | None
-    username: str
-    nonce: str
-    bare: str
-    extensions: dict[str, str]
-
-
-class ScramServer:
-    """Verifies one client's SCRAM login, driven by the SaslAuthenticate tokens.
-
-    Any failure leaves the server FAILED: a connection gets exactly one attempt,
-    as in Kafka's ScramSaslServer.
-    """
-
-    def __init__(
-        self,
-        mechanism: str,
-        lookup: Callable[[str], ScramCredential | None],
-        *,
-        nonce: str | None = None,
-        tokens: Callable[[str], TokenLogin | None] | None = None,
-    ) -> None:
-        self.mechanism = mechanism
-        self._tokens = tokens
-        self._hash_name = _hash_name(mechanism)
-        self._lookup = lookup
-        if nonce is not None and not _printable(nonce):
-            raise ValueError(f"Invalid server nonce {nonce!r}: must be printable ASCII without ','")
-        self._server_nonce = nonce
-        self._state = _ServerState.RECEIVE_CLIENT_FIRST_MESSAGE
-        self._client_first: _ClientFirst | None = None
-        self._server_first: str | None = None
-        self._credential: ScramCredential | None = None
-        self._username: str | None = None
-        self._token: TokenLogin | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self._state is _ServerState.COMPLETE
-
-    @property
-    def username(self) -> str | None:
-        """The authenticated user (ScramSaslServer.getAuthorizationID: a token's owner for a token login); None until
-        the exchange has succeeded."""
-        if not self.complete:
-            return None
-        return self._token.owner if self._token is not None else self._username
-
-    @property
-    def token_authenticated(self) -> bool:
-        """Whether the client logged in with a delegation token (`tokenauth=true`)."""
-        return self.complete and self._token is not None
-
-    @property
-    def token_expiry_ms(self) -> int | None:
-        """The token's expiry time for a token login (ScramSaslServer's CREDENTIAL.LIFETIME.MS); None otherwise."""
-        return self._token.expiry_ms if self.complete and self._token is not None else None
-
-    def evaluate(self, token: bytes) -> bytes:
-        """Answer the next client token: client-first gives server-first, client-final gives server-final."""
-        try:
-            if self._state is _ServerState.RECEIVE_CLIENT_FIRST_MESSAGE:
-                return self._on_client_first(token)
-            if self._state is _ServerState.RECEIVE_CLIENT_FINAL_MESSAGE:
-                return self._on_client_final(token)
-            reason = f"Unexpected challenge in Sasl server state {self._state.value}"
-            raise ScramError(reason)
-        except ScramError:
-            self._fail()
-            raise
-
-    def _fail(self) -> None:
-        self._state = _ServerState.FAILED
-        self._credential = None
-        self._client_first = None
-        self._server_first = None
-        self._username = None
-        self._token = None
-
-    def _reject(self, reason: str) -> ScramError:
-        return ScramError(generic_failure_message(self.mechanism), reason)
-
-    def _on_client_first(self, token: bytes) -> bytes:
-        first = self._parse_client_first(token)
-        login: TokenLogin | None = None
-        if first.extensions.get("tokenauth", "").lower() == "true":
-            # Kafka's ScramSaslServer: the user name is the token id, the owner becomes the authorization id.
-            if self._tokens is None:
-                raise self._reject("Delegation token authentication (tokenauth=true) is not served on this listener")
-            login = self._tokens(first.username)
-            if login is None:
-                raise self._reject(f"Token Authentication failed: Invalid tokenId : {_show(first.username)}")
-            credential: ScramCredential | None = login.credential
-        else:
-            try:
-                credential = self._lookup(first.username)
-            except Exception as exc:
-                raise self._reject(f"Authentication failed: Credentials could not be obtained ({type(exc).__name__})") from exc
-        if credential is None:
-            raise self._reject("Authentication failed: Invalid user credentials")
-        if first.authzid is not None and first.authzid != first.username:
-            # Kafka raises SaslAuthenticationException here, so this text does reach the client.
-            raise ScramError("Authentication failed: Client requested an authorization id that is different from username")
-        if credential.iterations < MIN_ITERATIONS:
-            raise self._reject(f"Iterations {credential.iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism}")
-        server_nonce = self._server_nonce if self._server_nonce is not None else _new_nonce()
-        server_first = f"r={first.nonce}{server_nonce},s={_b64(credential.salt)},i={credential.iterations}"
-        self._client_first = first
-        self._server_first = server_first
-        self._credential = credential
-        self._token = login
-        self._state = _ServerState.RECEIVE_CLIENT_FINAL_MESSAGE
-        return server_first.encode("ascii")
-
-    def _parse_client_first(self, token: bytes) -> _ClientFirst:
-        try:
-            message = token.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._reject("Invalid SCRAM client first message format: not UTF-8") from None
-
-        def malformed(detail: str) -> ScramError:
-            return self._reject(f"Invalid SCRAM client first message format ({detail}): {_show(message)}")
-
-        parts = message.split(",")
-        if len(parts) < 4:
-            raise malformed("too few attributes")
-        cbind_flag, authzid_attr = parts[0], parts[1]
-        if cbind_flag.startswith("p="):
-            raise malformed("channel binding is not supported")
-        if cbind_flag not in ("n", "y"):
-            raise malformed("gs2 header must start with 'n' or 'y'")
-        authzid: str | None = None
-        if authzid_attr:
-            if not authzid_attr.startswith("a=") or len(authzid_attr) == 2:
-                raise malformed("bad authorization id")
-            try:
-                authzid = unescape_username(authzid_attr[2:])
-            except ValueError:
-                raise malformed("bad escape in authorization id") from None
-        name_attr, nonce_attr = parts[2], parts[3]
-        if name_attr.startswith("m="):
-            raise malformed("mandatory extension 'm' is not supported")
-        if not name_attr.startswith("n=") or not _value(name_attr[2:]):
-            raise malformed("missing user name")
-        try:
-            username = unescape_username(name_attr[2:])
-        except ValueError:
-            raise malformed("bad escape in user name") from None
-        if not nonce_attr.startswith("r=") or not _printable(nonce_attr[2:]):
-            raise malformed("missing or invalid nonce")
-        extensions = _parse_extensions(parts[4:])
-        if extensions is None:
-            raise malformed("invalid extension")
-        return _ClientFirst(
-            gs2_header=f"{cbind_flag},{authzid_attr},",
-            authzid=authzid,
-            username=username,
-            nonce=nonce_attr[2:],
-            bare=",".join(parts[2:]),
-            extensions=extensions,
-        )
-
-    def _on_client_final(self, token: bytes) -> bytes:
-        first, server_first, credential = self._client_first, self._server_first, self._credential
-        assert first is not None and server_first is not None and credential is not None
-        try:
-            message = token.decode("ascii")
-        except UnicodeDecodeError:
-            raise self._reject("Invalid SCRAM client final message format: not ASCII") from None
-
-        def malformed(detail: str) -> ScramError:
-            return self._reject(f"Invalid SCRAM client final message format ({detail}): {_show(message)}")
-
-        parts = message.split(",")
-        if len(parts) < 3:
-            raise malformed("too few attributes")
-        channel_attr, nonce_attr, proof_attr = parts[0], parts[1], parts[-1]
-        if not channel_attr.startswith("c="):
-            raise malformed("missing channel binding")
-        if not nonce_attr.startswith("r="):
-            raise malformed("missing nonce")
-        if not proof_attr.startswith("p="):
-            raise malformed("proof must be the last attribute")
-        if _parse_extensions(parts[2:-1]) is None:
-            raise malformed("invalid extension")
-        try:
-            # Kafka 4.3.1's ScramSaslServer reads the channel binding (it must be base64) but does not compare it with
-            # the client-first's gs2 header: a login whose proof is right is accepted whatever `c=` holds (the proof
-            # covers it, and neither side binds channels), so the proxy accepts it too
-            # (tests/interop/test_hostile_sasl_kafka.py).
-            _b64decode(channel_attr[2:])
-            proof = _b64decode(proof_attr[2:])
-        except (binascii.Error, ValueError):
-            raise malformed("invalid base64") from None
-        expected_nonce = server_first[2 : server_first.index(",")]
-        if not hmac.compare_digest(nonce_attr[2:].encode("ascii"), expected_nonce.encode("ascii")):
-            raise self._reject("Invalid client nonce in the final client message.")
-        digest_size = hashlib.new(self._hash_name).digest_size
-        if len(proof) != digest_size:
-            # Kafka xors the proof with the client signature, and arrays of different lengths raise an
-            # IllegalArgumentException, not a SaslException: no answer, the connection closes at once.
-            detail = f"Invalid SCRAM client final message format (proof must be {digest_size} bytes): {_show(message)}"
-            raise ScramError(generic_failure_message(self.mechanism), detail, answered=False)
-        without_proof = ",".join(parts[:-1])
-        auth_message = f"{first.bare},{server_first},{without_proof}".encode()
-        client_signature = _hmac(self._hash_name, credential.stored_key, auth_message)
-        client_key = _xor(client_signature, proof)
-        if not hmac.compare_digest(hashlib.new(self._hash_name, client_key).digest(), credential.stored_key):
-            raise self._reject("Invalid client credentials")
-        server_signature = _hmac(self._hash_name, credential.server_key, auth_message)
-        self._username = first.username
-        self._credential = None
-        self._state = _ServerState.COMPLETE
-        return f"v={_b64(server_signature)}".encode("ascii")

@@ -12,17 +12,17 @@ from proxy.net.sasl.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramError,
-    _b64,
-    _b64decode,
-    _hash_name,
-    _hmac,
-    _new_nonce,
-    _parse_extensions,
-    _printable,
-    _salted_password,
-    _show,
-    _xor,
+    b64,
+    b64decode,
     escape_username,
+    hmac_digest,
+    is_printable,
+    mechanism_hash,
+    new_nonce,
+    parse_extensions,
+    salted_password,
+    shown,
+    xor,
 )
 
 __all__ = ["ScramClient"]
@@ -43,16 +43,16 @@ class ScramClient:
         self, mechanism: str, username: str, password: str, *, nonce: str | None = None, extensions: Mapping[str, str] | None = None
     ) -> None:
         self.mechanism = mechanism
-        self._hash_name = _hash_name(mechanism)
+        self._hash_name = mechanism_hash(mechanism)
         if not username:
             raise ValueError("SCRAM user name must not be empty")
-        if nonce is not None and not _printable(nonce):
+        if nonce is not None and not is_printable(nonce):
             raise ValueError(f"Invalid client nonce {nonce!r}: must be printable ASCII without ','")
         self.username = username
         self._extensions = dict(extensions or {})
         """Sent after the nonce, as Kafka's ScramExtensions (`tokenauth=true` for a delegation token login)."""
         self._password = password
-        self._nonce = nonce if nonce is not None else _new_nonce()
+        self._nonce = nonce if nonce is not None else new_nonce()
         self._state = _ClientState.SEND_CLIENT_FIRST_MESSAGE
         self._bare = ""
         self._auth_message = b""
@@ -92,19 +92,19 @@ class ScramClient:
         if (
             len(parts) < 3
             or not parts[0].startswith("r=")
-            or not _printable(parts[0][2:])
+            or not is_printable(parts[0][2:])
             or not parts[1].startswith("s=")
             or not parts[2].startswith("i=")
-            or _parse_extensions(parts[3:]) is None
+            or parse_extensions(parts[3:]) is None
         ):
-            raise self._failed(f"Invalid SCRAM server first message format: {_show(message)}")
+            raise self._failed(f"Invalid SCRAM server first message format: {shown(message)}")
         nonce, salt_text, iterations_text = parts[0][2:], parts[1][2:], parts[2][2:]
         try:
-            salt = _b64decode(salt_text)
+            salt = b64decode(salt_text)
         except (binascii.Error, ValueError):
-            raise self._failed(f"Invalid SCRAM server first message format: invalid salt {_show(salt_text)}") from None
+            raise self._failed(f"Invalid SCRAM server first message format: invalid salt {shown(salt_text)}") from None
         if not salt or not iterations_text.isascii() or not iterations_text.isdigit():
-            raise self._failed(f"Invalid SCRAM server first message format: {_show(message)}")
+            raise self._failed(f"Invalid SCRAM server first message format: {shown(message)}")
         iterations = int(iterations_text)
         if not nonce.startswith(self._nonce):
             raise self._failed("Invalid server nonce: does not start with client nonce")
@@ -114,15 +114,15 @@ class ScramClient:
             raise self._failed(f"Requested iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism}")
         if iterations > MAX_ITERATIONS:
             raise self._failed(f"Requested iterations {iterations} is more than the maximum {MAX_ITERATIONS} for {self.mechanism}")
-        self._salted_password = _salted_password(self._hash_name, self._password, salt, iterations)
+        self._salted_password = salted_password(self._hash_name, self._password, salt, iterations)
         self._password = ""
-        without_proof = f"c={_b64(b'n,,')},r={nonce}"
+        without_proof = f"c={b64(b'n,,')},r={nonce}"
         self._auth_message = f"{self._bare},{message},{without_proof}".encode()
-        client_key = _hmac(self._hash_name, self._salted_password, b"Client Key")
+        client_key = hmac_digest(self._hash_name, self._salted_password, b"Client Key")
         stored_key = hashlib.new(self._hash_name, client_key).digest()
-        proof = _xor(client_key, _hmac(self._hash_name, stored_key, self._auth_message))
+        proof = xor(client_key, hmac_digest(self._hash_name, stored_key, self._auth_message))
         self._state = _ClientState.RECEIVE_SERVER_FINAL_MESSAGE
-        return f"{without_proof},p={_b64(proof)}".encode("ascii")
+        return f"{without_proof},p={b64(proof)}".encode("ascii")
 
     def verify(self, server_final: bytes) -> None:
         """Accept the server-final message only if the server signature proves the server's key."""
@@ -133,15 +133,15 @@ class ScramClient:
             raise self._failed("Invalid SCRAM server final message format: not UTF-8") from None
         parts = message.split(",")
         if parts[0].startswith("e=") and len(parts[0]) > 2:
-            raise self._failed(f"Sasl authentication using {self.mechanism} failed with error: {_show(parts[0][2:])}")
-        if not parts[0].startswith("v=") or _parse_extensions(parts[1:]) is None:
-            raise self._failed(f"Invalid SCRAM server final message format: {_show(message)}")
+            raise self._failed(f"Sasl authentication using {self.mechanism} failed with error: {shown(parts[0][2:])}")
+        if not parts[0].startswith("v=") or parse_extensions(parts[1:]) is None:
+            raise self._failed(f"Invalid SCRAM server final message format: {shown(message)}")
         try:
-            signature = _b64decode(parts[0][2:])
+            signature = b64decode(parts[0][2:])
         except (binascii.Error, ValueError):
-            raise self._failed(f"Invalid SCRAM server final message format: {_show(message)}") from None
-        server_key = _hmac(self._hash_name, self._salted_password, b"Server Key")
-        expected = _hmac(self._hash_name, server_key, self._auth_message)
+            raise self._failed(f"Invalid SCRAM server final message format: {shown(message)}") from None
+        server_key = hmac_digest(self._hash_name, self._salted_password, b"Server Key")
+        expected = hmac_digest(self._hash_name, server_key, self._auth_message)
         if not hmac.compare_digest(signature, expected):
             raise self._failed("Invalid server signature in server final message")
         self._salted_password = b""

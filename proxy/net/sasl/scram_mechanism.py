@@ -23,8 +23,9 @@ from proxy.net.sasl.mechanisms import (
     username_password,
 )
 from proxy.net.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
-from proxy.net.sasl.scram import ScramError, ScramServer, unescape_username
+from proxy.net.sasl.scram import ScramError, unescape_username
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.scram_server import ScramServer
 from proxy.net.sasl.system_properties import jaas_file_location
 from proxy.net.sasl.token_cache import TokenCache
 from proxy.properties import ConfigError, Properties

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from proxy.net.sasl.credentials import add_user, load_credentials, remove_user
-from proxy.net.sasl.scram import ScramServer
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.scram_server import ScramServer
 from proxy.properties import ConfigError
 
 SHA256 = "SCRAM-SHA-256"

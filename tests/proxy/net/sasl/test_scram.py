@@ -11,13 +11,13 @@ from proxy.net.sasl.scram import (
     MECHANISMS,
     ScramCredential,
     ScramError,
-    ScramServer,
     escape_username,
     generic_failure_message,
     make_credential,
     unescape_username,
 )
 from proxy.net.sasl.scram_client import ScramClient
+from proxy.net.sasl.scram_server import ScramServer
 from proxy.net.sasl.token_cache import TokenCache, TokenInfo
 
 # RFC 7677 section 3.
