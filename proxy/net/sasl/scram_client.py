@@ -1,6 +1,6 @@
 """The client side of SCRAM (RFC 5802, RFC 7677), sans-IO: the proxy's own login to the controller.
 
-It shares the primitives of proxy/net/sasl/scram.py, the server side."""
+It shares the primitives of proxy/net/sasl/scram.py with the server side (proxy/net/sasl/scram_server.py)."""
 
 import binascii
 import hashlib

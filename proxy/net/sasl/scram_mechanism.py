@@ -1,6 +1,6 @@
 """SASL/SCRAM-SHA-256 and SCRAM-SHA-512: their settings (a credentials file per listener), server side and client side.
 
-The RFC 5802 primitives live in proxy/net/sasl/scram.py (server) and scram_client.py (client);
+The RFC 5802 exchanges live in proxy/net/sasl/scram_server.py and scram_client.py, on scram.py's primitives;
 this module fits them to the mechanism contract of proxy/net/sasl/mechanisms.py.
 """
 
