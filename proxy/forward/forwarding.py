@@ -4,8 +4,9 @@ The client's bytes go into the Envelope untouched. The intent is committed here,
 the controller sees the request; the outcome is committed by the respond step
 (`ProxyService._respond`) before the client sees the answer this module returns.
 As Kafka's ForwardingManager, an envelope answered NOT_CONTROLLER (or lost with its
-connection, see proxy/upstream/pool.py) goes to the new active controller until the
-request is `controller.forward.timeout.ms` old; then the client gets REQUEST_TIMED_OUT.
+connection) goes to the new active controller until the request is
+`controller.forward.timeout.ms` old (the one retry loop, proxy/upstream/pool.py); then the
+client gets REQUEST_TIMED_OUT. This module sends once and answers what that comes to.
 """
 
 import ipaddress
@@ -21,17 +22,16 @@ from envelope.codec import decode_response_body, encode_response
 from envelope.errors import ProtocolError
 from envelope.principal import Principal
 from envelope.responses import ResourceError
-from envelope.wrap import unwrap, wrap
+from envelope.wrap import wrap
 from proxy.audit.pipeline import AuditUnavailable
 from proxy.audit.request_records import Failed, Forwarded, RequestAudit, Unrecorded
-from proxy.backoff import Backoff
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
 from proxy.forward.routing import Answer, CloseConnection, Next, envelope_action
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.link import UpstreamUnavailable
-from proxy.upstream.pool import ControllerPool, QueueFull
+from proxy.upstream.pool import ControllerPool, EnvelopeReply, QueueFull
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,6 @@ class Forwarder:
         self.metrics = metrics
         self.offload = offload
         self.forwarding_principal = forwarding_principal
-        # Between NOT_CONTROLLER answers, the pool's schedule for lost connections (reconnect.backoff.ms doubling
-        # to reconnect.backoff.max.ms, with jitter), counted per request.
-        self.backoff = Backoff(upstream.settings.backoff_initial, upstream.settings.backoff_max)
 
     async def forward(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         try:
@@ -70,32 +67,30 @@ class Forwarder:
     async def _send(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         audit.restart()  # the outcome's timings measure from here: queue, then the Envelope's round trips
         deadline = trio.current_time() + self.upstream.settings.forward_timeout
-        not_controller = 0
-        while True:
-            try:
-                delivery = await self.upstream.send(
-                    lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID), deadline=deadline
-                )
-                envelope_error, embedded = unwrap(delivery.response)
-            except QueueFull as exc:
-                log.warning("request %s of %s refused: %s", audit.api, principal, exc)
-                return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
-            except (UpstreamUnavailable, ProtocolError) as exc:
-                log.warning("request %s of %s: %s", audit.api, principal, exc)
-                return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
+
+        def answered(reply: EnvelopeReply) -> None:
+            # Recorded as each reply comes, not at the end: a later attempt that fails must not lose them.
+            delivery = reply.delivery
             audit.delivered(delivery.attempts, delivery.server, delivery.queued)
-            action = envelope_action(envelope_error)
-            if action.next is not Next.RETRY:
-                break
-            self.upstream.not_controller(delivery.server)
-            self.metrics.upstream_not_controller_retries.inc()
-            not_controller += 1
-            backoff = self.backoff.delay(not_controller)
-            if trio.current_time() + backoff >= deadline:
-                message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
-                return self._error(body, audit, action.client_code, message, envelope_error)
-            await trio.sleep(backoff)
-        return await self._answer(body, audit, envelope_error, embedded)
+            if reply.not_controller:
+                self.metrics.upstream_not_controller_retries.inc()
+
+        try:
+            reply = await self.upstream.send_envelope(
+                lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID),
+                deadline=deadline,
+                answered=answered,
+            )
+        except QueueFull as exc:
+            log.warning("request %s of %s refused: %s", audit.api, principal, exc)
+            return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
+        except (UpstreamUnavailable, ProtocolError) as exc:
+            log.warning("request %s of %s: %s", audit.api, principal, exc)
+            return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
+        if reply.not_controller:  # still, at the deadline
+            message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
+            return self._error(body, audit, envelope_action(reply.error).client_code, message, reply.error)
+        return await self._answer(body, audit, reply.error, reply.embedded)
 
     async def _answer(self, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> Answer:
         header = audit.header

@@ -7,21 +7,30 @@ In order of preference, by what the node advertises:
    `controller.quorum.voters`, or else the answering node (only the leader answers DescribeQuorum).
 3. Neither: the node itself is tried, and NOT_CONTROLLER moves on to the next address.
 
-The answers are read by pure functions; `ask` runs them over an open link.
+The answers are read by pure functions; `ask` runs them over an open link; `Discovery` is the
+state machine that keeps the answer current (looking again on NOT_CONTROLLER, a lost connection,
+or every `controller.discovery.interval.ms`). Sending only reads its answer and tells it when the
+answer proved wrong, so the two never share state but through `wait_active`, `forget` and `reached`.
 """
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import trio
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey, EndpointType
 from envelope.errors import ProtocolError
+from proxy.backoff import Backoff
 from proxy.net.addresses import ControllerAddress
-from proxy.upstream.link import Link
+from proxy.upstream.cluster_identity import ClusterIdentity
+from proxy.upstream.connector import LOGGER, Connector, UpstreamEvent
+from proxy.upstream.link import Link, LinkBroken, UpstreamUnavailable
+from proxy.upstream.settings import UpstreamSettings
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(LOGGER)
 
 METADATA_TOPIC = "__cluster_metadata"
 NO_LEADER = -1
@@ -138,4 +147,189 @@ async def ask(link: Link, voters: tuple[ControllerAddress, ...], *, deadline: fl
     return Answer(link.server, (), "probe")
 
 
-__all__ = ["Answer", "DiscoveryError", "ask", "from_describe_cluster", "from_describe_quorum", "shared_endpoints"]
+class Discovery:
+    """Which controller is active, kept current: found once, looked for again when it proved wrong."""
+
+    def __init__(
+        self,
+        settings: UpstreamSettings,
+        connector: Connector,
+        identity: ClusterIdentity,
+        backoff: Backoff,
+        *,
+        on_active: Callable[[ControllerAddress], Awaitable[None]],
+    ) -> None:
+        """`on_active(server)` runs when `server` becomes the active controller, before requests are sent to it
+        (the pool closes its idle connections to the previous one)."""
+        self.settings = settings
+        self.connector = connector
+        self.identity = identity
+        self.backoff = backoff
+        self.active: ControllerAddress | None = None
+        self.endpoints: tuple[ControllerAddress, ...] = ()
+        self.reachable = False
+        """The active controller's last connection attempt succeeded."""
+        self.reconnects = 0
+        self._on_active = on_active
+        self._known = trio.Event()
+        self._look_again = trio.Event()
+        self._skip: set[ControllerAddress] = set()
+
+    async def wait_active(self, deadline: float) -> ControllerAddress:
+        while self.active is None:
+            with trio.move_on_at(deadline):
+                await self._known.wait()
+            if self.active is None and trio.current_time() >= deadline:
+                raise UpstreamUnavailable(f"no active controller known ({self.settings.servers_key}={self.settings.address})")
+        return self.active
+
+    def reached(self) -> None:
+        """A new connection to the active controller succeeded."""
+        self.reachable = True
+
+    def forget(self, server: ControllerAddress, why: str) -> None:
+        """`server` is not (or no longer reachable as) the active controller: look again, trying it last."""
+        if self.active != server:
+            return
+        log.warning("controller %s %s: looking for the active controller again", server, why)
+        self.active = None
+        self.reachable = False
+        self._known = trio.Event()
+        self._skip.add(server)
+        self._look_again.set()
+        self.reconnects += 1
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Find the active controller, then look again on NOT_CONTROLLER, a lost connection, or every
+        `controller.discovery.interval.ms`; report started after the first round."""
+        failed_rounds = 0
+        started = False
+        while True:
+            self._look_again = trio.Event()
+            watched = await self._discover()
+            if not started:
+                task_status.started()
+                started = True
+            if watched is not None:
+                failed_rounds = 0
+                await self._watch(watched)
+            else:
+                # Each node's own backoff paces its connects; this also paces rounds that reached nodes
+                # which know no leader yet (an election), which are not connection failures.
+                failed_rounds += 1
+                await trio.sleep(self.backoff.delay(failed_rounds))
+
+    async def _watch(self, link: Link) -> None:
+        """Until it is time to look again: the discovery connection to the active controller is kept open and
+        read, so that a controller that goes away is noticed at once, not at the next request. A connection
+        that lasts the whole interval clears the node's reconnect backoff, as an answered request does."""
+        lasted = False
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def next_look() -> None:
+                    nonlocal lasted
+                    with trio.move_on_after(self.settings.discovery_interval) as interval:
+                        await self._look_again.wait()
+                    lasted = interval.cancelled_caught
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(next_look)
+                why = await link.wait_closed()
+                nursery.cancel_scope.cancel()
+                self.connector.failed(link.server, since=link.opened_at)
+                if self.active == link.server:
+                    self.forget(link.server, why)
+                    await self.connector.report(UpstreamEvent.RECONNECT)
+        finally:
+            with trio.CancelScope(shield=True):
+                await link.aclose()
+        if lasted:
+            self.connector.reconnect_backoff.succeeded(link.server.address)
+
+    def _candidates(self) -> list[ControllerAddress]:
+        """The endpoints learned last, then the configured addresses; those that just failed go last."""
+        ordered: list[ControllerAddress] = []
+        for server in (*self.endpoints, *self.settings.servers):
+            if all(server.address != seen.address for seen in ordered):
+                ordered.append(server)
+        fresh = [server for server in ordered if server not in self._skip]
+        return fresh + [server for server in ordered if server in self._skip]
+
+    async def _discover(self) -> Link | None:
+        """One round over the candidates: the link to the active controller when one is known and reachable."""
+        for candidate in self._candidates():
+            link = await self.connector.probe(candidate)
+            if link is None:
+                continue
+            answer = await self._ask(link) if self.settings.discover else Answer(candidate)
+            if answer is None:
+                continue
+            if not self.identity.accept(f"controller {candidate}", answer.cluster_id):
+                await link.aclose()
+                continue
+            if answer.endpoints and answer.endpoints != self.endpoints:
+                self.endpoints = answer.endpoints
+                for address, nodes in shared_endpoints(answer.endpoints).items():  # said once per new list, not per round
+                    log.error(
+                        "controllers %s all advertise %s on listener %s: the proxy cannot tell them apart and may reach only one. "
+                        "Advertise each controller's own address, reachable from the proxy, on that listener (advertised.listeners)",
+                        nodes,
+                        address,
+                        self.settings.listener_name,
+                    )
+            if answer.active is None:
+                log.info("controller %s knows no active controller yet (election in progress)", candidate)
+                await link.aclose()
+                continue
+            if answer.active.address != candidate.address:
+                await link.aclose()
+                link = await self.connector.probe(answer.active)
+                if link is None:
+                    continue
+            await self._use(answer.active, link)
+            return link
+        self._skip.clear()
+        return None
+
+    async def _ask(self, link: Link) -> Answer | None:
+        try:
+            return await ask(link, self.settings.servers, deadline=trio.current_time() + self.settings.request_timeout)
+        except DiscoveryError as exc:
+            if exc.unauthorized:
+                # Without the ACL, the node is tried as it is (NOT_CONTROLLER moves on): the proxy still
+                # works, and the client sees the controller's own answer, CLUSTER_ACTION refusals included.
+                log.error("controller %s: %s; %s. Trying it as the active controller meanwhile", link.server, exc, _acl_hint(self.settings))
+                return Answer(link.server)
+            log.warning("controller %s: %s", link.server, exc)
+        except LinkBroken as exc:
+            log.warning("controller %s: %s", link.server, exc)
+            self.connector.failed(link.server, since=link.opened_at)
+        await link.aclose()
+        return None
+
+    async def _use(self, active: ControllerAddress, link: Link) -> None:
+        server = active if active.node_id is not None else link.server
+        if server != self.active:
+            identity = self.settings.username or self.settings.certificate_dn or "ANONYMOUS"
+            # A pool over brokers (read.bootstrap.servers: no discovery) names the broker it reads from, not a controller.
+            role = "active controller" if self.settings.discover else "read upstream broker"
+            log.info("%s: %s (%s, as %s)", role, server, self.settings.security_protocol, identity)
+        link.server = server
+        await self._on_active(server)
+        await self.connector.opened(link, active=True)
+        self.active = server
+        self.reachable = True
+        self._skip.discard(server)
+        self._known.set()
+
+
+def _acl_hint(settings: UpstreamSettings) -> str:
+    principal = f"User:{settings.username or settings.certificate_dn or 'ANONYMOUS'}"
+    return (
+        f"to find the active controller, grant {principal} {DESCRIBE_QUORUM_OPERATION} (DescribeQuorum) or {DESCRIBE_CLUSTER_OPERATION} "
+        f"(DescribeCluster) on the cluster: kafka-acls --add --allow-principal {principal} --operation {DESCRIBE_QUORUM_OPERATION} --cluster"
+    )
+
+
+__all__ = ["Answer", "Discovery", "DiscoveryError", "ask", "from_describe_cluster", "from_describe_quorum", "shared_endpoints"]

@@ -25,13 +25,14 @@ from envelope.frames import FrameReader, encode_frame
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.wrap import EnvelopeRequestParts, unwrap_request, wrap_response
 from proxy.audit.pipeline import AuditEntry
+from proxy.backoff import Backoff
 from proxy.config import ProxyConfig, parse_proxy_config
 from proxy.forward.service import ProxyService
 from proxy.net.connection import KafkaConnection, Peer
 from proxy.net.settings import ListenerConfig
 from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.link import UpstreamUnavailable
-from proxy.upstream.pool import Delivery
+from proxy.upstream.pool import Attempt, EnvelopeReply, send_envelope
 from proxy.upstream.settings import UpstreamSettings
 
 NODE_ID = 100
@@ -151,7 +152,8 @@ async def unavailable(envelope: ReceivedEnvelope) -> Answer:
 
 class FakeUpstream:
     """The surface of proxy.upstream.pool.ControllerPool the service uses: settings, controller_ranges, connected,
-    active_id, queue_length, identity, send(), request() and not_controller()."""
+    active_id, queue_length, identity, request(), and send_envelope() with what its retry loop needs (backoff,
+    attempt(), retry_after(), not_controller())."""
 
     def __init__(self, settings: UpstreamSettings, respond: Responder = answer_ok) -> None:
         self.settings = settings
@@ -161,6 +163,7 @@ class FakeUpstream:
         self.queue_length = 0
         self.identity = ClusterIdentity()
         self.identity.accept("the fake controller", CLUSTER_ID)  # as discovery learns it from DescribeCluster
+        self.backoff = Backoff(settings.backoff_initial, settings.backoff_max)
         self.respond = respond
         self.envelopes: list[ReceivedEnvelope] = []
         self.forgotten: list[str] = []
@@ -169,11 +172,19 @@ class FakeUpstream:
         """Set when the first envelope arrives."""
         self._ids = itertools.count(1)
 
-    async def send(self, build: Callable[[int], bytes], *, deadline: float) -> Delivery:
+    async def send_envelope(
+        self, build: Callable[[int], bytes], *, deadline: float, answered: Callable[[EnvelopeReply], None] | None = None
+    ) -> EnvelopeReply:
+        """The pool's own retry loop, over this fake's attempts."""
+        return await send_envelope(self, build, deadline=deadline, answered=answered)
+
+    async def attempt(self, build: Callable[[int], bytes], deadline: float, *, admitted: bool) -> Attempt:
         with trio.fail_at(deadline):
             response = await self.request(build)
-        server = self.settings.servers[0]
-        return Delivery(response, server, (server,), 0.0, 0.0)
+        return Attempt(self.settings.servers[0], response, 0.0, 0.0)
+
+    async def retry_after(self, delay: float) -> None:
+        await trio.sleep(delay)
 
     def not_controller(self, server: Any) -> None:
         self.forgotten.append(server.address)
