@@ -7,7 +7,7 @@ same controller at the same moment). Sans-IO: the caller passes the clock's time
 
 from dataclasses import dataclass
 
-from proxy.backoff import Backoff, Uniform
+from proxy.backoff import Backoff
 
 
 @dataclass
@@ -65,4 +65,4 @@ class ReconnectBackoff:
         return 0.0 if node is None else node.retry_at
 
 
-__all__ = ["Backoff", "ReconnectBackoff", "Uniform"]
+__all__ = ["ReconnectBackoff"]

@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from proxy.upstream.backoff import Backoff, ReconnectBackoff
+from proxy.backoff import Backoff
+from proxy.upstream.backoff import ReconnectBackoff
 
 KAFKA_DEFAULTS = (0.05, 1.0)  # reconnect.backoff.ms, reconnect.backoff.max.ms
 
