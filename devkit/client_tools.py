@@ -23,7 +23,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from devkit.kafka_jars import cache_root
+from spark_audit.maven import cache_root
 
 SOURCES = Path(__file__).resolve().parents[1] / "tests" / "interop" / "client_matrix"
 KADM = SOURCES / "kadm"

@@ -10,23 +10,19 @@ Kafka's own tools.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
 import os
 import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
+
+from devkit.maven_cache import maven_failure, pom_digest, run_maven
+from spark_audit.maven import cache_root, once, publish, read_marker
 
 KAFKA_VERSION = os.environ.get("KAFKA_NODE_VERSION", "4.3.1")
 """Newest 4.x whose kafka_2.13 *and* kafka-tools artifacts are on Maven Central (4.4.0 lacks kafka-tools/kafka-tools-api)."""
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
-_MARKER = ".complete.json"
-_MAVEN_TIMEOUT = 1800.0
 
 
 class KafkaToolingMissing(RuntimeError):
@@ -64,29 +60,14 @@ def _require_java() -> str:
     return java
 
 
-def cache_root() -> Path:
-    override = os.environ.get("KAFKA_ENVELOPE_PROXY_CACHE")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kafka-envelope-proxy"
-
-
 def kafka_lib_dir(version: str = KAFKA_VERSION) -> Path:
     """Where the jars for `version` live: ~/.cache/kafka-envelope-proxy/kafka-<version>/lib."""
     return cache_root() / f"kafka-{version}" / "lib"
 
 
-def _pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
-
-
 def _is_complete(lib: Path, version: str) -> bool:
-    try:
-        marker = json.loads((lib / _MARKER).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(marker, dict) or marker.get("version") != version or marker.get("pom_sha256") != _pom_digest():
+    marker = read_marker(lib)
+    if marker is None or marker.get("version") != version or marker.get("pom_sha256") != pom_digest(POM):
         return False
     jars = marker.get("jars")
     return isinstance(jars, list) and bool(jars) and all((lib / str(name)).is_file() for name in jars)
@@ -95,9 +76,8 @@ def _is_complete(lib: Path, version: str) -> bool:
 def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
     """Return a folder holding every jar a Kafka `version` node and its tools need, running Maven the first time.
 
-    Idempotent and safe to call from concurrent processes: the copy goes to a
-    scratch folder that is renamed into place under a file lock, and a marker
-    (version, pom hash, jar names) decides whether the folder is complete.
+    Idempotent and safe to call from concurrent processes (`spark_audit.maven.once`); the marker (version, pom
+    hash, jar names) decides whether the folder is complete.
     """
     lib = kafka_lib_dir(version)
     if _is_complete(lib, version):
@@ -106,44 +86,17 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch the Kafka jars from Maven Central")
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    with open(lib.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_complete(lib, version):
-            return lib
-        scratch = Path(tempfile.mkdtemp(prefix="lib.partial-", dir=lib.parent))
-        try:
-            command = [
-                mvn,
-                "-q",
-                "-B",
-                "-Dstyle.color=never",
-                "-f",
-                str(POM),
-                f"-Dkafka.version={version}",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={scratch}",
-            ]
-            started = time.monotonic()
-            try:
-                result = subprocess.run(command, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT, check=False)
-            except subprocess.TimeoutExpired as exc:
-                raise KafkaNodeError(f"maven did not finish within {_MAVEN_TIMEOUT:.0f}s: {' '.join(command)}") from exc
-            jars = sorted(path.name for path in scratch.glob("*.jar"))
-            if result.returncode != 0 or not any(name.startswith(f"kafka_2.13-{version}") for name in jars):
-                output = (result.stdout + result.stderr).strip()[-4000:]
-                raise KafkaNodeError(
-                    f"could not fetch Kafka {version} from Maven Central (mvn exit {result.returncode}):\n  {' '.join(command)}\n{output}"
-                )
-            marker = {"version": version, "pom_sha256": _pom_digest(), "jars": jars, "seconds": round(time.monotonic() - started, 1)}
-            (scratch / _MARKER).write_text(json.dumps(marker, indent=1) + "\n")
-            if lib.exists():
-                shutil.rmtree(lib)
-            scratch.rename(lib)
-        finally:
-            if scratch.exists():
-                shutil.rmtree(scratch, ignore_errors=True)
-    return lib
+
+    def fetch(scratch: Path) -> Path:
+        started = time.monotonic()
+        result = run_maven(mvn, POM, {"kafka.version": version}, "dependency:copy-dependencies", scratch, KafkaNodeError)
+        jars = sorted(path.name for path in scratch.glob("*.jar"))
+        if result.returncode != 0 or not any(name.startswith(f"kafka_2.13-{version}") for name in jars):
+            raise KafkaNodeError(maven_failure(result, f"Kafka {version}"))
+        publish(scratch, lib, jars, version=version, pom_sha256=pom_digest(POM), seconds=round(time.monotonic() - started, 1))
+        return lib
+
+    return once(lib, ".lock", lambda folder: folder if _is_complete(folder, version) else None, fetch)
 
 
 def kafka_jvm(lib: Path, workdir: Path, *, heap: str = "384m", options: tuple[str, ...] = (), log4j: Path | None = None) -> list[str]:

@@ -15,6 +15,9 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 TIMEOUT = 900.0
 MARKER = ".complete.json"
@@ -62,32 +65,29 @@ def run(*args: str, settings: Path, needed_for: str, timeout: float = TIMEOUT) -
 
 def complete(directory: Path) -> list[Path] | None:
     """The jars a finished fetch left in ``directory`` (its marker names them), or None."""
-    try:
-        marker = json.loads((directory / MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    jars = [directory / str(name) for name in marker.get("jars", [])] if isinstance(marker, dict) else []
+    marker = read_marker(directory)
+    jars = [directory / str(name) for name in marker.get("jars", [])] if marker is not None else []
     return jars if jars and all(jar.is_file() for jar in jars) else None
 
 
-def cached(directory: Path, lock_name: str, fetch: Callable[[Path], list[Path]], *, before_writing: Callable[[], object] = lambda: None) -> list[Path]:
-    """The jars a finished fetch left in ``directory``; else ``fetch(scratch)``'s, under an exclusive lock.
+def once(directory: Path, lock_name: str, done: Callable[[Path], T | None], fetch: Callable[[Path], T], *, before_writing: Callable[[], object] = lambda: None) -> T:
+    """``done(directory)`` when it is not None; else ``fetch(scratch)``, under an exclusive lock.
 
-    The lock (``lock_name`` beside ``directory``) makes concurrent jobs fetch once: whoever waited looks
-    again before fetching. ``scratch`` is a folder beside ``directory``, removed afterwards; ``fetch``
-    puts its result in place with :func:`publish`. ``before_writing`` runs before anything is written
-    to the cache (a check that can raise).
+    The lock (``lock_name`` beside ``directory``) makes concurrent processes fetch once: whoever waited
+    looks again before fetching. ``scratch`` is a folder beside ``directory``, removed afterwards;
+    ``fetch`` puts its result in place with :func:`publish`. ``before_writing`` runs before anything is
+    written to the cache (a check that can raise).
     """
-    jars = complete(directory)
-    if jars is not None:
-        return jars
+    found = done(directory)
+    if found is not None:
+        return found
     before_writing()
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / lock_name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        jars = complete(directory)
-        if jars is not None:
-            return jars
+        found = done(directory)
+        if found is not None:
+            return found
         scratch = Path(tempfile.mkdtemp(prefix=f"{directory.name}.partial-", dir=directory.parent))
         try:
             return fetch(scratch)
@@ -95,7 +95,21 @@ def cached(directory: Path, lock_name: str, fetch: Callable[[Path], list[Path]],
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def publish(fetched: Path, directory: Path, jars: list[str], **about: str) -> list[Path]:
+def cached(directory: Path, lock_name: str, fetch: Callable[[Path], list[Path]], *, before_writing: Callable[[], object] = lambda: None) -> list[Path]:
+    """The jars a finished fetch left in ``directory``; else ``fetch(scratch)``'s (see :func:`once`)."""
+    return once(directory, lock_name, complete, fetch, before_writing=before_writing)
+
+
+def read_marker(directory: Path) -> dict[str, Any] | None:
+    """What :func:`publish` wrote about a finished fetch in ``directory``, or None."""
+    try:
+        marker = json.loads((directory / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
+def publish(fetched: Path, directory: Path, jars: list[str], **about: object) -> list[Path]:
     """Mark ``fetched`` complete and put it in place of ``directory`` (a rename: readers see all of it or none)."""
     (fetched / MARKER).write_text(json.dumps({**about, "jars": jars}, indent=1) + "\n")
     if directory.exists():

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -49,8 +47,10 @@ from types import TracebackType
 from typing import Any, Literal
 
 # The same tooling as the Kafka node's: java, mvn and the shared cache folder.
-from devkit.kafka_jars import cache_root, find_java, missing_tools
+from devkit.kafka_jars import find_java, missing_tools
+from devkit.maven_cache import maven_failure, pom_digest, run_maven
 from devkit.processes import free_port
+from spark_audit.maven import cache_root, once, publish, read_marker
 
 __all__ = [
     "KEYCLOAK_VERSION",
@@ -73,8 +73,6 @@ POM = Path(__file__).resolve().parent / "keycloak" / "pom.xml"
 BUILD_OPTIONS = ("--db=dev-mem",)
 """Keycloak's build-time options, the same for the one-time build and every instance (a difference means a rebuild)."""
 
-_MARKER = ".complete.json"
-_MAVEN_TIMEOUT = 1800.0
 _BUILD_TIMEOUT = 600.0
 _HTTP_TIMEOUT = 30.0
 _LINKED = ("lib", "providers", "themes")
@@ -97,19 +95,12 @@ def keycloak_home(version: str = KEYCLOAK_VERSION) -> Path:
     return cache_root() / f"keycloak-{version}"
 
 
-def _pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
-
-
 def _is_complete(home: Path, version: str) -> bool:
-    try:
-        marker = json.loads((home / _MARKER).read_text())
-    except (OSError, ValueError):
-        return False
+    marker = read_marker(home)
     return (
-        isinstance(marker, dict)
+        marker is not None
         and marker.get("version") == version
-        and marker.get("pom_sha256") == _pom_digest()
+        and marker.get("pom_sha256") == pom_digest(POM)
         and marker.get("build_options") == list(BUILD_OPTIONS)
         and (home / "bin" / "kc.sh").is_file()
         and (home / "lib" / "quarkus-run.jar").is_file()
@@ -152,9 +143,8 @@ def _build(home: Path, log: Path) -> None:
 def ensure_keycloak(version: str = KEYCLOAK_VERSION) -> Path:
     """Return the home of a built Keycloak `version`, fetching, unpacking and building it the first time.
 
-    Idempotent and safe to call from concurrent processes: the work happens in a scratch
-    folder renamed into place under a file lock, and a marker (version, pom hash, build
-    options) decides whether the cached folder is complete."""
+    Idempotent and safe to call from concurrent processes (`spark_audit.maven.once`); a marker (version, pom
+    hash, build options) decides whether the cached folder is complete."""
     home = keycloak_home(version)
     if _is_complete(home, version):
         return home
@@ -163,51 +153,22 @@ def ensure_keycloak(version: str = KEYCLOAK_VERSION) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KeycloakToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch Keycloak from Maven Central")
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / f".keycloak-{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_complete(home, version):
-            return home
-        scratch = Path(tempfile.mkdtemp(prefix=f"keycloak-{version}.partial-", dir=home.parent))
-        try:
-            started = time.monotonic()
-            download = scratch / "download"
-            command = [
-                mvn,
-                "-q",
-                "-B",
-                "-Dstyle.color=never",
-                "-f",
-                str(POM),
-                f"-Dkeycloak.version={version}",
-                "dependency:copy",
-                f"-DoutputDirectory={download}",
-            ]
-            try:
-                result = subprocess.run(command, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT, check=False)
-            except subprocess.TimeoutExpired as exc:
-                raise KeycloakError(f"maven did not finish within {_MAVEN_TIMEOUT:.0f}s: {' '.join(command)}") from exc
-            archives = sorted(download.glob(f"keycloak-quarkus-dist-{version}*.zip"))
-            if result.returncode != 0 or len(archives) != 1:
-                output = (result.stdout + result.stderr).strip()[-4000:]
-                raise KeycloakError(f"could not fetch Keycloak {version} from Maven Central (mvn exit {result.returncode}):\n  {' '.join(command)}\n{output}")
-            fetched = time.monotonic()
-            unpacked = _unzip(archives[0], scratch / "unpacked")
-            _build(unpacked, scratch / "build.log")
-            marker = {
-                "version": version,
-                "pom_sha256": _pom_digest(),
-                "build_options": list(BUILD_OPTIONS),
-                "fetch_seconds": round(fetched - started, 1),
-                "unpack_and_build_seconds": round(time.monotonic() - fetched, 1),
-            }
-            (unpacked / _MARKER).write_text(json.dumps(marker, indent=1) + "\n")
-            if home.exists():
-                shutil.rmtree(home)
-            unpacked.rename(home)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return home
+
+    def fetch_and_build(scratch: Path) -> Path:
+        started = time.monotonic()
+        download = scratch / "download"
+        result = run_maven(mvn, POM, {"keycloak.version": version}, "dependency:copy", download, KeycloakError)
+        archives = sorted(download.glob(f"keycloak-quarkus-dist-{version}*.zip"))
+        if result.returncode != 0 or len(archives) != 1:
+            raise KeycloakError(maven_failure(result, f"Keycloak {version}"))
+        fetched = time.monotonic()
+        unpacked = _unzip(archives[0], scratch / "unpacked")
+        _build(unpacked, scratch / "build.log")
+        about = {"fetch_seconds": round(fetched - started, 1), "unpack_and_build_seconds": round(time.monotonic() - fetched, 1)}
+        publish(unpacked, home, [], version=version, pom_sha256=pom_digest(POM), build_options=list(BUILD_OPTIONS), **about)
+        return home
+
+    return once(home, f".keycloak-{version}.lock", lambda folder: folder if _is_complete(folder, version) else None, fetch_and_build)
 
 
 # --------------------------------------------------------------------------- HTTP
