@@ -17,8 +17,8 @@ from typing import Literal
 
 from proxy.net.sasl.jaas_lexer import shown_name
 from proxy.net.sasl.jaas_model import JaasError, JaasFile, LoginModule
-from proxy.net.sasl.jaas_parser import load_jaas_file, parse_jaas_config
-from proxy.net.sasl.system_properties import JAAS_FILE_KEY, JAAS_FILE_SYSTEM_PROPERTY, KAFKA_OPTS, java_system_properties
+from proxy.net.sasl.jaas_parser import parse_jaas_config
+from proxy.net.sasl.system_properties import JAAS_FILE_KEY, JAAS_FILE_SYSTEM_PROPERTY, KAFKA_OPTS
 from proxy.properties import listener_prefix
 
 __all__ = [
@@ -31,11 +31,8 @@ __all__ = [
     "jaas_property_key",
     "select_login",
     "server_context_names",
-    # Re-exported for proxy/net/sasl/oauth and its tests, which import them from here; new code imports their homes.
-    "KAFKA_OPTS",
+    # the type of select_login's jaas_file, exported with it
     "JaasFile",
-    "java_system_properties",
-    "load_jaas_file",
 ]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"

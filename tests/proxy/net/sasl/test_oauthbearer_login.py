@@ -57,7 +57,7 @@ def test_settings_from_the_jaas_options_and_kafkas_keys() -> None:
 
 
 def test_settings_from_a_jaas_file_entry(tmp_path: Path) -> None:
-    from proxy.net.sasl.jaas import load_jaas_file
+    from proxy.net.sasl.jaas_parser import load_jaas_file
 
     path = tmp_path / "jaas.conf"
     path.write_text(f'controller.KafkaServer {{\n  {MODULE} required clientId="from-file" clientSecret="s";\n}};\n')
