@@ -10,9 +10,9 @@ Every route ends in an `Answer`, which the one respond step (`ProxyService._resp
 proxy/forward/service.py) audits, counts and sends, in that order.
 
 An EnvelopeResponse's error, as a Kafka broker's ForwardingManager reads it: 0 passes the
-embedded answer on; NOT_CONTROLLER is retried at the new active controller (until the forward
-deadline); UNSUPPORTED_VERSION means the controller's versions changed, so the client must ask
-ApiVersions again (its connection is closed); CLUSTER_AUTHORIZATION_FAILED is the proxy's own
+embedded answer on; NOT_CONTROLLER is re-sent by the upstream to the new active controller,
+and times out once the forward deadline has passed; UNSUPPORTED_VERSION means the controller's
+versions changed, so the client must ask ApiVersions again (its connection is closed); CLUSTER_AUTHORIZATION_FAILED is the proxy's own
 missing CLUSTER_ACTION, passed on so the client sees an authorization error; anything else is
 UNKNOWN_SERVER_ERROR.
 """
@@ -93,7 +93,6 @@ class CloseConnection(Exception):
 
 class Next(Enum):
     ANSWER = "answer"  # send the embedded response to the client
-    RETRY = "retry"  # send the same envelope again (to the active controller)
     CLOSE = "close"  # audit, then close the client connection (it must ask ApiVersions again)
     ERROR = "error"  # answer the client with `client_code` for every resource
 
@@ -107,8 +106,9 @@ class EnvelopeAction:
 
 _POLICY: dict[int, EnvelopeAction] = {
     ErrorCode.none: EnvelopeAction(Next.ANSWER, ErrorCode.none),
-    # Retried until controller.forward.timeout.ms; a request still unanswered then is timed out, as in Kafka.
-    ErrorCode.not_controller: EnvelopeAction(Next.RETRY, ErrorCode.request_timed_out),
+    # The upstream's one retry loop (proxy/upstream/pool.py) re-sends it to the new active controller until
+    # controller.forward.timeout.ms; an envelope still answered so then is timed out, as in Kafka.
+    ErrorCode.not_controller: EnvelopeAction(Next.ERROR, ErrorCode.request_timed_out),
     ErrorCode.unsupported_version: EnvelopeAction(Next.CLOSE, ErrorCode.unsupported_version),
     ErrorCode.cluster_authorization_failed: EnvelopeAction(Next.ERROR, ErrorCode.cluster_authorization_failed),
 }

@@ -11,7 +11,7 @@ from proxy.net.refusals import CAUSE_PROTOCOL_ERROR
     ("envelope_error", "expected"),
     [
         (0, EnvelopeAction(Next.ANSWER, 0)),  # the embedded answer goes to the client
-        (41, EnvelopeAction(Next.RETRY, 7)),  # NOT_CONTROLLER: send the envelope again; REQUEST_TIMED_OUT at the deadline
+        (41, EnvelopeAction(Next.ERROR, 7)),  # NOT_CONTROLLER once the upstream's re-sends reached the deadline: REQUEST_TIMED_OUT
         (35, EnvelopeAction(Next.CLOSE, 35)),  # UNSUPPORTED_VERSION: the client must ask ApiVersions again
         (31, EnvelopeAction(Next.ERROR, 31)),  # CLUSTER_AUTHORIZATION_FAILED: the proxy's own missing ClusterAction
     ],
