@@ -1,13 +1,15 @@
-"""`make test`'s pytest run: the suite in two tiers side by side, each its own pytest process.
+"""`make test`'s pytest run: the suite in three tiers side by side, each its own pytest process.
 
-The Spark tier (marker `spark`: local Spark sessions, the audit job, its benchmark's smoke run) spends most of
-its time in Spark's JVM and waiting on it; everything else (unit, integration, the Kafka interop tier, images,
-deploy) spends most of its time in other JVMs and on loopback. Run one after the other they took about the sum;
-side by side, on two cores, about the longer of the two. They share nothing a test writes: each tier has its own
-`--basetemp` and no cache, and the session fixtures (Kafka nodes, the KDC, Keycloak) pick free ports.
+Most of the suite's wall time is waiting, not computing: on Spark's JVM (marker `spark`), on Kafka nodes, a KDC
+and Keycloak (marker `interop` under tests/interop), and on loopback and timers (everything else, with the
+deploy and image tests, which start their own JVMs and containers). Run one after the other the tiers took about
+their sum; side by side on two cores, about the longest of them. `tier_of` says which tier a test is in;
+tests/conftest.py applies it to `pytest --tier NAME`. They share nothing a test writes:
+each tier has its own `--basetemp` and no cache, and the session fixtures (Kafka nodes, the KDC, Keycloak) pick
+free ports, so a node the interop tier starts is never one the main tier uses.
 
-The main tier's output streams as it runs; the Spark tier's is printed whole when both are done. Arguments are
-passed to both pytest runs; the exit status is the first non-zero one.
+The main tier's output streams as it runs; the others' are printed whole when all are done. Arguments are passed
+to every pytest run; the exit status is the first non-zero one.
 """
 
 import subprocess
@@ -15,37 +17,60 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
-TIERS: dict[str, list[str]] = {
-    "main": ["-m", "not spark"],
-    "spark": ["-m", "spark"],
-}
+TIERS = ("main", "interop", "spark")
+STREAMED = "main"
+INTEROP_FOLDER = "tests/interop/"
+
+
+def tier_of(path: str, markers: set[str]) -> str:
+    """The tier of a test at `path` (relative to the checkout, with `/`) carrying `markers`."""
+    if "spark" in markers:
+        return "spark"
+    if "interop" in markers and path.startswith(INTEROP_FOLDER):
+        return "interop"
+    return "main"
 
 
 def _command(tier: str, basetemp: Path, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp / tier}", *TIERS[tier], *extra]
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp / tier}", f"--tier={tier}", *extra]
 
 
 def main(argv: list[str]) -> int:
     started = time.monotonic()
+    codes: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="envelope-proxy-tests-") as scratch:
         root = Path(scratch)
-        spark_log = root / "spark.log"
-        with spark_log.open("wb") as log:
-            spark = subprocess.Popen(_command("spark", root, argv), stdout=log, stderr=subprocess.STDOUT)
-            try:
-                main_code = subprocess.call(_command("main", root, argv))
-                main_done = time.monotonic() - started
-                spark_code = spark.wait()
-            except BaseException:
-                spark.kill()
-                spark.wait()
-                raise
-        print("\n===== the Spark tier (marker spark), run beside the main tier =====", flush=True)
-        sys.stdout.write(spark_log.read_text(errors="replace"))
+        logs: dict[str, IO[bytes]] = {}
+        running: dict[str, subprocess.Popen[bytes]] = {}
+        try:
+            for tier in TIERS:
+                if tier == STREAMED:
+                    continue
+                logs[tier] = (root / f"{tier}.log").open("wb")
+                running[tier] = subprocess.Popen(_command(tier, root, argv), stdout=logs[tier], stderr=subprocess.STDOUT)
+            codes[STREAMED] = subprocess.call(_command(STREAMED, root, argv))
+            seconds[STREAMED] = time.monotonic() - started
+            for tier, process in running.items():
+                codes[tier] = process.wait()
+                seconds[tier] = time.monotonic() - started  # an upper bound: when it was seen to be done
+        except BaseException:
+            for process in running.values():
+                process.kill()
+                process.wait()
+            raise
+        finally:
+            for log in logs.values():
+                log.close()
+        for tier in running:
+            print(f"\n===== the {tier} tier, run beside the main tier =====", flush=True)
+            sys.stdout.write((root / f"{tier}.log").read_text(errors="replace"))
     total = time.monotonic() - started
-    print(f"\ntiers: main exit {main_code} in {main_done:.0f} s, spark exit {spark_code}; {total:.0f} s in all", flush=True)
-    return next((code for code in (main_code, spark_code) if code != 0), 0)
+    summary = ", ".join(f"{tier} exit {codes[tier]} by {seconds[tier]:.0f} s" for tier in TIERS)
+    print(f"\ntiers: {summary}; {total:.0f} s in all", flush=True)
+    return next((code for code in codes.values() if code != 0), 0)
 
 
 if __name__ == "__main__":

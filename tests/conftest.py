@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.test_tiers import TIERS, tier_of
 from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
@@ -68,3 +69,22 @@ def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
             yield Realm(kdc, service, service_keytab, keytabs, principals)
     finally:
         kdc.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--tier", choices=TIERS, help="run only this tier of the suite (devkit/test_tiers.py, as `make test` does)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tier = config.getoption("--tier")
+    if tier is None:
+        return
+    root = Path(str(config.rootpath))
+    chosen, other = [], []
+    for item in items:
+        path = Path(str(item.path)).relative_to(root).as_posix()
+        markers = {mark.name for mark in item.iter_markers()}
+        (chosen if tier_of(path, markers) == tier else other).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = chosen
