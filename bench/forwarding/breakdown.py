@@ -35,10 +35,10 @@ from envelope.wrap import unwrap, wrap, wrap_response
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Caller, Forwarded, Forwarding, RequestAudit
 from proxy.audit.sinks.file import FileSink
-from proxy.forward.forwarding import _response_errors
+from proxy.forward.forwarding import _response_errors, decode_with_resources
 from proxy.forward.read_routes import READ_ROUTES
 from proxy.forward.routing import route
-from proxy.forward.service import _decode_with_resources, own_ranges
+from proxy.forward.service import own_ranges
 from proxy.net.addresses import ControllerAddress
 from proxy.ops.metrics import ProxyMetrics
 
@@ -79,7 +79,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
     frame = _create_topics_frame(7)
     header = peek_request_header(frame)
     advertised = own_ranges()
-    _, resources = _decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+    _, resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
     principal = Principal("User", "alice")
     embedded, envelope_answer = _envelope_answer(1)
     metrics = ProxyMetrics()
@@ -99,7 +99,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
         steps["header peek"] = _timed(lambda: peek_request_header(frame), repeat)
         steps["route"] = _timed(lambda: route(header, advertised, READ_ROUTES), repeat)
         steps["decode the request and name its resources (bounded pre-pass + kio)"] = _timed(
-            lambda: _decode_with_resources(header.api_key, header.api_version, frame, header.header_size), repeat
+            lambda: decode_with_resources(header.api_key, header.api_version, frame, header.header_size), repeat
         )
         audits = [RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)]
         steps["request audit object"] = _timed(lambda: RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING), repeat)
@@ -149,7 +149,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
             assert arrived is not None
             peeked = peek_request_header(arrived)
             route(peeked, advertised, READ_ROUTES)
-            _, named = _decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
+            _, named = decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
             audit = RequestAudit(log, 100, CALLER, peeked, resources=named, forwarding=FORWARDING)
             await audit.intent()
             two_scopes()

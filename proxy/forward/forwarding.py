@@ -1,4 +1,4 @@
-"""Forwarding one admin request: its intent, the Envelope, and what to answer.
+"""Forwarding one admin request: its body read as a broker reads it, its intent, the Envelope, and what to answer.
 
 The client's bytes go into the Envelope untouched. The intent is committed here, before
 the controller sees the request; the outcome is committed by the respond step
@@ -16,18 +16,25 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from authz.admin_apis import error_response, response_errors
+from authz.acl_requests import unreadable_acl_request
+from authz.actions import ResourceAccess
+from authz.admin_apis import error_response, resources_of, response_errors
 from envelope.apis import ApiKey
-from envelope.codec import decode_response_body, encode_response
+from envelope.codec import decode_body, decode_response_body, encode_response
 from envelope.errors import ProtocolError
+from envelope.header import RequestHeaderInfo
 from envelope.principal import Principal
 from envelope.responses import ResourceError
 from envelope.wrap import wrap
 from proxy.audit.pipeline import AuditUnavailable
-from proxy.audit.request_records import Failed, Forwarded, RequestAudit, Unrecorded
+from proxy.audit.request_records import Failed, Forwarded, Refused, RequestAudit, Unrecorded
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
+from proxy.forward.refusing import undecodable
 from proxy.forward.routing import Answer, CloseConnection, Next, envelope_action
+from proxy.forward.session import Session
+from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
+from proxy.forward.token_mirror import TokenMirror
 from proxy.net.refusals import CAUSE_VERSIONS_CHANGED
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.link import UpstreamUnavailable
@@ -42,6 +49,23 @@ _ACL_CHANGES = frozenset({ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+def decode_readable(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
+    """The body, as a broker reads it: what Kafka's request classes refuse to build closes the connection there, before
+    anything is forwarded or asked upstream (authz/acl_requests.py)."""
+    # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
+    # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
+    body = decode_body(api_key, api_version, frame, offset, allow_trailing=True)
+    unreadable = unreadable_acl_request(api_key, body)
+    if unreadable is not None:
+        raise ProtocolError(unreadable)
+    return body
+
+
+def decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
+    body = decode_readable(api_key, api_version, frame, offset)
+    return body, resources_of(api_key, body)
+
+
 def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
     _, response = decode_response_body(api_key, api_version, embedded)
     return response_errors(api_key, response)
@@ -49,13 +73,42 @@ def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[i
 
 class Forwarder:
     def __init__(
-        self, upstream: ControllerPool, edge: EdgeAuthorizer, metrics: ProxyMetrics, offload: CpuOffload, *, forwarding_principal: str
+        self,
+        upstream: ControllerPool,
+        edge: EdgeAuthorizer,
+        metrics: ProxyMetrics,
+        offload: CpuOffload,
+        tokens: TokenMirror,
+        *,
+        forwarding_principal: str,
     ) -> None:
         self.upstream = upstream
         self.edge = edge
         self.metrics = metrics
         self.offload = offload
+        self.tokens = tokens
         self.forwarding_principal = forwarding_principal
+
+    async def answer(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
+        """The forward route: the body decoded and its resources named, a token request a broker answers itself, then
+        the request forwarded."""
+        try:
+            body, audit.resources = await self.offload.frame(
+                len(frame), decode_with_resources, header.api_key, header.api_version, frame, header.header_size
+            )
+        except ProtocolError as exc:
+            # Fail closed: a mutation whose resources cannot be named is never forwarded.
+            return undecodable(session, header, exc)
+        if header.api_key in TOKEN_CHANGES:
+            local = await broker_answer(self.edge, session.context(header.client_id), header, body)
+            if local is not None:
+                # What a broker answers itself: audited as refused at the edge, with Kafka's code; nothing forwarded.
+                audit.forwarding = None
+                return Answer(Refused(local.reason, local.code, local.resources), local.frame)
+        answer = await self.forward(session.principal, session.client_address, frame, body, audit)
+        if header.api_key in TOKEN_CHANGES and isinstance(answer.outcome, Forwarded):
+            self.tokens.poke()  # token logins see a token made, renewed or expired here at once
+        return answer
 
     async def forward(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         try:

@@ -38,7 +38,7 @@ READ_ERROR_ANSWERS: Mapping[int, ErrorAnswer] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: read_tokens.error_answer,
 }
 """Kafka's getErrorResponse of each read (authz/admin_apis.py's ErrorAnswer, for the reads): what a broker answers
-when its handler throws (proxy/forward/service.py answers a read route that raises with it)."""
+when its handler throws (proxy/forward/local_routes.py answers a read route that raises with it)."""
 
 READ_APIS = frozenset(READ_ROUTES)
 check_served("proxy/forward/read_routes.py READ_ROUTES", READ_APIS, Serving.READ)

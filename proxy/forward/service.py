@@ -3,39 +3,37 @@
 Requests of one connection are handled one at a time, like a Kafka broker
 (which mutes a channel while its request is in flight), so responses keep
 the order of requests. Each route handler returns what to answer (`Answer`), and one
-respond step (`ProxyService._respond`) audits, counts and sends it, in that order.
+respond step (`ProxyService._respond`) audits, counts and sends it, in that order. The routes
+themselves live beside it: forwarding in proxy/forward/forwarding.py, what the proxy answers itself
+in proxy/forward/local_routes.py, refusals in proxy/forward/refusing.py.
 """
 
 import logging
 from contextlib import aclosing
-from typing import Any
 
 import trio
 from kio.schema.errors import ErrorCode
 
 import apiversions
 from apiversions import VersionRange
-from authz.acl_requests import unreadable_acl_request
-from authz.actions import ResourceAccess
-from authz.admin_apis import resources_of
-from envelope.apis import FORWARDABLE, ApiKey, api_name
+from envelope.apis import FORWARDABLE, ApiKey
 from envelope.codec import decode_body
-from envelope.error_messages import thrown_message
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.served import pinned_ranges
 from proxy.audit.connection_events import AUTHENTICATED, CONNECTED, DISCONNECTED, REAUTHENTICATED, AuditedRefusals
 from proxy.audit.pipeline import AuditLog
-from proxy.audit.request_records import BY_EDGE, BY_PROXY, BY_UPSTREAM, Forwarded, Forwarding, Local, Read, Refused, RequestAudit
+from proxy.audit.request_records import Forwarding, Local, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
-from proxy.forward.forwarding import Forwarder
+from proxy.forward.forwarding import Forwarder, decode_readable
+from proxy.forward.local_routes import LocalRoutes
 from proxy.forward.offload import CpuOffload
-from proxy.forward.read_routes import READ_ERROR_ANSWERS, READ_ROUTES
-from proxy.forward.reads import ReadPath, ReadUnavailable, denial_code
+from proxy.forward.read_routes import READ_ROUTES
+from proxy.forward.reads import ReadPath, ReadUnavailable
+from proxy.forward.refusing import connection_refusal_cause, refusal, undecodable
 from proxy.forward.routing import SASL_APIS, Answer, CloseConnection, Route, route
 from proxy.forward.session import Session
 from proxy.forward.settings import ServiceSettings
-from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
 from proxy.forward.token_mirror import TokenMirror
 from proxy.net.connection import KafkaConnection
 from proxy.net.login import SESSION_EXPIRED, ApiVersionsRequest, Login, LoginFailed, SessionLogin, SessionStep, refused_connection
@@ -47,13 +45,8 @@ from proxy.net.refusals import (
     CAUSE_SESSION_EXPIRED,
     CAUSE_SHUTDOWN,
     CAUSE_VERSIONS_CHANGED,
-    IP_FILTER,
-    PRIVILEGED_PRINCIPAL,
-    PROTOCOL_ERROR,
-    SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
-from proxy.net.sasl.machine import illegal_sasl_state
 from proxy.net.settings import ListenerConfig
 from proxy.ops.metrics import ProxyMetrics
 from proxy.upstream.pool import ControllerPool, UpstreamEvent
@@ -63,35 +56,11 @@ log = logging.getLogger(__name__)
 _DISCONNECT_AUDIT_TIMEOUT = 10.0
 #: Listeners whose connections have no SASL login: the first request is held to connections.preauth.idle.ms.
 WITHOUT_SASL = frozenset({"PLAINTEXT", "SSL"})
-# RefusedConnection.reason -> the metric's cause; every other reason is a connection limit's key.
-_REFUSAL_CAUSES = {
-    IP_FILTER: "ip_filter",
-    PRIVILEGED_PRINCIPAL: "privileged_principal",
-    SSL_PRINCIPAL_MAPPING: "tls",
-    PROTOCOL_ERROR: "protocol_error",
-}
 
 
 def own_ranges() -> dict[int, VersionRange]:
     """What the proxy itself can serve (before intersecting with the controller): envelope/served.py's pinned ranges."""
     return pinned_ranges()
-
-
-def _decode_readable(api_key: int, api_version: int, frame: bytes, offset: int) -> Any:
-    """The body, as a broker reads it: what Kafka's request classes refuse to build closes the connection there, before
-    anything is forwarded or asked upstream (authz/acl_requests.py)."""
-    # Kafka ignores bytes after a request body (librdkafka sends one after AlterUserScramCredentials).
-    # Unknown tagged fields are skipped for the audit's copy; the forwarded bytes stay untouched.
-    body = decode_body(api_key, api_version, frame, offset, allow_trailing=True)
-    unreadable = unreadable_acl_request(api_key, body)
-    if unreadable is not None:
-        raise ProtocolError(unreadable)
-    return body
-
-
-def _decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: int) -> tuple[Any, list[ResourceAccess]]:
-    body = _decode_readable(api_key, api_version, frame, offset)
-    return body, resources_of(api_key, body)
 
 
 class ProxyService:
@@ -129,8 +98,9 @@ class ProxyService:
         self.reads = ReadPath(
             read_upstream or upstream, self.edge, node_id=settings.node_id, identity=upstream.identity, offload=self.offload
         )
+        self.local = LocalRoutes(self.reads, settings.edge.policy)
         self.tokens = TokenMirror(self.reads, settings.edge.token_refresh_seconds)
-        self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, forwarding_principal=settings.forwarding_principal)
+        self.forwarder = Forwarder(upstream, self.edge, self.metrics, self.offload, self.tokens, forwarding_principal=settings.forwarding_principal)
         self._forwarding = Forwarding(settings.forwarding_principal, upstream.settings.address)
         # An OAUTHBEARER login learns the proxy's principal (its token's subject) when it first logs in.
         self._forwarding_known = upstream.settings.principal is not None
@@ -146,7 +116,7 @@ class ProxyService:
     async def on_refused(self, event: RefusedConnection) -> None:
         """A connection refused as a whole: audited and counted by cause (bounded label values)."""
         await self.refusals(event)
-        self.metrics.connections_refused.labels(event.listener, _REFUSAL_CAUSES.get(event.reason, "limit")).inc()
+        self.metrics.connections_refused.labels(event.listener, connection_refusal_cause(event.reason)).inc()
 
     async def follow_upstream(self, events: trio.MemoryReceiveChannel[UpstreamEvent]) -> None:
         """Count the controller connection's events, and close clients when its versions change."""
@@ -340,7 +310,7 @@ class ProxyService:
                 # Kafka's SocketServer closes the connection unanswered; the record says why.
                 self.metrics.connections_expired.labels(session.listener.name).inc()
                 then = CloseConnection(SESSION_EXPIRED, CAUSE_SESSION_EXPIRED)
-                await self._respond(session, self._request_audit(session, header), self._refusal(session, header, SESSION_EXPIRED, then=then))
+                await self._respond(session, self._request_audit(session, header), refusal(session, header, SESSION_EXPIRED, then=then))
                 return
         routed = route(header, self.advertised(), READ_ROUTES)
         audit = self._request_audit(session, header, forwarded=routed.route is Route.FORWARD)
@@ -349,18 +319,18 @@ class ProxyService:
                 answer = await self._api_versions(session, header, frame, audit)
             elif routed.route is Route.REFUSE:
                 assert routed.reason is not None
-                answer = self._refusal(session, header, routed.reason, then=CloseConnection(routed.reason))
+                answer = refusal(session, header, routed.reason, then=CloseConnection(routed.reason))
             elif routed.route is Route.LOCAL and header.api_key in SASL_APIS:
-                answer = self._sasl_after_login(session, header, frame)
+                answer = self.local.sasl_after_login(session, header, frame)
             elif routed.route is Route.LOCAL:
-                answer = await self._describe_cluster(session, header, frame)
+                answer = await self.local.describe_cluster(session, header, frame)
             elif routed.route is Route.READ:
                 answer = await self._read(session, header, frame)
             else:
-                answer = await self._forward(session, header, frame, audit)
+                answer = await self.forwarder.answer(session, header, frame, audit)
         except ReadUnavailable as exc:
             # No cluster id known yet: no Kafka broker answers without one (and librdkafka crashes on a null id).
-            answer = self._refusal(session, header, str(exc), then=CloseConnection(str(exc)))
+            answer = refusal(session, header, str(exc), then=CloseConnection(str(exc)))
         await self._respond(session, audit, answer)
 
     async def _respond(self, session: Session, audit: RequestAudit, answer: Answer) -> None:
@@ -378,40 +348,6 @@ class ProxyService:
         if answer.then is not None:
             raise answer.then
 
-    def _refusal(self, session: Session, header: RequestHeaderInfo, reason: str, *, then: BaseException | None, frame: bytes | None = None) -> Answer:
-        conn = session.conn
-        log.warning(
-            "connection %s from %s (%s): refused %s: %s",
-            conn.connection_id,
-            conn.peer.host,
-            session.principal,
-            api_name(header.api_key),
-            reason,
-        )
-        return Answer(Refused(reason), frame, then)
-
-    def _undecodable(self, session: Session, header: RequestHeaderInfo, exc: ProtocolError) -> Answer:
-        """Fail closed: a body that cannot be decoded (or its resources named) is refused, and the connection closed."""
-        return self._refusal(session, header, f"request body cannot be decoded: {exc}", then=exc)
-
-    def _sasl_after_login(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
-        """A SASL frame that begins no re-authentication: Kafka's KafkaApis answers ILLEGAL_SASL_STATE and goes on."""
-        try:
-            decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
-        except ProtocolError as exc:
-            return self._undecodable(session, header, exc)
-        return Answer(Local(), illegal_sasl_state(header))
-
-    async def _describe_cluster(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
-        try:
-            body = decode_body(header.api_key, header.api_version, frame, header.header_size, allow_trailing=True)
-        except ProtocolError as exc:
-            return self._undecodable(session, header, exc)
-        cluster_id = await self.reads.cluster_id()
-        # The endpoint type it asks for, and its authorized operations when asked, decide the answer (reads.py).
-        answer = await self.reads.describe_cluster(session.context(header.client_id), session.listener, header, body, cluster_id)
-        return Answer(Local(), answer)
-
     async def _api_versions(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
         """Answer ApiVersions (INVALID_REQUEST for a software name Kafka refuses, the supported range for an unsupported
         version: the client may ask again)."""
@@ -420,72 +356,19 @@ class ProxyService:
             try:
                 body = decode_body(ApiKey.API_VERSIONS, header.api_version, frame, header.header_size)
             except ProtocolError as exc:
-                return self._undecodable(session, header, exc)
+                return undecodable(session, header, exc)
             name, version = str(body.client_software_name), str(body.client_software_version)
             if not apiversions.valid_software(name, version):
                 # Kafka's answer; nothing the client chose is kept for later records, and the connection goes on.
                 error = apiversions.build_error_response(header.api_version, header.correlation_id, ErrorCode.invalid_request)
-                return self._refusal(session, header, "client software name or version does not match Kafka's pattern", then=None, frame=error)
+                return refusal(session, header, "client software name or version does not match Kafka's pattern", then=None, frame=error)
             session.software(name, version)
             audit.caller = session.caller
         return Answer(Local(), apiversions.build_response(header.api_version, header.correlation_id, advertised))
 
     async def _read(self, session: Session, header: RequestHeaderInfo, frame: bytes) -> Answer:
         try:
-            body = await self.offload.frame(len(frame), _decode_readable, header.api_key, header.api_version, frame, header.header_size)
+            body = await self.offload.frame(len(frame), decode_readable, header.api_key, header.api_version, frame, header.header_size)
         except ProtocolError as exc:
-            return self._undecodable(session, header, exc)
-        try:
-            result = await READ_ROUTES[header.api_key](self.reads, session.context(header.client_id), session.listener, header, body)
-        except (ReadUnavailable, CloseConnection):
-            raise  # no cluster id known yet (handle_request closes the connection), or a close the route asked for
-        except Exception as exc:
-            return self._read_failed(session, header, body, exc)
-        if result.local:
-            return Answer(Local(), result.frame)
-        if result.refused:  # as the token changes a broker refuses itself: audited as refused, the connection kept
-            return Answer(Refused(result.error_message or "refused", result.error_code, result.resources), result.frame)
-        # Every resource asked denied at the edge: nothing went upstream, the answer's code is the edge's denial (FAILURE).
-        error_by = BY_EDGE if result.denied and len(result.denied) == len(result.resources) else BY_UPSTREAM
-        read = Read(self.settings.edge.policy, result.resources, result.denied, denial_code, result.error_code, result.error_message, error_by)
-        return Answer(read, result.frame)
-
-    def _read_failed(self, session: Session, header: RequestHeaderInfo, body: Any, exc: Exception) -> Answer:
-        """A read route that threw: answered as a Kafka broker answers a handler that throws (KafkaApis.handleError:
-        the request's getErrorResponse, UNKNOWN_SERVER_ERROR with no message), audited, logged with the traceback;
-        the connection stays open, as Kafka's does."""
-        conn = session.conn
-        log.error(
-            "connection %s from %s (%s): %s v%d failed in the proxy, answered UNKNOWN_SERVER_ERROR",
-            conn.connection_id,
-            conn.peer.host,
-            session.principal,
-            api_name(header.api_key),
-            header.api_version,
-            exc_info=exc,
-        )
-        code = ErrorCode.unknown_server_error
-        error_answer = READ_ERROR_ANSWERS[header.api_key]
-        values = {"throttle_time": 0, **error_answer(body, {"error_code": code, "error_message": thrown_message(code, str(exc))})}
-        reason = f"the proxy failed answering it: {type(exc).__name__}: {exc}"
-        read = Read(self.settings.edge.policy, [], [], denial_code, code, reason, BY_PROXY)  # the proxy's failure, not the upstream's
-        return Answer(read, self.reads.encode(header, values))
-
-    async def _forward(self, session: Session, header: RequestHeaderInfo, frame: bytes, audit: RequestAudit) -> Answer:
-        try:
-            body, audit.resources = await self.offload.frame(
-                len(frame), _decode_with_resources, header.api_key, header.api_version, frame, header.header_size
-            )
-        except ProtocolError as exc:
-            # Fail closed: a mutation whose resources cannot be named is never forwarded.
-            return self._undecodable(session, header, exc)
-        if header.api_key in TOKEN_CHANGES:
-            local = await broker_answer(self.edge, session.context(header.client_id), header, body)
-            if local is not None:
-                # What a broker answers itself: audited as refused at the edge, with Kafka's code; nothing forwarded.
-                audit.forwarding = None
-                return Answer(Refused(local.reason, local.code, local.resources), local.frame)
-        answer = await self.forwarder.forward(session.principal, session.client_address, frame, body, audit)
-        if header.api_key in TOKEN_CHANGES and isinstance(answer.outcome, Forwarded):
-            self.tokens.poke()  # token logins see a token made, renewed or expired here at once
-        return answer
+            return undecodable(session, header, exc)
+        return await self.local.read(session, header, body)

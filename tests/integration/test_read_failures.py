@@ -98,7 +98,7 @@ async def test_a_read_that_throws_is_answered_and_the_connection_stays_open(
             seen["then ApiVersions"] = int(versions.error_code)
         return seen
 
-    with caplog.at_level(logging.ERROR, logger="proxy.forward.service"):
+    with caplog.at_level(logging.ERROR, logger="proxy.forward.local_routes"):
         seen = await trio.to_thread.run_sync(work)
     assert seen == {
         "METADATA": ([UNKNOWN, UNKNOWN], None),  # the top-level code (v13), and the topic asked with it

@@ -10,7 +10,7 @@ kio can write at the version it was asked), and each decision of the edge author
 the client's version. A route may refuse a drawn answer no Kafka would give with another exception (the service answers
 that UNKNOWN_SERVER_ERROR, tests/integration/test_read_failures.py); none does today.
 
-The error answers a read gets when its route throws (proxy/forward/service.py READ_ERROR_ANSWERS, Kafka's
+The error answers a read gets when its route throws (proxy/forward/read_routes.py READ_ERROR_ANSWERS, Kafka's
 getErrorResponse) are built at every version too.
 """
 
