@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from proxy.audit.pipeline import load_schema
+from proxy.audit.cloudevents import load_schema
 
 
 @cache

@@ -21,12 +21,14 @@ cut is written down in `data.truncated`, so a reader knows the record is partial
 """
 
 import itertools
+import json
 import os
 import secrets
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, TypeVar
 
 import orjson
@@ -34,6 +36,7 @@ import orjson
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
 SCHEMA_VERSION = 3
+SCHEMA_RESOURCE = "record.schema.json"
 
 _COUNTER_BITS = 48  # the UUID's last group: 12 hex digits
 _PREFIX = str(uuid.uuid4())[:24]  # "xxxxxxxx-xxxx-4xxx-yxxx-": version and variant kept
@@ -80,6 +83,12 @@ def make_record(node_id: int, subject: str | None, data: dict[str, Any], *, even
         "schemaversion": SCHEMA_VERSION,
         "data": data,
     }
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) every record the proxy writes conforms to; shipped with the package."""
+    schema: dict[str, Any] = json.loads(resources.files("proxy.audit").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8"))
+    return schema
 
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Audit records (CloudEvents 1.0, see docs/audit-schema.md) and the pipeline that commits them to sinks.
+"""The pipeline that commits audit records (CloudEvents 1.0, see docs/audit-schema.md) to sinks, and the sink contract.
 
 Callers hand a record to `AuditLog.write`, which returns once every sink has
 committed it. One writer task drains a bounded channel and commits whatever has
@@ -17,26 +17,20 @@ on the batch (a forwarded request whose intent was not written is answered with 
 error and not forwarded; any other record is counted as lost).
 """
 
-import json
 import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import trio
 
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits, encode_bounded
 from proxy.backoff import Backoff
 from proxy.ops.metrics import ProxyMetrics
-from proxy.properties import Properties
 
 log = logging.getLogger(__name__)
-
-SCHEMA_RESOURCE = "record.schema.json"
 
 # Stages of request records an excluded principal does not get; refusals of a request stay (protocol abuse).
 EXCLUDABLE_STAGES = frozenset({"intent", "outcome", "local", "read"})
@@ -53,12 +47,6 @@ _SINK_RETRY = Backoff.doubling(0.05, 2.0)
 _STILL_FAILING_LOG_INTERVAL = 30.0
 
 
-def load_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) every record the proxy writes conforms to; shipped with the package."""
-    schema: dict[str, Any] = json.loads(resources.files("proxy.audit").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8"))
-    return schema
-
-
 # How much a forwarded request's intent keeps (audit.level), as a Kubernetes audit policy's levels: `metadata` is
 # who, what API and which resources; `request` adds what the request asks to change (`data.request`).
 METADATA = "metadata"
@@ -70,7 +58,8 @@ DEFAULT_LEVEL = REQUEST
 @dataclass(frozen=True)
 class AuditLevels:
     """`audit.level` and its overrides, the most specific first: `listener.name.<l>.audit.level.api.<ApiName>`,
-    `audit.level.api.<ApiName>`, `listener.name.<l>.audit.level`, `audit.level` (proxy/audit/settings.py parses them)."""
+    `audit.level.api.<ApiName>`, `listener.name.<l>.audit.level`, `audit.level` (proxy/audit/settings.py parses them
+    and prints them for check-config)."""
 
     default: str = DEFAULT_LEVEL
     listeners: dict[str, str] = field(default_factory=dict)
@@ -91,15 +80,6 @@ class AuditLevels:
         if decided is None:
             decided = self._decided[(listener, api)] = self.level(listener, api) == REQUEST
         return decided
-
-    def effective(self) -> dict[str, Any]:
-        """For check-config: the level, and each override by the key that sets it."""
-        overrides = {f"listener.name.{name.lower()}.audit.level": level for name, level in sorted(self.listeners.items())}
-        overrides.update({f"audit.level.api.{api}": level for api, level in sorted(self.apis.items())})
-        overrides.update(
-            {f"listener.name.{name.lower()}.audit.level.api.{api}": level for (name, api), level in sorted(self.listener_apis.items())}
-        )
-        return {"level": self.default, "level.overrides": overrides}
 
 
 class AuditUnavailable(Exception):
@@ -156,41 +136,6 @@ class AuditSink(Protocol):
 
     def close_now(self) -> None:
         """Last resort when `aclose` was cut short: publish what can be published, without waiting."""
-        ...
-
-
-@dataclass(frozen=True)
-class SinkContext:
-    """What every sink is opened with, beside its own settings."""
-
-    log_dir: Path
-    """`audit.log.dir`"""
-    node_id: int
-    durability: str
-    """`audit.durability`: what a commit means (none, flush, fsync)."""
-    metrics: ProxyMetrics | None = None
-
-
-S = TypeVar("S")
-
-
-class SinkKind(Protocol[S]):
-    """One kind of sink, as `audit.sinks` names it: its `audit.<name>.*` keys, and how to open one.
-
-    The kinds are listed in proxy/audit/sinks/registry.py; each lives in its own module under proxy/audit/sinks/."""
-
-    name: str
-
-    def parse(self, props: Properties, log_dir: Path, *, enabled: bool) -> S | None:
-        """The sink's settings; None when it is not among `audit.sinks` (a ConfigError when its keys are set anyway)."""
-        ...
-
-    def effective(self, settings: S | None) -> dict[str, Any]:
-        """What `check-config` prints of it, secrets hidden: keys of the `audit` object."""
-        ...
-
-    def open(self, settings: S, context: SinkContext) -> AuditSink:
-        """The sink; files a crash left behind are recovered here."""
         ...
 
 

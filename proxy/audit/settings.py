@@ -14,7 +14,8 @@ from authz.admin_apis import SERVED_ADMIN_APIS
 from envelope.apis import api_name
 from proxy.audit.cloudevents import RecordLimits
 from proxy.audit.config_secrets import config_types
-from proxy.audit.pipeline import DEFAULT_LEVEL, LEVELS, ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLevels, AuditLog, SinkContext, SinkKind
+from proxy.audit.pipeline import DEFAULT_LEVEL, LEVELS, ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLevels, AuditLog
+from proxy.audit.sink_kinds import SinkContext, SinkKind
 from proxy.audit.sinks.file import DURABILITY_FLUSH, DURABILITY_MODES, FileSinkSettings
 from proxy.audit.sinks.registry import SINKS
 from proxy.ops.metrics import ProxyMetrics
@@ -53,8 +54,18 @@ class AuditSettings:
             "record.max.string.chars": self.limits.max_string_chars,
             "record.max.resources": self.limits.max_resources,
             "record.max.bytes": self.limits.max_record_bytes,
-            **self.levels.effective(),
+            **_levels_effective(self.levels),
         }
+
+
+def _levels_effective(levels: AuditLevels) -> dict[str, Any]:
+    """For check-config: the level, and each override by the key that sets it."""
+    overrides = {f"listener.name.{name.lower()}.audit.level": level for name, level in sorted(levels.listeners.items())}
+    overrides.update({f"audit.level.api.{api}": level for api, level in sorted(levels.apis.items())})
+    overrides.update(
+        {f"listener.name.{name.lower()}.audit.level.api.{api}": level for (name, api), level in sorted(levels.listener_apis.items())}
+    )
+    return {"level": levels.default, "level.overrides": overrides}
 
 
 def _choice(props: Properties, key: str, choices: tuple[str, ...], default: str) -> str:

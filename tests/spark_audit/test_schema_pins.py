@@ -1,7 +1,6 @@
 """The Spark job stands alone (it imports nothing of the proxy), so its copy of the record's identity is pinned here."""
 
-from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE, SCHEMA_VERSION
-from proxy.audit.pipeline import load_schema
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE, SCHEMA_VERSION, load_schema
 from spark_audit import schema as job_schema
 
 

@@ -20,7 +20,8 @@ from typing import Any, BinaryIO
 
 import trio
 
-from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
+from proxy.audit.pipeline import AuditEntry, AuditSink
+from proxy.audit.sink_kinds import SinkContext
 from proxy.files import directory_problem, fsync_directory
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import ConfigError, Properties

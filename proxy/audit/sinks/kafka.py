@@ -21,7 +21,8 @@ from typing import Any
 
 import trio
 
-from proxy.audit.pipeline import AuditEntry, AuditSink, SinkContext
+from proxy.audit.pipeline import AuditEntry, AuditSink
+from proxy.audit.sink_kinds import SinkContext
 from proxy.audit.sinks.spool import Spool
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import ConfigError, Properties

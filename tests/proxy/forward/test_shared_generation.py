@@ -18,8 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from authz import AclBinding, Action, Decision, Operation, PatternType, PermissionType, RequestContext, ResourceType
 from envelope.principal import Principal
-from proxy.audit.cloudevents import INSTANCE, make_record, source
-from proxy.audit.pipeline import load_schema
+from proxy.audit.cloudevents import INSTANCE, load_schema, make_record, source
 from proxy.config import parse_proxy_config
 from proxy.forward.edge_authz import GENERATION_DIR_KEY, EdgeAuthorizer, EdgeSettings, SharedGeneration
 from proxy.forward.token_mirror import GENERATION_WATCH_SECONDS, TokenMirror
