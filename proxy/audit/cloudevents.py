@@ -33,7 +33,7 @@ import orjson
 
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _COUNTER_BITS = 48  # the UUID's last group: 12 hex digits
 _PREFIX = str(uuid.uuid4())[:24]  # "xxxxxxxx-xxxx-4xxx-yxxx-": version and variant kept

@@ -50,6 +50,8 @@ from proxy.net.refusals import (
     IP_FILTER,
     PRIVILEGED_PRINCIPAL,
     PROTOCOL_ERROR,
+    PROXY_PROTOCOL_HEADER,
+    PROXY_PROTOCOL_UNTRUSTED,
     SSL_PRINCIPAL_MAPPING,
     RefusedConnection,
 )
@@ -69,6 +71,8 @@ _REFUSAL_CAUSES = {
     PRIVILEGED_PRINCIPAL: "privileged_principal",
     SSL_PRINCIPAL_MAPPING: "tls",
     PROTOCOL_ERROR: "protocol_error",
+    PROXY_PROTOCOL_UNTRUSTED: "proxy_protocol_untrusted",
+    PROXY_PROTOCOL_HEADER: "proxy_protocol_header",
 }
 
 
@@ -271,7 +275,7 @@ class ProxyService:
 
     async def _session(self, session: Session) -> None:
         conn, listener = session.conn, session.listener
-        log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+        log.info("connection %s accepted from %s on %s", conn.connection_id, conn.peer, listener.name)
         if not await self._login(session):
             return
         self.sessions.add(session)

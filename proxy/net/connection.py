@@ -22,10 +22,37 @@ def next_connection_id(listener: str) -> str:
     return f"{listener}-{next(_connection_ids)}"
 
 
-@dataclass
-class Peer:
+@dataclass(frozen=True)
+class ProxiedBy:
+    """The load balancer a connection came through (its TCP address), and what its PROXY protocol header said
+    besides the client's address: kept for the audit (`requestMetadata.proxiedBy`)."""
+
     host: str
     port: int
+    version: int
+    command: str
+    """PROXY, or LOCAL: the load balancer's own connection (a health check), served as the load balancer."""
+    authority: str | None = None
+    tls_version: str | None = None
+    tls_common_name: str | None = None
+    tls_certificate_verified: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class Peer:
+    """Who a connection is: the TCP peer, or the client a trusted load balancer named (`proxied_by` is then the
+    load balancer). Every limit, filter, Envelope and record uses `host` and `port`."""
+
+    host: str
+    port: int
+    proxied_by: ProxiedBy | None = None
+
+    def __str__(self) -> str:
+        """For logs: `host:port`, and `via` the load balancer when there is one."""
+        return f"{self.host}:{self.port}" + (f" via {self.proxied_by}" if self.proxied_by is not None else "")
 
     @classmethod
     def of(cls, stream: trio.SocketStream) -> "Peer":
