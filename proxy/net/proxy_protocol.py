@@ -71,7 +71,7 @@ def parse_proxy_protocol(props: Properties, listener: str, ip_filter: IpFilter |
     cidrs = props.get(trusted_key) or ""
     if not cidrs.strip():
         raise ConfigError(
-            trusted_key, props.get(trusted_key), f"is required when {mode_key} is {mode}: list the load balancers' addresses (CIDR ranges)"
+            trusted_key, props.get(trusted_key), f"is required when {mode_key} is {mode} (listener {listener}): list the load balancers' addresses (CIDR ranges)"
         )
     # The allow-list form of the IP filter's parser: the same CIDR rules, errors naming this key.
     trusted = parse_ip_filter(mode_key, "allow", trusted_key, cidrs)
