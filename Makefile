@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml | krb5
 krb5:
 	@command -v krb5-config >/dev/null && command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends krb5-kdc krb5-admin-server krb5-user libkrb5-dev) >/dev/null 2>&1; } || echo "MIT krb5 not installed (Debian packages krb5-kdc krb5-admin-server krb5-user libkrb5-dev): python-gssapi cannot build and the Kerberos tests will be skipped (fail when CI=true)"
 
-# kcat is a Debian package; installed when missing and we may (root), otherwise its test skips locally.
+# kcat and haproxy are Debian packages; installed when missing and we may (root), otherwise their tests skip locally.
 tools:
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
+	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy) >/dev/null 2>&1; } || echo "haproxy not installed (Debian package haproxy): the tests behind a load balancer will be skipped (fail when CI=true)"
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1; } || echo "promtool not installed (Debian package prometheus): the deploy/prometheus checks will be skipped (fail when CI=true)"
 	@command -v systemd-analyze >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd) >/dev/null 2>&1; } || echo "systemd-analyze not installed (Debian package systemd): the deploy/systemd checks will be skipped (fail when CI=true)"
 	@command -v java >/dev/null || { echo "java not found: the Spark and interop tests need Java 17+"; [ "$$CI" != true ]; }

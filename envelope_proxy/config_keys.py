@@ -78,6 +78,11 @@ LISTENER_KEYS = frozenset(
         "max.connections",
         "max.connections.per.ip",
         "max.connections.per.ip.overrides",
+        # read only for a listener whose proxy.protocol.mode is not off (proxy/net/proxy_protocol.py)
+        "proxy.protocol.mode",
+        "proxy.protocol.trusted.cidrs",
+        "proxy.protocol.header.timeout.ms",
+        "proxy.protocol.optional.with.ip.filter.allowed",
     }
 )
 

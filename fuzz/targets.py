@@ -41,6 +41,7 @@ from envelope.principal import Principal, deserialize_principal, serialize_princ
 from envelope.wrap import unwrap, unwrap_request, wrap
 from fuzz.jaas import targets as jaas_family
 from fuzz.oauthbearer import targets as oauthbearer_family
+from fuzz.proxy_header import targets as proxy_header_family
 from fuzz.target import Target
 from proxy.forward.service import own_ranges
 
@@ -174,11 +175,17 @@ def oauthbearer_targets() -> list[Target]:
     return oauthbearer_family()
 
 
+def proxy_header_targets() -> list[Target]:
+    """The PROXY protocol v1/v2 header reader (fuzz/proxy_header.py)."""
+    return proxy_header_family()
+
+
 FAMILIES: dict[str, Callable[[], list[Target]]] = {
     "decoders": targets,
     "controller": controller_targets,
     "jaas": jaas_targets,
     "oauthbearer": oauthbearer_targets,
+    "proxy-header": proxy_header_targets,
 }
 
 

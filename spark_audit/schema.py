@@ -34,7 +34,7 @@ CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
 #: ``data.methodName`` of connection events and (version 1) refused connections.
 CONNECTION_METHOD = "kafka.Connection"
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
 
 #: ``data.request`` (version 3, intent records): what a change asks to change (ACL bindings, config keys and values,
 #: ...). Kept as its JSON text (a string column takes any JSON value, and its shape differs by API); the report
@@ -51,6 +51,19 @@ AUTHENTICATION_INFO = StructType(
     ]
 )
 
+#: ``requestMetadata.proxiedBy`` (version 4): the load balancer a client came through. Carried for a reader who asks,
+#: and read by no report: every report names ``clientAddress``, which is the client the load balancer's PROXY
+#: protocol header named, never the load balancer (docs/audit-schema.md).
+PROXIED_BY = StructType(
+    [
+        StructField("address", StringType(), True),
+        StructField("port", IntegerType(), True),
+        StructField("version", IntegerType(), True),
+        StructField("command", StringType(), True),
+        StructField("authority", StringType(), True),
+    ]
+)
+
 REQUEST_METADATA = StructType(
     [
         StructField("clientAddress", StringType(), True),
@@ -60,6 +73,7 @@ REQUEST_METADATA = StructType(
         StructField("clientSoftwareVersion", StringType(), True),
         StructField("correlationId", IntegerType(), True),
         StructField("connectionId", StringType(), True),
+        StructField("proxiedBy", PROXIED_BY, True),
     ]
 )
 

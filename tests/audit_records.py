@@ -81,8 +81,8 @@ def _read_errors(status: str, result: dict[str, Any], authorization: dict[str, A
 
 
 def status_errors(record: dict[str, Any]) -> list[str]:
-    """How `record` breaks the status rules of docs/audit-schema.md; empty when it keeps them (or is not of version 3)."""
-    if record.get("schemaversion") != 3:
+    """How `record` breaks the status rules of docs/audit-schema.md; empty when it keeps them (or is older than version 3)."""
+    if record.get("schemaversion") not in (3, 4):
         return []
     data = record["data"]
     stage, result, upstream = data["stage"], data.get("result"), data.get("upstream")
@@ -114,9 +114,25 @@ def status_errors(record: dict[str, Any]) -> list[str]:
     return problems
 
 
+def proxied_by_errors(record: dict[str, Any]) -> list[str]:
+    """Version 4 names the load balancer in every record (`requestMetadata.proxiedBy`, null for a direct client), and
+    a client behind one is never the load balancer itself unless the load balancer spoke for itself (LOCAL)."""
+    if record.get("schemaversion") != 4:
+        return []
+    metadata = record["data"]["requestMetadata"]
+    if "proxiedBy" not in metadata:
+        return ["a version 4 record without requestMetadata.proxiedBy"]
+    proxied = metadata["proxiedBy"]
+    if proxied is not None and proxied["command"] == "PROXY" and (proxied["address"], proxied["port"]) == (metadata["clientAddress"], metadata["clientPort"]):
+        return ["a proxied client named with the load balancer's own address and port"]
+    return []
+
+
 def assert_valid(records: list[dict[str, Any]]) -> None:
-    """Each record matches the JSON Schema and the status rules."""
+    """Each record matches the JSON Schema, the status rules and the proxiedBy rule."""
     for record in records:
+        proxied = proxied_by_errors(record)
+        assert not proxied, f"audit record breaks the proxiedBy rule: {proxied}\n{json.dumps(record, indent=1)}"
         errors = schema_errors(record)
         assert not errors, f"audit record does not match the schema: {errors}\n{json.dumps(record, indent=1)}"
         broken = status_errors(record)

@@ -13,6 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, make_record, new_id
 from proxy.audit.pipeline import AuditLog
+from proxy.audit.proxied import proxied_by_record
+from proxy.net.addresses import ProxiedBy
 from proxy.net.refusals import RefusalCounter, RefusedConnection
 
 CONNECTED = "connected"
@@ -32,6 +34,8 @@ class Endpoint:
     host: str
     port: int
     connection_id: str | None
+    proxied_by: ProxiedBy | None = None
+    """The load balancer the client came through; `host` and `port` are then the client its header named."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,7 @@ class ConnectionEvent:
                 "clientSoftwareVersion": self.software[1],
                 "correlationId": None,
                 "connectionId": where.connection_id,
+                "proxiedBy": proxied_by_record(where.proxied_by),
             },
             "resources": [],
             "authorizationInfo": self.authorization,
@@ -96,7 +101,7 @@ def authentication_failed_result(error_code: int = ErrorCode.sasl_authentication
 
 def refusal_record(node_id: int, event: RefusedConnection) -> dict[str, Any]:
     """A connection event (stage `refused`) for a connection refused before any request."""
-    endpoint = Endpoint(event.listener, event.security_protocol, event.host, event.port, event.connection_id)
+    endpoint = Endpoint(event.listener, event.security_protocol, event.host, event.port, event.connection_id, event.proxied_by)
     return ConnectionEvent(
         REFUSED,
         endpoint,

@@ -24,7 +24,8 @@ from envelope.responses import ResourceError, error_name
 from proxy.audit.cloudevents import first_entries, make_record, new_id, rows_within, within_limits
 from proxy.audit.config_secrets import sensitive
 from proxy.audit.pipeline import AuditLog
-from proxy.net.addresses import ControllerAddress
+from proxy.audit.proxied import proxied_by_record
+from proxy.net.addresses import ControllerAddress, ProxiedBy
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class Caller:
     software_version: str | None
     authentication_id: str | None = None
     """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name); recorded only then."""
+    proxied_by: ProxiedBy | None = None
+    """The load balancer the client came through (PROXY protocol); `address` and `port` are the client's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +221,7 @@ class RequestAudit:
                 "clientSoftwareVersion": caller.software_version,
                 "correlationId": header.correlation_id,
                 "connectionId": caller.connection_id,
+                "proxiedBy": proxied_by_record(caller.proxied_by),
             },
             "resources": [],
             "authorizationInfo": None,

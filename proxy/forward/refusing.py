@@ -14,7 +14,14 @@ from envelope.header import RequestHeaderInfo
 from proxy.audit.request_records import Refused
 from proxy.forward.routing import Answer
 from proxy.forward.session import Session
-from proxy.net.refusals import IP_FILTER, PRIVILEGED_PRINCIPAL, PROTOCOL_ERROR, SSL_PRINCIPAL_MAPPING
+from proxy.net.refusals import (
+    IP_FILTER,
+    PRIVILEGED_PRINCIPAL,
+    PROTOCOL_ERROR,
+    PROXY_PROTOCOL_HEADER,
+    PROXY_PROTOCOL_UNTRUSTED,
+    SSL_PRINCIPAL_MAPPING,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +31,8 @@ _REFUSAL_CAUSES = {
     PRIVILEGED_PRINCIPAL: "privileged_principal",
     SSL_PRINCIPAL_MAPPING: "tls",
     PROTOCOL_ERROR: "protocol_error",
+    PROXY_PROTOCOL_UNTRUSTED: "proxy_protocol_untrusted",
+    PROXY_PROTOCOL_HEADER: "proxy_protocol_header",
 }
 _LIMIT_CAUSE = "limit"
 

@@ -241,7 +241,7 @@ class ProxyService:
 
     async def _session(self, session: Session) -> None:
         conn, listener = session.conn, session.listener
-        log.info("connection %s accepted from %s:%s on %s", conn.connection_id, conn.peer.host, conn.peer.port, listener.name)
+        log.info("connection %s accepted from %s on %s", conn.connection_id, conn.peer, listener.name)
         if not await self._login(session):
             return
         self.sessions.add(session)

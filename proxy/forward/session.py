@@ -93,12 +93,14 @@ class Session:
             connection_id=self.conn.connection_id,
             software_name=self.software_name,
             software_version=self.software_version,
+            proxied_by=self.conn.peer.proxied_by,
         )
 
     # -- connection events ----------------------------------------------------------------
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.listener.name, self.listener.security_protocol, self.conn.peer.host, self.conn.peer.port, self.conn.connection_id)
+        peer = self.conn.peer
+        return Endpoint(self.listener.name, self.listener.security_protocol, peer.host, peer.port, self.conn.connection_id, peer.proxied_by)
 
     def event(self, node_id: int, stage: str, *, cause: str | None = None) -> dict[str, Any]:
         """`connected`, `authenticated`, `reauthenticated` or `disconnected` (with its cause, duration and request count)."""

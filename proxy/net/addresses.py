@@ -93,3 +93,22 @@ def parse_quorum(voters: str | None, bootstrap: str | None) -> tuple[str, list[C
 
 
 __all__ = ["BOOTSTRAP_KEY", "VOTERS_KEY", "ControllerAddress", "parse_quorum", "parse_servers", "parse_voters"]
+
+
+@dataclass(frozen=True)
+class ProxiedBy:
+    """The load balancer a connection came through (its TCP address), and what its PROXY protocol header said
+    besides the client's address: kept for the audit (`requestMetadata.proxiedBy`)."""
+
+    host: str
+    port: int
+    version: int
+    command: str
+    """PROXY, or LOCAL: the load balancer's own connection (a health check), served as the load balancer."""
+    authority: str | None = None
+    tls_version: str | None = None
+    tls_common_name: str | None = None
+    tls_certificate_verified: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import trio
 
 from envelope.frames import FrameReader, encode_frame
+from proxy.net.addresses import ProxiedBy
 from proxy.net.ip_filter import IpAddress, parse_address
 
 _RECEIVE_CHUNK = 65536
@@ -24,8 +25,16 @@ def next_connection_id(listener: str) -> str:
 
 @dataclass
 class Peer:
+    """Who a connection is: the TCP peer, or the client a trusted load balancer named (`proxied_by` is then the
+    load balancer). Every limit, filter, Envelope and record uses `host` and `port`."""
+
     host: str
     port: int
+    proxied_by: ProxiedBy | None = None
+
+    def __str__(self) -> str:
+        """For logs: `host:port`, and `via` the load balancer when there is one."""
+        return f"{self.host}:{self.port}" + (f" via {self.proxied_by}" if self.proxied_by is not None else "")
 
     @classmethod
     def of(cls, stream: trio.SocketStream) -> "Peer":

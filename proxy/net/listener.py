@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from envelope.errors import ProtocolError
-from proxy.net.admission import admit
+from proxy.net.arrival import TurnedAway, arrive
 from proxy.net.binding import open_listeners
 from proxy.net.connection import KafkaConnection, Peer
 from proxy.net.limits import ConnectionTracker
@@ -38,8 +38,9 @@ async def serve_listener(
 
     Connection limits count against `tracker`; pass one tracker to every listener of a
     process so that per-IP and process-wide limits span them all. A connection refused
-    at accept time (IP filter, limits) is logged and reported to `on_refused`. On SSL and
-    SASL_SSL listeners the TLS handshake follows those checks; the peer stays the TCP peer.
+    at accept time (IP filter, limits, PROXY protocol) is logged and reported to `on_refused`. On SSL and
+    SASL_SSL listeners the TLS handshake follows those checks. The peer is the TCP peer, or behind a trusted
+    load balancer the client its PROXY protocol header names (proxy/net/arrival.py).
     A connection lost to a failed handshake or a protocol error is reported to `on_error`
     as (listener, "tls" | "protocol_error").
 
@@ -60,26 +61,28 @@ async def serve_listener(
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            peer = Peer.of(stream)
+            tcp_peer = Peer.of(stream)
         except OSError as exc:
             # The peer left between accept and now; an exception here would stop the whole listener.
             log.info("connection on %s gone before it could be served: %r", bound.name, exc)
             with trio.CancelScope(shield=True):
                 await stream.aclose()
             return
-        refused = admit(bound, tracker, peer.host)
-        if refused is not None:
-            log.warning("connection from %s:%s refused on listener %s: %s", peer.host, peer.port, bound.name, refused.detail)
+        arrival = await arrive(stream, bound, tracker, tcp_peer)
+        if isinstance(arrival, TurnedAway):
+            refused = arrival.refusal
+            log.warning("connection from %s refused on listener %s: %s", arrival.peer, bound.name, refused.detail)
             if on_refused is not None:
                 # Awaited: the refusal is audited before the client sees its connection closed.
-                await on_refused(refusal(bound, peer, refused.reason, refused.detail))
+                await on_refused(refusal(bound, arrival.peer, refused.reason, refused.detail))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
             return
+        peer = arrival.peer
         try:
-            served: trio.abc.Stream = stream
+            served = arrival.stream
             if bound.tls is not None:
-                secured = await tls_handshake(stream, bound, (peer.host, peer.port))
+                secured = await tls_handshake(served, bound, (peer.host, peer.port))
                 if secured is None:
                     if on_error is not None:
                         on_error(bound.name, "tls")
@@ -134,13 +137,13 @@ async def _serve(
         await handler(conn, listener)
     except ProtocolError as exc:
         # One broken peer (TLS or HTTP on a plaintext port, garbage) only loses its own connection.
-        log.info("connection %s from %s:%s closed: %s", conn.connection_id, conn.peer.host, conn.peer.port, exc)
+        log.info("connection %s from %s closed: %s", conn.connection_id, conn.peer, exc)
         return False
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
-        log.info("connection %s from %s:%s lost: %r", conn.connection_id, conn.peer.host, conn.peer.port, exc)
+        log.info("connection %s from %s lost: %r", conn.connection_id, conn.peer, exc)
     except Exception:
         # A bug met by one request must cost that client its connection, not the whole listener.
-        log.exception("connection %s from %s:%s: unexpected error, closing it", conn.connection_id, conn.peer.host, conn.peer.port)
+        log.exception("connection %s from %s: unexpected error, closing it", conn.connection_id, conn.peer)
     finally:
         await conn.aclose()
     return True

@@ -10,9 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from proxy.net.addresses import ProxiedBy
+
 IP_FILTER = "ip-filter"
 PRIVILEGED_PRINCIPAL = "privileged-principal"
 SSL_PRINCIPAL_MAPPING = "ssl-principal-mapping"  # an SSL client certificate's DN matched no ssl.principal.mapping.rules
+PROXY_PROTOCOL_UNTRUSTED = "proxy-protocol-untrusted"  # a TCP peer outside proxy.protocol.trusted.cidrs (or one that sent a header from there)
+PROXY_PROTOCOL_HEADER = "proxy-protocol-header"  # a trusted load balancer's header missing, late, malformed or truncated
 PROTOCOL_ERROR = "protocol-error"  # bytes Kafka would close the connection for: a bad frame size, a malformed header or SASL frame
 
 
@@ -27,6 +31,8 @@ class RefusedConnection:
     connection_id: str | None = None
     principal: str | None = None
     mechanism: str | None = None
+    proxied_by: ProxiedBy | None = None
+    """The load balancer the refused client came through (PROXY protocol)."""
 
 
 class _Listener(Protocol):
@@ -43,6 +49,9 @@ class _Peer(Protocol):
 
     @property
     def port(self) -> int: ...
+
+    @property
+    def proxied_by(self) -> ProxiedBy | None: ...
 
 
 def refusal(
@@ -67,6 +76,7 @@ def refusal(
         connection_id=connection_id,
         principal=None if principal is None else str(principal),
         mechanism=mechanism,
+        proxied_by=peer.proxied_by,
     )
 
 

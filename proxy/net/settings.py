@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
 from proxy.net.limits import ConnectionLimits, parse_connection_limits
+from proxy.net.proxy_protocol import ProxyProtocol, parse_proxy_protocol
 from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.settings import parse_sasl
 from proxy.net.tls.settings import ListenerTls, parse_listener_tls
@@ -154,6 +155,8 @@ class ListenerConfig:
     privileged_principals: frozenset[str] = frozenset()
     # SSL and SASL_SSL: the (reloading) server context, client-auth mode and principal mapping.
     tls: ListenerTls | None = None
+    # Behind a load balancer: the PROXY protocol header names the client (proxy/net/proxy_protocol.py); None = off.
+    proxy_protocol: ProxyProtocol | None = None
 
     @property
     def uses_sasl(self) -> bool:
@@ -174,6 +177,7 @@ class ListenerConfig:
             "connections.max.idle.ms": int(self.idle_timeout * 1000),
             "privileged.principals": sorted(self.privileged_principals),
             "ssl": self.tls.effective() if self.tls else None,
+            "proxy.protocol": self.proxy_protocol.effective() if self.proxy_protocol else None,
         }
 
 
@@ -242,4 +246,5 @@ def _listener(props: Properties, endpoint: Endpoint, protocol: str, advertised: 
         limits=limits,
         idle_timeout=idle_ms / 1000,
         tls=parse_listener_tls(props, name, protocol),
+        proxy_protocol=parse_proxy_protocol(props, name, ip_filter),
     )

@@ -20,7 +20,7 @@ from prometheus_client.utils import floatToGoString
 PREFIX = "envelope_proxy"
 OUTCOMES = ("forwarded", "local", "read", "refused", "failed")
 CONNECTION_RESULTS = ("connected", "failed")
-REFUSAL_CAUSES = ("ip_filter", "limit", "tls", "auth", "protocol_error", "privileged_principal")
+REFUSAL_CAUSES = ("ip_filter", "limit", "tls", "auth", "protocol_error", "privileged_principal", "proxy_protocol_untrusted", "proxy_protocol_header")
 # Admin calls take milliseconds to seconds; Kafka's request-time buckets span the same range.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 AUDIT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -38,9 +38,10 @@ def _reason(exc: BaseException) -> str:
 
 
 async def tls_handshake(
-    stream: trio.SocketStream, listener: TlsListener, peer: tuple[str, int]
-) -> trio.SSLStream[trio.SocketStream] | None:
-    """The TLS stream once the handshake completed, or None (the connection is then closed)."""
+    stream: trio.abc.Stream, listener: TlsListener, peer: tuple[str, int]
+) -> trio.SSLStream[trio.abc.Stream] | None:
+    """`stream` is the TCP stream, or (behind a load balancer) the stream after its PROXY protocol header."""
+    # The TLS stream once the handshake completed, or None (the connection is then closed).
     tls = listener.tls
     assert tls is not None, f"listener {listener.name} has no TLS settings"
     secured = trio.SSLStream(stream, tls.context.current(), server_side=True)

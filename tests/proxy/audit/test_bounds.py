@@ -27,6 +27,7 @@ def _request_record(*, client_id: str = "c", software: str = "app", resources: i
             "clientSoftwareVersion": "1.0",
             "correlationId": 1,
             "connectionId": "CLIENT-1",
+            "proxiedBy": None,
         },
         "resources": [],
         "authorizationInfo": None,

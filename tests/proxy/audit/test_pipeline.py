@@ -52,6 +52,7 @@ def request_record(principal: str = "User:alice", stage: str = "local", n: int =
             "clientSoftwareVersion": None,
             "correlationId": n,
             "connectionId": "CLIENT-1",
+            "proxiedBy": None,
         },
         "resources": [],
         "authorizationInfo": None,
