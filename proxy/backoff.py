@@ -11,6 +11,8 @@ a maximum not above the initial wait gives a constant wait. Its users:
 - the audit pipeline's retries of a sink that cannot take records (proxy/audit/pipeline.py).
 
 Sans-IO: the caller sleeps, and the random draw is injectable, so schedules are tested without sleeping.
+`Retries` is the one retry loop's bookkeeping under a deadline (the OAuth token login and the JWKS refresh): after
+each failed attempt, the wait before the next, or None once the deadline leaves no time for one.
 """
 
 import math
@@ -55,4 +57,22 @@ class Backoff:
         return cls(initial, maximum, jitter=0.0)
 
 
-__all__ = ["KAFKA_JITTER", "KAFKA_MULTIPLIER", "Backoff", "Uniform"]
+class Retries:
+    """Attempts that stop at a deadline `budget` seconds after the first, as Kafka's `Retry`: the caller makes an
+    attempt, and after a failure sleeps `failed()` seconds, or gives up when it is None."""
+
+    def __init__(self, backoff: Backoff, budget: float, clock: Callable[[], float]) -> None:
+        self.backoff = backoff
+        self.clock = clock
+        self.end = clock() + budget
+        self.failures = 0
+        """Attempts failed so far: the number a log line or an error message names."""
+
+    def failed(self) -> float | None:
+        """Seconds to wait before the next attempt, never past the deadline; None when none is left."""
+        self.failures += 1
+        wait = min(self.backoff.delay(self.failures), self.end - self.clock())
+        return wait if wait > 0 else None
+
+
+__all__ = ["KAFKA_JITTER", "KAFKA_MULTIPLIER", "Backoff", "Retries", "Uniform"]

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from proxy.backoff import Backoff
+from proxy.backoff import Backoff, Retries
 from proxy.upstream.backoff import ReconnectBackoff
 
 KAFKA_DEFAULTS = (0.05, 1.0)  # reconnect.backoff.ms, reconnect.backoff.max.ms
@@ -97,3 +97,14 @@ def test_the_doubling_schedule_of_logins_jwks_and_audit_sinks() -> None:
     assert login.delay(10_000) > 1e18  # no float overflow, however long a deadline lets attempts go on
     sink = Backoff.doubling(0.05, 2.0)
     assert [sink.delay(n) for n in (1, 2, 6, 7, 50)] == [0.05, 0.1, 1.6, 2.0, 2.0]
+
+
+def test_retries_wait_the_doubling_schedule_but_never_past_the_deadline() -> None:
+    now = [0.0]
+    retries = Retries(Backoff.doubling(0.1), 0.25, lambda: now[0])
+    assert retries.failed() == 0.1
+    now[0] = 0.1
+    assert retries.failed() == pytest.approx(0.15)  # 0.2 by the schedule, cut to what the deadline leaves
+    now[0] = 0.25
+    assert retries.failed() is None
+    assert retries.failures == 3

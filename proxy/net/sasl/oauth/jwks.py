@@ -31,7 +31,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from proxy.backoff import Backoff
+from proxy.backoff import Backoff, Retries
 from proxy.net.sasl.oauth.http import DEFAULT_TIMEOUT, HttpError, fetch
 from proxy.net.sasl.oauth.settings import DEFAULT_MAX_JWKS_BYTES, OAuthValidationSettings
 
@@ -277,18 +277,16 @@ class JwksCache:
         True when the keys were replaced. A failure keeps the keys there were."""
         self._refreshing = True
         try:
-            end = self._clock() + self.retry_backoff_max
-            attempt = 0
+            retries = Retries(Backoff.doubling(self.retry_backoff), self.retry_backoff_max, self._clock)
             while True:
-                attempt += 1
                 try:
                     keys = await self._attempt()
                 except (HttpError, JwksError) as exc:
                     self.last_error = str(exc)
-                    wait = min(Backoff.doubling(self.retry_backoff).delay(attempt), end - self._clock())
-                    if wait <= 0:
+                    wait = retries.failed()
+                    if wait is None:
                         break
-                    log.debug("JWKS %s: attempt %d failed (%s); next in %.3f s", self.url, attempt, exc, wait)
+                    log.debug("JWKS %s: attempt %d failed (%s); next in %.3f s", self.url, retries.failures, exc, wait)
                     await trio.sleep(wait)
                     continue
                 for key in keys:
@@ -301,7 +299,7 @@ class JwksCache:
                 log.info("JWKS %s: %d keys (%s)", self.url, len(keys), ", ".join(str(key.kid) for key in keys[:_KIDS_LOGGED]))
                 return True
             self.failed_refreshes += 1
-            log.warning("JWKS %s: refresh failed after %d attempts, keeping %d keys: %s", self.url, attempt, len(self._keys), self.last_error)
+            log.warning("JWKS %s: refresh failed after %d attempts, keeping %d keys: %s", self.url, retries.failures, len(self._keys), self.last_error)
             return False
         finally:
             self._refreshing = False

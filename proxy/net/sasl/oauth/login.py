@@ -50,7 +50,7 @@ from typing import Any
 
 import trio
 
-from proxy.backoff import Backoff
+from proxy.backoff import Backoff, Retries
 from proxy.net.sasl.oauth.claims import InvalidToken, checked_claims
 from proxy.net.sasl.oauth.exchange import MECHANISM, OAuthBearerClientExchange
 from proxy.net.sasl.oauth.http import HttpError, fetch
@@ -212,20 +212,18 @@ async def retrieve_token(
             raise OAuthLoginError(str(exc)) from None
         value = data.body.decode("utf-8", "replace").strip()
         return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
-    backoff, end = Backoff.doubling(settings.retry_backoff_ms / _MS), clock() + settings.retry_backoff_max_ms / _MS
-    attempt = 0
+    retries = Retries(Backoff.doubling(settings.retry_backoff_ms / _MS), settings.retry_backoff_max_ms / _MS, clock)
     while True:
-        attempt += 1
         try:
             value = await _attempt(settings, ssl_context)
             return parse_access_token(value, sub_claim_name=settings.sub_claim_name, scope_claim_name=settings.scope_claim_name)
         except _Final as exc:
             raise OAuthLoginError(f"{exc}; will not attempt further retries") from None
         except (HttpError, OAuthLoginError) as exc:
-            wait = min(backoff.delay(attempt), end - clock())
-            if wait <= 0:
-                raise OAuthLoginError(f"no token from {settings.token_endpoint_url} after {attempt} attempts: {exc}") from None
-            log.debug("token endpoint %s: attempt %d failed (%s); next in %.3f s", url, attempt, exc, wait)
+            wait = retries.failed()
+            if wait is None:
+                raise OAuthLoginError(f"no token from {settings.token_endpoint_url} after {retries.failures} attempts: {exc}") from None
+            log.debug("token endpoint %s: attempt %d failed (%s); next in %.3f s", url, retries.failures, exc, wait)
             await trio.sleep(wait)
 
 
