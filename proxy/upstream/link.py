@@ -12,7 +12,6 @@ closes it for an expired session.
 
 import itertools
 import logging
-import random
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.client import LoginFailed
+from proxy.net.sasl.machine import reauthentication_delay
 from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,6 @@ SOFTWARE_NAME = "kafka-envelope-proxy"
 SOFTWARE_VERSION = "0.1.0"
 CLIENT_ID = "envelope-proxy"
 _RECEIVE_SIZE = 65536
-# Kafka's SaslClientAuthenticator re-authenticates at a random point in this share of the session's lifetime.
-_REAUTH_WINDOW = (0.85, 0.95)
 _SASL_ROUND_TRIPS = 3  # SCRAM needs two, PLAIN one, OAUTHBEARER one (two after an error), GSSAPI three; a server asking for more is not following the mechanism
 
 
@@ -227,10 +225,8 @@ class Link:
 
     def _session_lifetime(self, seconds: float) -> None:
         """The lifetime the controller gave this login (0: none, the session does not expire)."""
-        if seconds > 0:
-            self.reauthenticate_at = trio.current_time() + seconds * random.uniform(*_REAUTH_WINDOW)
-        else:
-            self.reauthenticate_at = None
+        delay = reauthentication_delay(seconds)
+        self.reauthenticate_at = None if delay is None else trio.current_time() + delay
 
 
 __all__ = ["CLIENT_ID", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]

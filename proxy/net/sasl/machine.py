@@ -19,6 +19,7 @@ session lasts (`session_lifetime_ms`), as Kafka's SaslServerAuthenticator comput
 """
 
 import enum
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -137,6 +138,10 @@ class Close:
 Event = Reply | ApiVersionsRequest | LoginFailed | Refused | LoggedIn | Close
 
 
+# Kafka's SaslClientAuthenticator re-authenticates at a random point in this share of the session's lifetime.
+REAUTHENTICATION_WINDOW = (0.85, 0.95)
+
+
 def session_lifetime_ms(max_reauth_ms: int, credential_expiry_ms: int | None, now_ms: int) -> int | None:
     """A session's lifetime as Kafka computes it: `connections.max.reauth.ms`, capped by the credential's expiry (a
     token's, a ticket's), never negative; None when neither is set, so the session never expires."""
@@ -144,6 +149,14 @@ def session_lifetime_ms(max_reauth_ms: int, credential_expiry_ms: int | None, no
         return max_reauth_ms if max_reauth_ms > 0 else None
     left = max(0, credential_expiry_ms - now_ms)
     return min(left, max_reauth_ms) if max_reauth_ms > 0 else left
+
+
+def reauthentication_delay(session_lifetime: float, uniform: Callable[[float, float], float] = random.uniform) -> float | None:
+    """When a client logs in again after a login given this session lifetime (in any unit: the delay is in the same),
+    as Kafka's SaslClientAuthenticator decides it; None for 0, which means the session does not expire."""
+    if session_lifetime <= 0:
+        return None
+    return session_lifetime * uniform(*REAUTHENTICATION_WINDOW)
 
 
 def _wall_clock_ms() -> int:

@@ -32,17 +32,14 @@ SASL extensions are accepted and kept (Kafka's validator accepts every one).
 The client side (`OAuthBearerClientExchange`, as `OAuthBearerSaslClient`) sends
 the first message and answers a server's error challenge with %x01.
 
-`session_lifetime_ms` is Kafka's rule (SaslServerAuthenticator) for the
-`session_lifetime_ms` of the final SaslAuthenticate answer:
-`connections.max.reauth.ms` capped by the credential's remaining life, and
-`reauthentication_delay_ms` when a client re-authenticates (85% to 95% of it).
+The session's lifetime (KIP-368) is no concern of this exchange: it hands back the token's
+expiry, and proxy/net/sasl/machine.py `session_lifetime_ms` applies Kafka's rule to it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,8 +63,6 @@ __all__ = [
     "build_client_first",
     "error_response",
     "parse_client_first",
-    "reauthentication_delay_ms",
-    "session_lifetime_ms",
 ]
 
 MECHANISM = "OAUTHBEARER"
@@ -298,29 +293,3 @@ class OAuthBearerClientExchange:
         self.server_error = challenge[:1024].decode("utf-8", "replace")
         self._acknowledged = True
         return CONTROL_A
-
-
-# --------------------------------------------------------------------------- KIP-368 session lifetimes
-
-
-def session_lifetime_ms(now_ms: int, credential_expiry_ms: int | None, connections_max_reauth_ms: int | None) -> int:
-    """The `session_lifetime_ms` of the final SaslAuthenticate answer, as Kafka's SaslServerAuthenticator computes it:
-    0 (no limit) without a credential expiry and without a positive `connections.max.reauth.ms`; else the smaller
-    of the credential's remaining life and `connections.max.reauth.ms`, never below 0."""
-    max_reauth_set = connections_max_reauth_ms is not None and connections_max_reauth_ms > 0
-    if credential_expiry_ms is None:
-        return max(0, connections_max_reauth_ms or 0) if max_reauth_set else 0
-    remaining = credential_expiry_ms - now_ms
-    if not max_reauth_set:
-        return max(0, remaining)
-    assert connections_max_reauth_ms is not None
-    return max(0, min(remaining, connections_max_reauth_ms))
-
-
-def reauthentication_delay_ms(session_lifetime: int, rng: random.Random | None = None) -> int | None:
-    """When a client re-authenticates after a login with this `session_lifetime_ms` (Kafka's SaslClientAuthenticator:
-    85% of it plus up to 10% jitter); None for 0, which means the session does not expire."""
-    if session_lifetime <= 0:
-        return None
-    fraction = 0.85 + (rng or random).random() * 0.10
-    return int(session_lifetime * fraction)

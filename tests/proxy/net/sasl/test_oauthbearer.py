@@ -13,7 +13,7 @@ from envelope.codec import decode_response_body
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
 from proxy.net.sasl import machine as machine_module
 from proxy.net.sasl.client import LoginFailed as ClientLoginFailed
-from proxy.net.sasl.machine import Close, LoggedIn, LoginFailed, Reply, SaslMachine
+from proxy.net.sasl.machine import Close, LoggedIn, LoginFailed, Reply, SaslMachine, reauthentication_delay
 from proxy.net.sasl.mechanisms import AuthenticationFailed
 from proxy.net.sasl.oauth.exchange import (
     CONTROL_A,
@@ -28,8 +28,6 @@ from proxy.net.sasl.oauth.exchange import (
     build_client_first,
     error_response,
     parse_client_first,
-    reauthentication_delay_ms,
-    session_lifetime_ms,
 )
 from proxy.net.sasl.oauth.jwks import JwksCache, StaticKeys, parse_jwks
 from proxy.net.sasl.oauth.mechanism import OAuthValidation
@@ -264,18 +262,8 @@ def test_client_and_server_exchanges_agree() -> None:
 # --------------------------------------------------------------------------- KIP-368
 
 
-def test_session_lifetime_as_kafkas_server_computes_it() -> None:
-    now = 1_000_000
-    assert session_lifetime_ms(now, None, None) == 0 and session_lifetime_ms(now, None, 0) == 0
-    assert session_lifetime_ms(now, None, 60_000) == 60_000
-    assert session_lifetime_ms(now, now + 30_000, None) == 30_000  # the token alone bounds the session
-    assert session_lifetime_ms(now, now + 30_000, 60_000) == 30_000
-    assert session_lifetime_ms(now, now + 90_000, 60_000) == 60_000
-    assert session_lifetime_ms(now, now - 5, 60_000) == 0
-
-
 def test_reauthentication_delay_is_85_to_95_percent() -> None:
     rng = random.Random(7)
-    delays = [reauthentication_delay_ms(100_000, rng) for _ in range(200)]
+    delays = [reauthentication_delay(100_000, rng.uniform) for _ in range(200)]
     assert all(delay is not None and 85_000 <= delay <= 95_000 for delay in delays)
-    assert reauthentication_delay_ms(0) is None
+    assert reauthentication_delay(0) is None
