@@ -79,7 +79,7 @@ class ConnectionEvent:
                 "clientSoftwareVersion": self.software[1],
                 "correlationId": None,
                 "connectionId": where.connection_id,
-                "proxiedBy": proxied_by_record(where.proxied_by),
+                "proxiedBy": None if where.proxied_by is None else proxied_by_record(where.proxied_by),
             },
             "resources": [],
             "authorizationInfo": self.authorization,

@@ -46,8 +46,14 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
                     response = await path.upstream_call(ApiKey.DESCRIBE_CONFIGS, header.api_version, values)
                 else:
                     response = await path.broker_call(broker, ApiKey.DESCRIBE_CONFIGS, header.api_version, values)
+                older = int(type(response).__version__) < header.api_version  # an upstream that ends below the client
                 # Each result under the name the client asked for: the broker knows itself by its own id.
-                answered.update({i: {**as_dict(r), "resource_name": wanted[i]["resource_name"]} for (i, _), r in zip(group, response.results, strict=True)})
+                answered.update(
+                    {
+                        i: {**(_with_newer_fields(as_dict(r)) if older else as_dict(r)), "resource_name": wanted[i]["resource_name"]}
+                        for (i, _), r in zip(group, response.results, strict=True)
+                    }
+                )
             except ReadUnavailable as exc:
                 log.warning("DescribeConfigs for %s: %s", ctx.principal, exc)
                 error = (ErrorCode.unknown_server_error, str(exc))
@@ -58,6 +64,25 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
     frame = path.encode(header, {"throttle_time": 0, "results": results})
     return ReadResult(frame, accesses, denied, *error)
 
+
+
+# Kafka's values for the fields an older answer lacks: ConfigSource UNKNOWN (v1+), ConfigType UNKNOWN and no
+# documentation (v3+), no synonyms (v1+). A v0 answer's is_default becomes DEFAULT_CONFIG, as a broker reads it.
+_CONFIG_DEFAULTS = {"synonyms": (), "config_type": 0, "documentation": None}
+_CONFIG_SOURCE_UNKNOWN = 0
+_CONFIG_SOURCE_DEFAULT = 5
+
+
+def _with_newer_fields(result: dict[str, Any]) -> dict[str, Any]:
+    """A resource's result as an older upstream answered it (the proxy asks at the highest version both speak), with
+    Kafka's defaults for the fields of the client's newer version that it lacks."""
+    entries = []
+    for entry in result.get("configs") or ():
+        source = entry.get("config_source")
+        if source is None:
+            source = _CONFIG_SOURCE_DEFAULT if entry.get("is_default") else _CONFIG_SOURCE_UNKNOWN
+        entries.append({**_CONFIG_DEFAULTS, **entry, "config_source": source})
+    return {**result, "configs": entries}
 
 
 def _routes(wanted: list[dict[str, Any]], brokers: BrokerSet, upstream_id: int) -> list[tuple[ControllerAddress | None, str]]:
