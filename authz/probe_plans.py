@@ -100,7 +100,7 @@ def _create_partitions(name: str) -> ProbePlan:
     return ProbePlan(
         ApiKey.CREATE_PARTITIONS,
         3,
-        {"topics": [{"name": name, "count": 1, "assignments": None}], "timeout_ms": PROBE_TIMEOUT_MS, "validate_only": True},
+        {"topics": [{"name": name, "count": 1, "assignments": None}], "timeout": PROBE_TIMEOUT_MS, "validate_only": True},
         (Action(Operation.ALTER, ResourceType.TOPIC, name),),
         _TOPIC_DENIED,
         frozenset({ErrorCode.none, ErrorCode.invalid_partitions, ErrorCode.unknown_topic_or_partition, ErrorCode.policy_violation}),
@@ -139,18 +139,18 @@ def _cluster_alter(api: ApiKey, version: int, values: dict[str, Any], how: str, 
 def _elect_leaders(_: str) -> ProbePlan:
     # an empty list (not null, which means every partition) elects nothing; v1+ carries a top-level code
     return _cluster_alter(
-        ApiKey.ELECT_LEADERS, 2, {"election_type": 0, "topic_partitions": [], "timeout_ms": PROBE_TIMEOUT_MS}, "ElectLeaders of no partition"
+        ApiKey.ELECT_LEADERS, 2, {"election_type": 0, "topic_partitions": [], "timeout": PROBE_TIMEOUT_MS}, "ElectLeaders of no partition"
     )
 
 
 def _alter_reassignments(_: str) -> ProbePlan:
     return _cluster_alter(
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": PROBE_TIMEOUT_MS, "topics": []}, "AlterPartitionReassignments of no topic"
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": PROBE_TIMEOUT_MS, "topics": []}, "AlterPartitionReassignments of no topic"
     )
 
 
 def _update_features(_: str) -> ProbePlan:
-    values = {"timeout_ms": PROBE_TIMEOUT_MS, "feature_updates": [], "validate_only": True}
+    values = {"timeout": PROBE_TIMEOUT_MS, "feature_updates": [], "validate_only": True}
     return _cluster_alter(ApiKey.UPDATE_FEATURES, 1, values, "UpdateFeatures validateOnly of no feature")
 
 
@@ -165,7 +165,7 @@ def _delete_topics(name: str) -> ProbePlan:
     return ProbePlan(
         ApiKey.DELETE_TOPICS,
         6,
-        {"topics": [{"name": name, "topic_id": None}], "timeout_ms": PROBE_TIMEOUT_MS},
+        {"topics": [{"name": name, "topic_id": None}], "timeout": PROBE_TIMEOUT_MS},
         (Action(Operation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME), Action(Operation.DELETE, ResourceType.TOPIC, name)),
         _TOPIC_DENIED,
         frozenset({ErrorCode.none}),
