@@ -202,3 +202,70 @@ def test_delete_needs_allow_changes_and_then_deletes_for_real(plugin_node: tuple
     assert (code, report["cases"][0]["status"]) == (0, "HOLDS")
     gone = poll(lambda: metadata(node.broker_address, node.users["admin"])["topics"], lambda topics: "team-a-doomed" not in topics, ACL_PROPAGATION)
     assert "team-a-doomed" not in gone
+
+
+WORKLOAD: list[tuple[str, str, int, int, dict[str, Any]]] = [
+    # (user, host, api key, version, request): admin work through the proxy, all of it dry
+    *[
+        ("alice", "127.0.0.1", 19, 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}], "timeout": 30000, "validate_only": True})
+        for name in ("team-a-w1", "team-a-w1", "team-a-w2", "team-b-w")
+    ],
+    ("bob", "127.0.0.1", 19, 7, {"topics": [{"name": "team-a-w1", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}], "timeout": 30000, "validate_only": True}),
+    ("alice", "127.0.0.1", 37, 3, {"topics": [{"name": "team-a-w1", "count": 1, "assignments": None}], "timeout": 30000, "validate_only": True}),
+    ("alice", "127.0.0.1", 44, 1, {"resources": [{"resource_type": 2, "resource_name": "team-a-w1", "configs": []}], "validate_only": True}),
+    ("bob", "127.0.0.1", 43, 2, {"election_type": 0, "topic_partitions": [], "timeout": 30000}),
+]
+ALICE_CREATE = {
+    "resource_type_filter": 2, "resource_name_filter": "team-a-", "pattern_type_filter": 4, "principal_filter": "User:alice",
+    "host_filter": "*", "operation": 5, "permission_type": 3,
+}
+
+
+def _record_workload(node: KafkaNode, workdir: Path) -> Path:
+    """The workload sent by real SASL/PLAIN clients through a running proxy (`envelope-proxy run`); its audit folder."""
+    from devkit import wire
+    from devkit.processes import start_server, write_properties
+    from envelope_proxy.embedded import proxy_properties
+
+    port = free_port()
+    audit = workdir / "workload-audit"
+    props = proxy_properties(int(node.controller_address.rsplit(":", 1)[1]), audit) | node.proxy_upstream_properties()
+    props["listeners"] = f"CLIENT://127.0.0.1:{port}"
+    props["listener.security.protocol.map"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+    process = start_server(["run", "--config", str(write_properties(workdir / "workload.properties", props))], workdir / "proxy.log")
+    try:
+        wait_for_port(port, process, log=workdir / "proxy.log")
+        for user, host, api, version, values in WORKLOAD:
+            with wire.connect(f"127.0.0.1:{port}", source=host, timeout=30) as sock:
+                assert wire.sasl_plain_login(sock, user, node.users[user]) == 0
+                wire.call(sock, api, version, values)
+    finally:
+        assert stop_process(process) == 0
+    return audit
+
+
+def test_replay_shows_a_planted_policy_change_as_exactly_the_denials_it_causes(plugin_node: tuple[str, KafkaNode, Any], tmp_path: Path) -> None:
+    kind, node, _ = plugin_node
+    if kind != "standard":
+        pytest.skip("the replay is shown against one plug-in")
+    from envelope_proxy.cli import main
+
+    audit = _record_workload(node, tmp_path)
+    client = EnvelopeClient(_controller(node))
+    admin = Principal("User", "admin")
+    try:
+        # the planted change: alice loses CREATE on the team-a- prefix
+        deleted = client.call(admin, 31, 3, {"filters": [ALICE_CREATE]})
+        assert [len(r.matching_acls) for r in deleted.filter_results] == [1]
+        config = probe_config(tmp_path, _controller(node))
+        code = main(["authz", "replay", "--config", str(config), "--audit", str(audit), "--since", "2000-01-01T00:00:00Z", "--report", str(tmp_path / "replay.json")])
+    finally:
+        grant_policy(_controller(node))  # the policy back for the tests after this one
+        client.close()
+    report = json.loads((tmp_path / "replay.json").read_text())
+    changed = {(q["principal"], q["method"], q["resourceName"], q["outcome"]) for q in report["questions"] if q["outcome"] != "UNCHANGED"}
+    assert changed == {("User:alice", "kafka.CreateTopics", "team-a-w1", "NEW DENIAL"), ("User:alice", "kafka.CreateTopics", "team-a-w2", "NEW DENIAL")}, report
+    assert code == 1
+    assert report["counts"]["UNCHANGED"] == len(report["questions"]) - 2
+    new = next(q for q in report["questions"] if q["resourceName"] == "team-a-w1" and q["outcome"] == "NEW DENIAL")
+    assert (new["production"], new["candidate"], new["requests"]) == ("ALLOWED", "DENIED", 2)
