@@ -1,4 +1,5 @@
-"""`envelope-proxy authz check`: decide a file of cases with a configured authorizer and list the mismatches.
+"""`envelope-proxy authz check`: decide a file of cases with a configured authorizer and list the mismatches
+(`authz probe` and `authz replay` ask a running controller instead: authz_probe_cli.py, authz_replay_cli.py).
 
 For plug-in authors and for operators about to change ACLs: the authorizer is
 built exactly as the proxy and the embedded controller build it
@@ -16,6 +17,8 @@ from authz import AclStore
 from authz.acl_file import AclFileError, load_acls
 from authz.cases import CaseFileError, load_cases, mismatches
 from controller.persistence import FILE_NAME
+from envelope_proxy.authz_probe_cli import add_probe_parser, run_probe
+from envelope_proxy.authz_replay_cli import add_replay_parser, run_replay
 from proxy.properties import ConfigError, load_authorizer, load_properties
 
 KEY = "authorizer.class.name"
@@ -28,9 +31,15 @@ def add_authz_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
     check.add_argument("--config", required=True, help="a .properties file with authorizer.class.name (a proxy or controller config)")
     check.add_argument("--cases", required=True, help="JSON lines: principal, host, operation, resourceType, resourceName, expect, ...")
     check.add_argument("--acls", help="ACLs for an ACL-keeping authorizer: JSON lines, or a controller's metadata.json")
+    add_probe_parser(actions)
+    add_replay_parser(actions)
 
 
 def run_authz(args: argparse.Namespace) -> int:
+    if args.authz_command == "probe":
+        return run_probe(args)
+    if args.authz_command == "replay":
+        return run_replay(args)
     try:
         return _check(Path(args.config), Path(args.cases), Path(args.acls) if args.acls else None)
     except (CaseFileError, AclFileError) as exc:

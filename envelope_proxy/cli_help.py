@@ -168,6 +168,25 @@ COMMANDS: dict[str, CommandHelp] = {
             (2, "bad input (a configuration error, an unreadable file, a bad cases or ACL file), or " + USAGE_ERROR),
         ],
     ),
+    "authz probe": CommandHelp(
+        "Send each case of --cases as a real Envelope, logged in as the proxy of --config, to the active controller, "
+        "around the dry form of a request that asks the case's question first, and read the decision from its answer. "
+        "Nothing changes on the cluster unless --allow-changes. Each probe is audited, marked data.probe.",
+        [
+            (0, "every case holds"),
+            (1, "some cases do not: MISMATCH, UNDECIDED (the answer shows no decision) or REFUSED (no dry path)"),
+            (2, "bad input (a configuration error, an unreadable file, a bad cases file), or " + USAGE_ERROR),
+        ],
+    ),
+    "authz replay": CommandHelp(
+        "Replay the forwarded requests of audit records (files, or the Spark job's requests table) of a time window as "
+        "probes against the controller of --config, and list new denials and new allows beside what production decided.",
+        [
+            (0, "no decision changed"),
+            (1, "some decisions changed (NEW DENIAL, NEW ALLOW) or could not be asked"),
+            (2, "bad input (a configuration error, unreadable audit records, a bad time), or " + USAGE_ERROR),
+        ],
+    ),
 }
 
 

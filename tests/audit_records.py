@@ -87,11 +87,13 @@ def status_errors(record: dict[str, Any]) -> list[str]:
     data = record["data"]
     stage, result, upstream = data["stage"], data.get("result"), data.get("upstream")
     problems: list[str] = []
+    if "probe" in data and stage not in ("intent", "outcome"):
+        problems.append(f"a {stage} record carries probe: only the intent and outcome of a forwarded probe do")
     allowed = STATUSES_OF_STAGE.get(stage)
     if allowed is None:
-        return [] if result is None else [f"a {stage} record carries a result"]
+        return problems + ([] if result is None else [f"a {stage} record carries a result"])
     if result is None:
-        return [f"a {stage} record has no result"]
+        return [*problems, f"a {stage} record has no result"]
     status, errors = result["status"], result["errors"]
     if status not in allowed:
         problems.append(f"a {stage} record is {status}, not one of {sorted(allowed)}")

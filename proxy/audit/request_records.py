@@ -165,6 +165,8 @@ class RequestAudit:
     """The controller whose answer was passed on (or whose NOT_CONTROLLER came last)."""
     queued: float = 0.0
     """Seconds the request waited for a controller connection, over all its attempts."""
+    probe: dict[str, str] | None = None
+    """Set when `envelope-proxy authz probe` or `replay` wrote the request (not a client): its `data.probe`."""
     _prepared: tuple[Caller, dict[str, Any]] | None = field(default=None, init=False, repr=False)
     """What the intent and the outcome share (who, what, the resources), built once for both."""
     _shared_within: bool = field(default=False, init=False, repr=False)
@@ -231,6 +233,8 @@ class RequestAudit:
             "upstream": self._upstream() if forwarding else None,
             "connection": None,
         }
+        if self.probe is not None:
+            data["probe"] = dict(self.probe)
         data["resources"] = [r.as_audit() for r in first_entries(data, resources, self.log.limits.max_resources, "resources")]
         if paired:
             self._prepared = (caller, dict(data))

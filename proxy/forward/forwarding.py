@@ -42,7 +42,8 @@ from proxy.upstream.pool import ControllerPool, EnvelopeReply, QueueFull
 
 log = logging.getLogger(__name__)
 
-_FORWARDER_CLIENT_ID = "envelope-proxy"
+FORWARDER_CLIENT_ID = "envelope-proxy"
+"""The Envelope's own client id; probes (proxy/forward/probe.py) send theirs with it too."""
 # The ACL changes the edge authorizer's mirror must see at once.
 _ACL_CHANGES = frozenset({ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
 
@@ -130,7 +131,7 @@ class Forwarder:
 
         try:
             reply = await self.upstream.send_envelope(
-                lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=_FORWARDER_CLIENT_ID),
+                lambda cid: wrap(frame, principal, address, correlation_id=cid, client_id=FORWARDER_CLIENT_ID),
                 deadline=deadline,
                 answered=answered,
             )

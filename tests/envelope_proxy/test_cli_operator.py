@@ -88,6 +88,8 @@ def _exit_codes(help_text: str) -> set[int]:
         (["certs"], {0, 2}, "development CA"),
         (["authz"], {0, 1, 2}, "authorizer"),
         (["authz", "check"], {0, 1, 2}, "MISMATCH"),
+        (["authz", "probe"], {0, 1, 2}, "dry form"),
+        (["authz", "replay"], {0, 1, 2}, "new denials"),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )

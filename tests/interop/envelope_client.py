@@ -95,8 +95,9 @@ def unique_topic(prefix: str = "ec-topic") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def run_embedded_controller() -> Iterator[Controller]:
-    """The embedded controller in its own trio loop on a thread, so blocking probes can talk to it."""
+def run_embedded_controller(extra: dict[str, str] | None = None) -> Iterator[Controller]:
+    """The embedded controller in its own trio loop on a thread, so blocking probes can talk to it; `extra`
+    properties are added to (or override) its configuration (another authorizer, say)."""
     port: list[int] = []
     ready = threading.Event()
     token: list[trio.lowlevel.TrioToken] = []
@@ -104,7 +105,8 @@ def run_embedded_controller() -> Iterator[Controller]:
 
     async def main() -> None:
         # delegation tokens on, as on the node (devkit/kafka_node.py)
-        controller = EmbeddedController(parse_controller_config({**controller_properties(), "delegation.token.secret.key": DELEGATION_TOKEN_SECRET}))
+        props = {**controller_properties(), "delegation.token.secret.key": DELEGATION_TOKEN_SECRET, **(extra or {})}
+        controller = EmbeddedController(parse_controller_config(props))
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(controller.run)
             port.append(bound[0].port)
