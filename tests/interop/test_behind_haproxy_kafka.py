@@ -18,7 +18,9 @@ import pytest
 import trio
 
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
-from devkit.kafka_node import PLAIN_MODULE, KafkaNode, ensure_kafka_jars, kafka_jvm
+from devkit.kafka_jars import ensure_kafka_jars, kafka_jvm
+from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import PLAIN_MODULE
 from devkit.processes import free_port, skip_or_fail
 from envelope_proxy.embedded import _jaas, proxy_properties
 from proxy.app import run_proxy
