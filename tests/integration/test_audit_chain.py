@@ -29,8 +29,7 @@ def test_a_trail_through_rotations_a_sigkill_and_restarts_verifies(tmp_path: Pat
     checked = _verify(str(run.audit_dir), "--public-key", str(public), "--json")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
     report = json.loads(checked.stdout)
-    crashed, first_restart, second_restart = report["writers"] if len(report["writers"]) == 3 else (None, None, None)
-    assert crashed is not None, report
+    assert len(report["writers"]) == 3, report
     by_writer = {writer["writer"]: writer for writer in report["writers"]}
     # Each restart continues the last record of the run before, the crashed run's from its recovered staging file.
     linked = [writer["continues"]["source"] for writer in report["writers"] if writer["continues"]]
