@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--workdir", default=None, help="where configs, audit files and the report go (default: a temporary folder)")
     demo.add_argument("--skip-spark", action="store_true", help="stop after the admin work")
     # Everything after `audit` goes to the Spark job's own parser (see main).
-    commands.add_parser("audit", help="the Spark audit job over audit files (options: envelope-proxy audit --help)", add_help=False)
+    commands.add_parser("audit", help="the Spark audit job over audit files (options: envelope-proxy audit --help); `audit verify` checks the hash chain", add_help=False)
     add_scram_parser(commands)
     add_certs_parser(commands)
     add_authz_parser(commands)
@@ -235,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_controller(args.config)
         if args.command == "demo":
             return run_demo(Path(args.workdir) if args.workdir else None, spark=not args.skip_spark)
+        if args.command == "audit" and audit_args[:1] == ["verify"]:
+            from envelope_proxy.audit_verify_cli import main as verify_main
+
+            return verify_main(audit_args[1:])
         if args.command == "audit":
             # pyspark is the optional [spark] extra: only `audit` (and the demo's report) load it.
             from spark_audit.job import main as audit_main

@@ -164,6 +164,9 @@ PROXY_KEYS = frozenset(
         "audit.kafka.delivery.timeout.ms",
         "audit.kafka.spool.retry.backoff.ms",
         "audit.level",
+        "audit.chain.signing.key.file",
+        "audit.chain.checkpoint.records",
+        "audit.chain.checkpoint.ms",
     }
 )
 #: Families of keys: librdkafka's producer properties of the Kafka audit sink (passed on whole), the audit level per API.

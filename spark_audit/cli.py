@@ -65,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
         "--kafka-jars", metavar="DIR", help="jars of spark-sql-kafka-0-10 and its dependencies (default: fetched once with Maven)"
     )
     p.add_argument(
+        "--chain-public-key",
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="Ed25519 public key the audit chain's checkpoints are signed with (repeatable: old keys too)",
+    )
+    p.add_argument(
         "--output", required=True, metavar="DIR", help="output directory (records, quarantine, reports, summary.json, report.html)"
     )
     p.add_argument("--master", metavar="URL", help="Spark master, e.g. spark://host:7077 (default: spark-submit's --master, else local[*])")
@@ -246,6 +253,7 @@ def options_from(args: argparse.Namespace) -> JobOptions:
         whatif=_candidate(args),
         html=not args.no_html,
         print_report=not args.quiet,
+        chain_public_keys=tuple(args.chain_public_key),
     )
 
 

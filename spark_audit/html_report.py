@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from spark_audit import svg
+from spark_audit.integrity_banner import integrity_banner
 
 MAX_SERIES = 7
 #: what the who-did-what views count: a request once per resource it names
@@ -441,6 +442,7 @@ def render(data: ReportData) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Kafka envelope proxy audit</title><style>{STYLE}</style></head><body>"
+        f"{integrity_banner(s.get('integrity'))}"
         f"<header><h1>Kafka envelope proxy &middot; audit report</h1><p>{subtitle}</p></header><nav>{nav}</nav><main>"
         + cards(s)
         + legend_section()

@@ -89,3 +89,5 @@ class JobOptions:
     html: bool = True
     #: print the text report to stdout
     print_report: bool = True
+    #: Ed25519 public keys (PEM files) the audit chain's checkpoints are signed with (spark_audit/chain_integrity.py)
+    chain_public_keys: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_audit import collect, explain, hadoop_fs, reports, table_state, tables
+from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
 from spark_audit.html_report import ReportData, render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
@@ -303,6 +304,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     quarantined = read_quarantine(spark, layout.quarantine).count()
     summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
     summary["authentication_failures"] = auth_failures
+    lines = raw_lines(spark, options.input, options.kafka)
+    summary["integrity"] = check_chains(lines, load_public_keys(options.chain_public_keys))
     if whatif_summary is not None:
         summary["whatif"] = whatif_summary
     data = replace(data, summary=summary)

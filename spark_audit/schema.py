@@ -34,7 +34,10 @@ CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
 #: ``data.methodName`` of connection events and (version 1) refused connections.
 CONNECTION_METHOD = "kafka.Connection"
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
+#: CloudEvents ``type`` of the audit chain's signed checkpoints (version 5): kept out of the record store.
+CHECKPOINT_EVENT_TYPE = "io.github.kafka-envelope-proxy.checkpoint"
+
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 
 #: ``data.request`` (version 3, intent records): what a change asks to change (ACL bindings, config keys and values,
 #: ...). Kept as its JSON text (a string column takes any JSON value, and its shape differs by API); the report

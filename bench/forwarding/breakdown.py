@@ -32,6 +32,7 @@ from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_request_header
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap, wrap_response
+from proxy.audit.chain import AuditChain
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Caller, Forwarded, Forwarding, RequestAudit
 from proxy.audit.sinks.file import FileSink
@@ -115,6 +116,11 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
         outcome = Forwarded(ErrorCode.none, ErrorCode.none, [])
         pending = iter(audits)
         steps["outcome record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).record(outcome), repeat)
+        # Part of each record step above: the writer seals a line into its hash chain (SHA-256 of the line before,
+        # two attributes appended). Timed alone on a real intent line, twice per forwarded request.
+        written = next(audit_dir.rglob("*.jsonl")).read_bytes().splitlines(keepends=True)[0]
+        chain = AuditChain()
+        steps["audit chain: seal one record's line (in each record step above)"] = _timed(lambda: chain.seal(written, 0.0), repeat)
         steps["request metrics (a counter, three histograms, plain numbers)"] = _timed(
             lambda: metrics.count_request(
                 CALLER.listener, audits[0].api, outcome.metric, forwarded=outcome.forwarded, elapsed=audits[0].elapsed_ms() / 1000, queued=audits[0].queued

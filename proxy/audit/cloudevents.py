@@ -35,7 +35,7 @@ import orjson
 
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_RESOURCE = "record.schema.json"
 
 _COUNTER_BITS = 48  # the UUID's last group: 12 hex digits

@@ -18,26 +18,30 @@ error and not forwarded; any other record is counted as lost).
 """
 
 import logging
-import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, Protocol
 
 import trio
 
-from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits, encode_bounded
+from proxy.audit.chain import CHAIN_SUFFIX_MAX_BYTES, AuditChain, FileStarter
+from proxy.audit.chain_format import REASON_CLOSE
+from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits
+from proxy.audit.entry import DEFAULT_LIMITS, AuditEntry
+from proxy.audit.levels import DEFAULT_LEVEL, LEVELS, METADATA, REQUEST, AuditLevels
 from proxy.backoff import Backoff
 from proxy.ops.metrics import ProxyMetrics
 
 log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_LEVEL", "DEFAULT_LIMITS", "LEVELS", "METADATA", "REQUEST", "AuditEntry", "AuditLevels", "AuditLog"]
 
 # Stages of request records an excluded principal does not get; refusals of a request stay (protocol abuse).
 EXCLUDABLE_STAGES = frozenset({"intent", "outcome", "local", "read"})
 # What `audit.connection.events=failures` keeps.
 FAILURE_STAGES = frozenset({"refused", "authentication-failed"})
 
-DEFAULT_LIMITS = RecordLimits()
 ON_FAILURE_BLOCK = "block"
 ON_FAILURE_REJECT = "reject"
 _MAX_BATCH = 512
@@ -47,65 +51,12 @@ _SINK_RETRY = Backoff.doubling(0.05, 2.0)
 _STILL_FAILING_LOG_INTERVAL = 30.0
 
 
-# How much a forwarded request's intent keeps (audit.level), as a Kubernetes audit policy's levels: `metadata` is
-# who, what API and which resources; `request` adds what the request asks to change (`data.request`).
-METADATA = "metadata"
-REQUEST = "request"
-LEVELS = (METADATA, REQUEST)
-DEFAULT_LEVEL = REQUEST
-
-
-@dataclass(frozen=True)
-class AuditLevels:
-    """`audit.level` and its overrides, the most specific first: `listener.name.<l>.audit.level.api.<ApiName>`,
-    `audit.level.api.<ApiName>`, `listener.name.<l>.audit.level`, `audit.level` (proxy/audit/settings.py parses them
-    and prints them for check-config)."""
-
-    default: str = DEFAULT_LEVEL
-    listeners: dict[str, str] = field(default_factory=dict)
-    """By listener name (upper case)."""
-    apis: dict[str, str] = field(default_factory=dict)
-    """By API name (CreateAcls)."""
-    listener_apis: dict[tuple[str, str], str] = field(default_factory=dict)
-    """By (listener, API)."""
-    _decided: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
-
-    def level(self, listener: str, api: str) -> str:
-        name = listener.upper()
-        return self.listener_apis.get((name, api)) or self.apis.get(api) or self.listeners.get(name) or self.default
-
-    def keeps_request(self, listener: str, api: str) -> bool:
-        """Whether an intent on `listener` of `api` carries the request's parameters (decided once per pair)."""
-        decided = self._decided.get((listener, api))
-        if decided is None:
-            decided = self._decided[(listener, api)] = self.level(listener, api) == REQUEST
-        return decided
-
-
 class AuditUnavailable(Exception):
     """A record the caller must not go on without (an intent) could not be written."""
 
 
 class AuditSinkError(Exception):
     """A sink could not take a batch for a reason other than an OSError."""
-
-
-@dataclass(eq=False)
-class AuditEntry:
-    record: dict[str, Any]
-    line: bytes
-    """The record as one JSON line, `\\n` terminated: what files and the spool hold."""
-    key: str
-    """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
-    stage: str
-    done: trio.Event = field(default_factory=trio.Event)
-    error: BaseException | None = None
-
-    @classmethod
-    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
-        record, line = encode_bounded(record, limits, within=within)
-        data = record.get("data") or {}
-        return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
 
 
 class AuditSink(Protocol):
@@ -153,6 +104,7 @@ class AuditLog:
         queue_size: int = _QUEUE_SIZE,
         limits: RecordLimits = DEFAULT_LIMITS,
         levels: AuditLevels | None = None,
+        chain: AuditChain | None = None,
     ) -> None:
         if on_failure not in (ON_FAILURE_BLOCK, ON_FAILURE_REJECT):
             raise ValueError(f"on_failure must be block or reject, not {on_failure!r}")
@@ -162,6 +114,10 @@ class AuditLog:
         self.excluded_principals = excluded_principals
         self.metrics = metrics
         self.limits = limits
+        # Records are encoded this much smaller, so that sealing them keeps them within audit.record.max.bytes.
+        self._encode_limits = replace(limits, max_record_bytes=limits.max_record_bytes - CHAIN_SUFFIX_MAX_BYTES)
+        self.chain = chain if chain is not None else AuditChain()
+        """Seals every line in the order the sinks commit them (proxy/audit/chain.py)."""
         self.levels = levels if levels is not None else AuditLevels()
         """How much each forwarded request's intent keeps (audit.level and its overrides)."""
         self.records_written = 0
@@ -203,7 +159,7 @@ class AuditLog:
         """
         if not self.wanted(record):
             return
-        entry = AuditEntry.of(record, self.limits, within=within)
+        entry = AuditEntry.of(record, self._encode_limits, within=within)
         if self._commit_on_the_spot(entry):
             return
         self._pending += 1
@@ -227,11 +183,21 @@ class AuditLog:
         """True when the entry was committed by every sink on the caller's turn (see the module's docstring)."""
         if self._on_the_spot is None or self._pending or self._ticking or not self._started or self._closed:
             return False
+        now = trio.current_time()
+        if self.chain.due(now) is not None:
+            return False  # a checkpoint goes first: the writer commits the two together
         started = time.perf_counter()
+        # Sealed now, on this turn: nothing else can be sealed before the sink has it or the seal is undone.
+        unsealed, chain_state = entry.line, self.chain.state()
+        entry.line = self.chain.seal(unsealed, now)
         try:
             if not self._on_the_spot([entry]):
+                entry.line = unsealed
+                self.chain.rewind(chain_state)
                 return False
         except (OSError, AuditSinkError) as exc:
+            entry.line = unsealed
+            self.chain.rewind(chain_state)
             # The writer retries it as it does any batch, under audit.on.failure.
             if self.metrics is not None:
                 self.metrics.audit_write_errors.labels(self.sinks[0].name).inc()
@@ -256,6 +222,8 @@ class AuditLog:
                         await sink.start(helpers)
                     task_status.started()
                     await self._write_loop()
+                    if self.chain.signing and self.chain.seq:
+                        await self._commit([], checkpoint=REASON_CLOSE)
                     helpers.cancel_scope.cancel()
                 for sink in self.sinks:
                     await sink.aclose()
@@ -291,7 +259,7 @@ class AuditLog:
 
     async def _write_loop(self) -> None:
         while True:
-            deadline = min((sink.deadline() for sink in self.sinks), default=math.inf)
+            deadline = min(self.chain.deadline(), *(sink.deadline() for sink in self.sinks))
             entry: AuditEntry | None = None
             with trio.move_on_at(deadline):
                 try:
@@ -304,6 +272,8 @@ class AuditLog:
                 try:
                     for sink in self.sinks:
                         await self._tick(sink)
+                    if self.chain.due(trio.current_time()) is not None:
+                        await self._commit([])  # the `time` checkpoint, with no record to go with
                 finally:
                     self._ticking = False
                 continue
@@ -324,13 +294,18 @@ class AuditLog:
             # A failed rotation keeps writing to the current file; the next deadline tries again.
             log.error("audit sink %s: rotation failed: %s", sink.name, exc)
 
-    async def _commit(self, batch: list[AuditEntry]) -> None:
+    async def _commit(self, batch: list[AuditEntry], *, checkpoint: str | None = None) -> None:
         if self.metrics is not None:
             self.metrics.audit_commit_batch.observe(len(batch))
+        chain_state = self.chain.state()
+        new_file = any(isinstance(sink, FileStarter) and sink.opens_new_file() for sink in self.sinks)
+        sealed = self.chain.seal_batch(batch, trio.current_time(), new_file=new_file, reason=checkpoint)
         failure: BaseException | None = None
-        for sink in self.sinks:
-            failure = await self._commit_to(sink, batch)
+        for index, sink in enumerate(self.sinks):
+            failure = await self._commit_to(sink, sealed)
             if failure is not None:
+                if index == 0:
+                    self.chain.rewind(chain_state)  # no sink holds the batch: the chain goes on as if it never was
                 break
         if failure is None:
             self.records_written += len(batch)

@@ -12,6 +12,8 @@ import trio
 
 from authz.admin_apis import SERVED_ADMIN_APIS
 from envelope.apis import api_name
+from proxy.audit.chain import AuditChain, predecessor_of
+from proxy.audit.chain_settings import ChainSettings, parse_chain_settings
 from proxy.audit.cloudevents import RecordLimits
 from proxy.audit.config_secrets import config_types
 from proxy.audit.pipeline import DEFAULT_LEVEL, LEVELS, ON_FAILURE_BLOCK, ON_FAILURE_REJECT, AuditLevels, AuditLog
@@ -35,6 +37,8 @@ class AuditSettings:
     excluded_principals: frozenset[str] = frozenset()
     limits: RecordLimits = field(default_factory=RecordLimits)
     levels: AuditLevels = field(default_factory=AuditLevels)
+    chain: ChainSettings = field(default_factory=ChainSettings)
+    """`audit.chain.*`: checkpoints and their signing key."""
     sink_settings: Mapping[str, Any] = field(default_factory=lambda: {"file": FileSinkSettings()})
     """Each kind's settings by name (proxy/audit/sinks/registry.py); None for a kind not among `sinks`."""
 
@@ -55,6 +59,7 @@ class AuditSettings:
             "record.max.resources": self.limits.max_resources,
             "record.max.bytes": self.limits.max_record_bytes,
             **_levels_effective(self.levels),
+            **self.chain.effective(),
         }
 
 
@@ -165,6 +170,7 @@ def parse_audit_settings(props: Properties, log_dir: Path) -> AuditSettings:
         connection_events=_choice(props, "audit.connection.events", CONNECTION_EVENTS, "all"),
         excluded_principals=_excluded_principals(props),
         levels=_levels(props),
+        chain=parse_chain_settings(props),
         limits=RecordLimits(
             max_string_chars=props.int("audit.record.max.string.chars", 1024, minimum=64),
             max_resources=props.int("audit.record.max.resources", 1000, minimum=1),
@@ -178,6 +184,9 @@ def open_audit_log(settings: AuditSettings, log_dir: Path, node_id: int, metrics
     config_types()  # Kafka's config types, read now rather than on the first config change audited
     context = SinkContext(log_dir, node_id, settings.durability, metrics)
     sinks = [kind.open(settings.sink_settings[name], context) for name, kind in SINKS.items() if name in settings.sinks]
+    # The chain continues the last record the sinks committed before this process (a crash's included: opening
+    # the file sink published what it left in staging).
+    chain = AuditChain(node_id, predecessor=predecessor_of(sinks), settings=settings.chain)
     return AuditLog(
         sinks,
         on_failure=settings.on_failure,
@@ -186,6 +195,7 @@ def open_audit_log(settings: AuditSettings, log_dir: Path, node_id: int, metrics
         metrics=metrics,
         limits=settings.limits,
         levels=settings.levels,
+        chain=chain,
     )
 
 

@@ -52,7 +52,7 @@ def intents_without_outcomes(records: list[dict[str, Any]]) -> set[str]:
     return {request_id for request_id, seen in stages.items() if seen == {"intent"}}
 
 
-def run_until_killed(tmp_path: Path) -> CrashRun:
+def run_until_killed(tmp_path: Path, extra: dict[str, str] | None = None) -> CrashRun:
     """Controller and proxy as processes, CLIENTS connections creating topics back to back, then SIGKILL the proxy.
     The controller is left running (stop it with `_stop`)."""
     controller_port, proxy_port = free_port(), free_port()
@@ -64,6 +64,7 @@ def run_until_killed(tmp_path: Path) -> CrashRun:
             "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
             "audit.durability": "fsync",
             "audit.file.max.bytes": "40000",  # several published files and one in staging at the kill
+            **(extra or {}),
         }
     )
     run = CrashRun(

@@ -30,9 +30,27 @@ log = logging.getLogger(__name__)
 
 # Batches up to this size are written on the event loop when nothing needs an fsync or a new file.
 _INLINE_BYTES = 256 * 1024
+_TAIL_CHUNK_BYTES = 64 * 1024
+"""How much of a file's end `last_line` reads at a time, looking for the newline before the last line."""
 
 DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC = "none", "flush", "fsync"
 DURABILITY_MODES = (DURABILITY_NONE, DURABILITY_FLUSH, DURABILITY_FSYNC)
+
+
+def last_line_of(path: Path, max_bytes: int) -> bytes | None:
+    """The file's last complete line (None when it has none within its last `max_bytes`), read from the end."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        tail = b""
+        while end > 0 and len(tail) <= max_bytes:
+            start = max(0, end - _TAIL_CHUNK_BYTES)
+            handle.seek(start)
+            tail = handle.read(end - start) + tail
+            end = start
+            last_end = tail.rfind(b"\n")
+            if last_end >= 0 and (end == 0 or tail.rfind(b"\n", 0, last_end) >= 0):
+                return tail[tail.rfind(b"\n", 0, last_end) + 1 : last_end + 1]
+    return None
 
 
 def drop_torn_tail(path: Path) -> int:
@@ -75,6 +93,22 @@ class FileSink:
         self._size = 0
         self._opened_at = math.inf  # trio time of the current file's first record
         self._recover_staged()
+
+    def opens_new_file(self) -> bool:
+        """True when the next batch starts a new file (the chain puts a rotation checkpoint first in it)."""
+        return self._file is None
+
+    def last_line(self) -> bytes | None:
+        """The last record of the newest published file: what a run before this one committed last."""
+        for path in sorted(self.directory.glob("*.jsonl"), reverse=True):
+            try:
+                line = last_line_of(path, self.max_file_bytes)
+            except OSError as exc:
+                log.warning("audit: cannot read the last record of %s (%s); the chain starts afresh", path, exc)
+                return None
+            if line is not None:
+                return line
+        return None
 
     @property
     def _fsync(self) -> bool:

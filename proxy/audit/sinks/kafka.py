@@ -23,6 +23,7 @@ import trio
 
 from proxy.audit.pipeline import AuditEntry, AuditSink
 from proxy.audit.sink_kinds import SinkContext
+from proxy.audit.sinks.file import last_line_of
 from proxy.audit.sinks.spool import Spool
 from proxy.ops.metrics import ProxyMetrics
 from proxy.properties import ConfigError, Properties
@@ -43,6 +44,9 @@ _RESERVED_PRODUCER_KEYS = {
     "transactional.id": "the audit sink does not use transactions",
 }
 _SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token")
+LAST_RECORD_FILE = "chain-last-record"
+"""In the spool directory: the last record committed (delivered or spooled), which the next run's chain continues."""
+_LAST_RECORD_MAX_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,38 @@ class KafkaSink:
         """Never: a message is committed when the cluster acknowledges it (or the spool has it), which is a wait."""
         return False
 
+    def last_line(self) -> bytes | None:
+        """The record a run before this one committed last: the spool's newest, else the one it noted."""
+        paths = [segment.path for segment in self.spool.segments] + [self.settings.spool_dir / LAST_RECORD_FILE]
+        for path in reversed(paths):
+            try:
+                line = last_line_of(path, _LAST_RECORD_MAX_BYTES)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("audit: cannot read %s (%s); the chain starts afresh", path, exc)
+                return None
+            if line is not None:
+                return line
+        return None
+
+    def _note_last(self, batch: Sequence[AuditEntry]) -> None:
+        """Remember the batch's last record for the next run's chain: replaced whole, never torn."""
+        if not batch:
+            return
+        path = self.settings.spool_dir / LAST_RECORD_FILE
+        try:
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_bytes(batch[-1].line)
+            temporary.replace(path)
+        except OSError as exc:  # the records are committed; only the next run's link to them is at stake
+            log.warning("audit: cannot note the last record in %s (%s)", path, exc)
+
     async def commit(self, batch: Sequence[AuditEntry]) -> None:
+        await self._commit(batch)
+        self._note_last(batch)
+
+    async def _commit(self, batch: Sequence[AuditEntry]) -> None:
         async with self._lock:
             if self.spooling:
                 await self._spool([Message(entry.key.encode(), entry.line.rstrip(b"\n"), entry.stage, entry.line) for entry in batch])

@@ -1,0 +1,205 @@
+"""Is the audit trail whole? The writers' hash chains and signed checkpoints (docs/audit-schema.md), checked at scale.
+
+The check reads the raw lines itself, not the record store: the hash is over a line's exact text, which parsing
+and storing do not keep. Lines are grouped by writer (`source`) and ordered by `chainseq` with window functions,
+`sha2` hashes each line in the executors; only the findings and the checkpoints (a few per file) reach the driver,
+where the checkpoints' Ed25519 signatures are checked. The findings mean what `envelope-proxy audit verify` says.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Window as SparkWindow
+from pyspark.sql import functions as F
+
+from spark_audit.read import KafkaSource, nonblank, read_files, read_kafka
+
+CHECKPOINT_EVENT_TYPE = "io.github.kafka-envelope-proxy.checkpoint"
+REASON_START = "start"
+SHA256_BITS = 256
+KEY_ID_HEX_DIGITS = 16
+MAX_FINDINGS = 1000
+"""Findings of one kind brought to the driver: a trail broken in more places than this is broken enough to say so."""
+_SIGNED_PREFIX = b"envelope-proxy audit checkpoint v1\n"
+"""The checkpoint message as the proxy signs it (proxy/audit/chain_format.py; a test pins the two together)."""
+_KAFKA_ORIGIN = r"^(kafka:.*)@([0-9]+)$"
+
+
+def checkpoint_message(source: str, seq: int, prev: str, time: str, data: Mapping[str, Any]) -> bytes:
+    predecessor = data.get("predecessor") or {}
+    fields = (
+        source,
+        str(seq),
+        prev,
+        time,
+        str(data.get("reason")),
+        str(data.get("records")),
+        str(predecessor.get("source") or ""),
+        str(predecessor.get("seq") or ""),
+        str(predecessor.get("hash") or ""),
+    )
+    return _SIGNED_PREFIX + "\n".join(fields).encode("utf-8")
+
+
+def load_public_keys(paths: Sequence[str]) -> dict[str, Ed25519PublicKey]:
+    """`--chain-public-key` files by key id; ValueError naming the file that is not a PEM Ed25519 public key."""
+    keys: dict[str, Ed25519PublicKey] = {}
+    for path in paths:
+        key = serialization.load_pem_public_key(Path(path).read_bytes())
+        if not isinstance(key, Ed25519PublicKey):
+            raise ValueError(f"{path}: not an Ed25519 public key")
+        raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        keys[hashlib.sha256(raw).hexdigest()[:KEY_ID_HEX_DIGITS]] = key
+    return keys
+
+
+def raw_lines(spark: SparkSession, input_dir: str | None, kafka: KafkaSource | None) -> DataFrame:
+    """value, origin (a file, or `kafka:<topic>/<partition>`) and the line's position in it."""
+    if kafka is not None:
+        lines = read_kafka(spark, kafka)
+        return lines.select(
+            "value",
+            F.regexp_extract("origin", _KAFKA_ORIGIN, 1).alias("origin"),
+            F.regexp_extract("origin", _KAFKA_ORIGIN, 2).cast("long").alias("position"),
+        )
+    assert input_dir is not None
+    # A file is read in order within its partition: the id grows with the line (files bigger than a split are cut
+    # into several partitions, whose ids still grow in file order).
+    return read_files(spark, input_dir).select("value", "origin", F.monotonically_increasing_id().alias("position"))
+
+
+def _chained(lines: DataFrame) -> DataFrame:
+    text = F.col("value")
+    return lines.filter(nonblank(text)).select(
+        "origin",
+        "position",
+        F.get_json_object(text, "$.source").alias("writer"),
+        F.get_json_object(text, "$.chainseq").cast("long").alias("seq"),
+        F.get_json_object(text, "$.chainprev").alias("prev"),
+        F.get_json_object(text, "$.time").alias("time"),
+        F.get_json_object(text, "$.type").alias("type"),
+        F.sha2(text, SHA256_BITS).alias("hash"),
+        text,
+    )
+
+
+def _signature_holds(row: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey]) -> tuple[bool, dict[str, Any]]:
+    try:
+        data = json.loads(row["value"]).get("data") or {}
+        key = keys.get(str(data.get("keyid")))
+        if key is None:
+            return False, data
+        message = checkpoint_message(str(row["writer"]), int(row["seq"]), str(row["prev"]), str(row["time"]), data)
+        key.verify(base64.b64decode(str(data.get("signature")), validate=True), message)
+    except (InvalidSignature, binascii.Error, ValueError, AttributeError):
+        return False, {}
+    return True, data
+
+
+def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
+    return [[start, end] for start, end in sorted(pairs)]
+
+
+def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
+    """The integrity section of summary.json: per writer, what is verified, missing, modified, reordered, signed."""
+    rows = _chained(lines).cache()
+    unreadable = rows.filter(F.col("writer").isNull()).count()
+    unchained = rows.filter(F.col("writer").isNotNull() & F.col("seq").isNull()).count()
+    chained = rows.filter(F.col("seq").isNotNull())
+    # Kafka delivers at least once: the same line twice is one record. Two lines at one place: one was altered.
+    distinct = chained.dropDuplicates(["writer", "seq", "hash"])
+    conflicts = distinct.groupBy("writer", "seq").agg(F.count("*").alias("versions")).filter(F.col("versions") > 1)
+    first_read = SparkWindow.partitionBy("writer", "seq").orderBy("origin", "position")
+    one = distinct.withColumn("copy", F.row_number().over(first_read)).filter(F.col("copy") == 1).drop("copy")
+    by_seq = SparkWindow.partitionBy("writer").orderBy("seq")
+    linked = one.select(
+        "writer", "seq", "prev", "hash", F.lag("seq").over(by_seq).alias("before_seq"), F.lag("hash").over(by_seq).alias("before_hash")
+    )
+    gaps = linked.filter(F.col("seq") > F.coalesce(F.col("before_seq"), F.lit(0)) + 1).select(
+        "writer", (F.coalesce(F.col("before_seq"), F.lit(0)) + 1).alias("start"), (F.col("seq") - 1).alias("end")
+    )
+    links_broken = linked.filter((F.col("before_seq") == F.col("seq") - 1) & (F.col("prev") != F.col("before_hash")))
+    modified = links_broken.select("writer", (F.col("seq") - 1).alias("seq")).unionByName(conflicts.select("writer", "seq"))
+    read_order = SparkWindow.partitionBy("writer", "origin").orderBy("position").rowsBetween(SparkWindow.unboundedPreceding, -1)
+    reordered = one.withColumn("highest_before", F.max("seq").over(read_order)).filter(F.col("seq") < F.col("highest_before"))
+    totals = one.groupBy("writer").agg(
+        F.count("*").alias("records"), F.max("seq").alias("last_seq"), F.min("time").alias("first_time"), F.max("time").alias("last_time")
+    )
+    checkpoints = one.filter(F.col("type") == CHECKPOINT_EVENT_TYPE).select("writer", "seq", "prev", "time", "value")
+    writers: dict[str, dict[str, Any]] = {}
+    for total in totals.collect():
+        writers[total["writer"]] = {
+            "writer": total["writer"],
+            "records": int(total["records"]),
+            "last_seq": int(total["last_seq"]),
+            "time_span": {"first": total["first_time"], "last": total["last_time"]},
+            "missing": [],
+            "modified": [],
+            "reordered": [],
+            "bad_signatures": [],
+            "checkpoints": 0,
+            "last_checkpoint": None,
+        }
+    for gap in gaps.limit(MAX_FINDINGS).collect():
+        writers[gap["writer"]]["missing"].append((int(gap["start"]), int(gap["end"])))
+    for row in modified.distinct().limit(MAX_FINDINGS).collect():
+        writers[row["writer"]]["modified"].append(int(row["seq"]))
+    for row in reordered.select("writer", "seq").limit(MAX_FINDINGS).collect():
+        writers[row["writer"]]["reordered"].append(int(row["seq"]))
+    claimed_ends = _check_checkpoints(checkpoints.collect(), keys, writers)
+    for name, writer in writers.items():
+        end = max(writer["last_checkpoint"] or 0, claimed_ends.get(name, 0))
+        if end > writer["last_seq"]:
+            writer["missing"].append((writer["last_seq"] + 1, end))
+        _conclude(writer)
+    rows.unpersist()
+    broken = unreadable > 0 or any(writer["status"] == "broken" for writer in writers.values())
+    return {
+        "status": "broken" if broken else "whole",
+        "signatures_checked": bool(keys),
+        "unreadable": unreadable,
+        "unchained": unchained,
+        "writers": [writers[name] for name in sorted(writers)],
+    }
+
+
+def _check_checkpoints(rows: list[Any], keys: Mapping[str, Ed25519PublicKey], writers: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Count the good signatures per writer, note the bad; what signed starts say their predecessors' ends were."""
+    claimed_ends: dict[str, int] = {}
+    if not keys:
+        return claimed_ends
+    for row in sorted(rows, key=lambda r: (r["writer"], r["seq"])):
+        writer = writers[row["writer"]]
+        holds, data = _signature_holds(row, keys)
+        if not holds:
+            writer["bad_signatures"].append(int(row["seq"]))
+            continue
+        writer["checkpoints"] += 1
+        writer["last_checkpoint"] = int(row["seq"])
+        predecessor = data.get("predecessor") or {}
+        if data.get("reason") == REASON_START and isinstance(predecessor.get("source"), str) and isinstance(predecessor.get("seq"), int):
+            claimed_ends[predecessor["source"]] = max(claimed_ends.get(predecessor["source"], 0), predecessor["seq"])
+    return claimed_ends
+
+
+def _conclude(writer: dict[str, Any]) -> None:
+    writer["missing"] = _ranges(writer["missing"])
+    for kind in ("modified", "reordered", "bad_signatures"):
+        writer[kind] = sorted(set(writer[kind]))
+    found = [start for start, _ in writer["missing"]] + writer["modified"] + writer["reordered"] + writer["bad_signatures"]
+    writer["first_break"] = min(found) if found else None
+    writer["status"] = "broken" if found else "whole"
+    signed = writer["last_checkpoint"] or 0
+    writer["unsigned_tail"] = [signed + 1, writer["last_seq"]] if writer["last_seq"] > signed else None
+    writer["verified"] = writer["records"] - len(writer["modified"])

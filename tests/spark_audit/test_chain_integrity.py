@@ -1,0 +1,102 @@
+"""The Spark job checks the audit chains at scale and finds, at the same places, what `audit verify` finds."""
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from pyspark.sql import SparkSession
+
+from envelope_proxy.audit_verify_cli import public_keys
+from proxy.audit.chain_verify import verify_lines
+from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
+from spark_audit.integrity_banner import integrity_banner
+from spark_audit.options import JobOptions
+from spark_audit.pipeline import run
+from tests.proxy.audit.chain_trail import drop_lines, edit_line, lines_of, published, swap_lines, write_key_pair, write_run
+
+pytestmark = pytest.mark.spark
+
+RECORDS = 30
+
+
+def _first_run(audit: Path) -> list[Path]:
+    return [path for path in published(audit) if path.name.startswith("audit-1-")]
+
+
+def _truncate(audit: Path) -> None:
+    last = _first_run(audit)[-1]
+    last.write_bytes(b"".join(last.read_bytes().splitlines(keepends=True)[:-3]))
+
+
+TAMPERING: dict[str, Callable[[Path], None]] = {
+    "untouched": lambda audit: None,
+    "delete line": lambda audit: drop_lines(published(audit)[1], 3),
+    "delete file": lambda audit: published(audit)[1].unlink(),
+    "edit principal": lambda audit: edit_line(published(audit)[1], 4, lambda r: r["data"]["authenticationInfo"].update(principal="User:mallory")),
+    "reorder": lambda audit: swap_lines(published(audit)[1], 2, 3),
+    "truncate tail": _truncate,
+}
+
+
+@pytest.fixture(scope="module")
+def trails(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], Path]:
+    """One trail (two runs, a crash between) per way of tampering, and the public key."""
+    base = tmp_path_factory.mktemp("chains")
+    private, public = write_key_pair(base)
+    pristine = base / "pristine"
+
+    async def write() -> None:
+        await write_run(pristine, private, 1, RECORDS)
+        await write_run(pristine, private, 2, RECORDS, crash=True)
+        await write_run(pristine, private, 3, RECORDS)
+
+    trio.run(write)
+    found: dict[str, Path] = {}
+    for index, (name, tamper) in enumerate(TAMPERING.items()):
+        copy = base / f"trail-{index}"
+        shutil.copytree(pristine, copy)
+        shutil.rmtree(copy / ".staging", ignore_errors=True)
+        tamper(copy)
+        found[name] = copy
+    return found, public
+
+
+def _findings(writer: dict[str, Any]) -> dict[str, Any]:
+    return {kind: [list(item) if isinstance(item, tuple) else item for item in writer[kind]] for kind in ("missing", "modified", "reordered", "bad_signatures")}
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERING))
+def test_spark_finds_what_verify_finds(spark: SparkSession, trails: tuple[dict[str, Path], Path], tampering: str) -> None:
+    directories, public = trails
+    audit = directories[tampering]
+    result = check_chains(raw_lines(spark, str(audit), None), load_public_keys([str(public)]))
+    verified = verify_lines(lines_of(audit), public_keys([str(public)])).as_dict()
+    assert result["status"] == verified["status"] == ("whole" if tampering == "untouched" else "broken"), (result, verified)
+    spark_writers = {writer["writer"]: _findings(writer) for writer in result["writers"]}
+    verify_writers = {writer["writer"]: _findings(writer) for writer in verified["writers"]}
+    assert spark_writers == verify_writers
+    if tampering != "untouched":
+        broken = [writer for writer in result["writers"] if writer["status"] == "broken"]
+        assert len(broken) == 1 and broken[0]["writer"].startswith("envelope-proxy/1/") and broken[0]["first_break"] is not None
+
+
+def test_the_job_puts_a_broken_trail_in_the_summary_and_a_red_banner_on_top_of_the_report(
+    spark: SparkSession, trails: tuple[dict[str, Path], Path], tmp_path: Path
+) -> None:
+    directories, public = trails
+    options = JobOptions(input=str(directories["edit principal"]), print_report=False, chain_public_keys=(str(public),))
+    summary = run(None, str(tmp_path / "out"), spark=spark, options=options)
+    assert summary["integrity"]["status"] == "broken"
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["integrity"]["status"] == "broken"
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.index('class="integrity broken"') < page.index("<header>")
+    assert summary["records"] == 3 * RECORDS, "checkpoints are not audit records"
+
+
+def test_the_banner_of_a_whole_trail_says_whether_signatures_were_checked() -> None:
+    whole = {"status": "whole", "signatures_checked": False, "writers": [{"records": 3, "status": "whole"}]}
+    assert "NOT checked" in integrity_banner(whole) and integrity_banner(None) == ""
