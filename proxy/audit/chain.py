@@ -12,6 +12,7 @@ records or `audit.chain.checkpoint.ms` (`records`, `time`) and the last record b
 """
 
 import base64
+import hashlib
 import logging
 import math
 from collections.abc import Sequence
@@ -31,16 +32,24 @@ from proxy.audit.chain_format import (
     REASON_START,
     REASON_TIME,
     SEQ_ATTRIBUTE,
-    chain_suffix,
     checkpoint_message,
     key_id,
-    line_hash,
 )
 from proxy.audit.chain_settings import ChainSettings
-from proxy.audit.cloudevents import SCHEMA_VERSION, encode, new_id, source, utc_now
-from proxy.audit.entry import AuditEntry
+from proxy.audit.cloudevents import SCHEMA_VERSION, AuditEntry, encode, new_id, source, utc_now
 
 log = logging.getLogger(__name__)
+
+
+def line_hash(line: bytes) -> str:
+    """The SHA-256 (hex) of one record's line, without the `\\n` that ends it in a file."""
+    return hashlib.sha256(line[:-1] if line.endswith(b"\n") else line).hexdigest()
+
+
+def chain_suffix(seq: int, prev: str) -> bytes:
+    """The attributes appended to a record's JSON object, just before its closing brace."""
+    return b',"chainseq":%d,"chainprev":"%s"}\n' % (seq, prev.encode("ascii"))
+
 
 CHAIN_SUFFIX_MAX_BYTES = len(chain_suffix(2**64 - 1, GENESIS)) - len(b"}\n")
 """What sealing adds to a line at most: the pipeline encodes records this much under `audit.record.max.bytes`."""

@@ -37,16 +37,6 @@ REASON_CLOSE = "close"
 """The last record a process writes when it shuts down cleanly."""
 
 
-def line_hash(line: bytes) -> str:
-    """The SHA-256 (hex) of one record's line, without the `\\n` that ends it in a file."""
-    return hashlib.sha256(line[:-1] if line.endswith(b"\n") else line).hexdigest()
-
-
-def chain_suffix(seq: int, prev: str) -> bytes:
-    """The attributes appended to a record's JSON object, just before its closing brace."""
-    return b',"chainseq":%d,"chainprev":"%s"}\n' % (seq, prev.encode("ascii"))
-
-
 def key_id(public_key: Ed25519PublicKey) -> str:
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:KEY_ID_HEX_DIGITS]

@@ -17,6 +17,7 @@ import orjson
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from proxy.audit.chain import line_hash
 from proxy.audit.chain_format import (
     CHECKPOINT_EVENT_TYPE,
     GENESIS,
@@ -24,7 +25,6 @@ from proxy.audit.chain_format import (
     REASON_CLOSE,
     SEQ_ATTRIBUTE,
     checkpoint_message,
-    line_hash,
 )
 
 

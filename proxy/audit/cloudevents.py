@@ -27,11 +27,12 @@ import secrets
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, TypeVar
 
 import orjson
+import trio
 
 REQUEST_EVENT_TYPE = "io.github.kafka-envelope-proxy.request"
 CONNECTION_EVENT_TYPE = "io.github.kafka-envelope-proxy.connection"
@@ -272,3 +273,60 @@ def encode_bounded(record: dict[str, Any], limits: RecordLimits, *, within: bool
         bounded = _bounded_copy(record, max_chars, keep)
         line = encode(bounded)
     return bounded, line
+
+
+# How much a forwarded request's intent keeps (audit.level), as a Kubernetes audit policy's levels: `metadata` is
+# who, what API and which resources; `request` adds what the request asks to change (`data.request`).
+METADATA = "metadata"
+REQUEST = "request"
+LEVELS = (METADATA, REQUEST)
+DEFAULT_LEVEL = REQUEST
+
+
+@dataclass(frozen=True)
+class AuditLevels:
+    """`audit.level` and its overrides, the most specific first: `listener.name.<l>.audit.level.api.<ApiName>`,
+    `audit.level.api.<ApiName>`, `listener.name.<l>.audit.level`, `audit.level` (proxy/audit/settings.py parses them
+    and prints them for check-config)."""
+
+    default: str = DEFAULT_LEVEL
+    listeners: dict[str, str] = field(default_factory=dict)
+    """By listener name (upper case)."""
+    apis: dict[str, str] = field(default_factory=dict)
+    """By API name (CreateAcls)."""
+    listener_apis: dict[tuple[str, str], str] = field(default_factory=dict)
+    """By (listener, API)."""
+    _decided: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def level(self, listener: str, api: str) -> str:
+        name = listener.upper()
+        return self.listener_apis.get((name, api)) or self.apis.get(api) or self.listeners.get(name) or self.default
+
+    def keeps_request(self, listener: str, api: str) -> bool:
+        """Whether an intent on `listener` of `api` carries the request's parameters (decided once per pair)."""
+        decided = self._decided.get((listener, api))
+        if decided is None:
+            decided = self._decided[(listener, api)] = self.level(listener, api) == REQUEST
+        return decided
+
+
+DEFAULT_LIMITS = RecordLimits()
+
+
+@dataclass(eq=False)
+class AuditEntry:
+    record: dict[str, Any]
+    line: bytes
+    """The record as one JSON line, `\\n` terminated: what files and the spool hold. The writer adds the chain
+    attributes (proxy/audit/chain.py) to these bytes just before the sinks commit them; `record` never has them."""
+    key: str
+    """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
+    stage: str
+    done: trio.Event = field(default_factory=trio.Event)
+    error: BaseException | None = None
+
+    @classmethod
+    def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
+        record, line = encode_bounded(record, limits, within=within)
+        data = record.get("data") or {}
+        return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))

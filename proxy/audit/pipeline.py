@@ -27,9 +27,17 @@ import trio
 
 from proxy.audit.chain import CHAIN_SUFFIX_MAX_BYTES, AuditChain, FileStarter
 from proxy.audit.chain_format import REASON_CLOSE
-from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, RecordLimits
-from proxy.audit.entry import DEFAULT_LIMITS, AuditEntry
-from proxy.audit.levels import DEFAULT_LEVEL, LEVELS, METADATA, REQUEST, AuditLevels
+from proxy.audit.cloudevents import (
+    CONNECTION_EVENT_TYPE,
+    DEFAULT_LEVEL,
+    DEFAULT_LIMITS,
+    LEVELS,
+    METADATA,
+    REQUEST,
+    AuditEntry,
+    AuditLevels,
+    RecordLimits,
+)
 from proxy.backoff import Backoff
 from proxy.ops.metrics import ProxyMetrics
 

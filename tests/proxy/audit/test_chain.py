@@ -11,7 +11,8 @@ from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_pri
 
 from envelope_proxy.audit_verify_cli import main as verify_main
 from envelope_proxy.audit_verify_cli import public_keys
-from proxy.audit.chain_format import CHECKPOINT_EVENT_TYPE, GENESIS, line_hash
+from proxy.audit.chain import line_hash
+from proxy.audit.chain_format import CHECKPOINT_EVENT_TYPE, GENESIS
 from proxy.audit.chain_settings import parse_chain_settings
 from proxy.audit.chain_verify import Verification, verify_lines
 from proxy.properties import ConfigError, Properties
