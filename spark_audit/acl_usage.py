@@ -99,11 +99,15 @@ def _matcher(spec_json: str) -> GrantMatcher:
 
 
 def used_partition(spec_json: str, rows: Iterable[Row]) -> Iterator[tuple[int, int, datetime | None]]:
-    """(binding index, uses, last used) for each binding each distinct decision used; :data:`NO_BINDING` for none."""
+    """(binding index, uses, last used) for each binding each distinct decision used; :data:`NO_BINDING` where none
+    allowed a decision of a principal who is not a super user."""
     matcher = _matcher(spec_json)
     for row in rows:
         decided = Decided(*(row[column] for column in DECISION_COLUMNS))
-        for index in matcher.used(decided) or [NO_BINDING]:
+        used = matcher.used(decided)
+        if not used and decided.principal not in matcher.super_users:
+            used = [NO_BINDING]  # allowed then, not by these ACLs: they changed since, or a super user is not declared
+        for index in used:
             yield index, int(row["uses"]), row["lastUsed"]
 
 
