@@ -9,7 +9,9 @@ with exit status 2.
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +20,10 @@ from authz.acl_file import AclFileError, binding_from_dict, load_acl_file
 
 #: Seconds to wait for the controller's DescribeAcls answer.
 DESCRIBE_TIMEOUT_SECONDS = 30.0
+#: How often the wait looks at the client's errors, in seconds.
+POLL_SECONDS = 0.25
+#: Client errors no retry mends: the wait ends with them.
+FATAL_ERRORS = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL", "_INVALID_ARG"})
 
 
 class AclSourceError(ValueError):
@@ -47,6 +53,22 @@ def _binding(found: Any) -> AclBinding:
     )
 
 
+class _Errors:
+    """The client's errors as they come (its error callback): a refused login ends the wait, and any error explains a timeout."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def __call__(self, error: Any) -> None:
+        self.seen.append(error)
+
+    def fatal(self) -> Any | None:
+        return next((e for e in self.seen if e.name() in FATAL_ERRORS), None)
+
+    def last(self) -> str:
+        return f" (last error: {self.seen[-1].name()}: {self.seen[-1].str()})" if self.seen else ""
+
+
 def from_controller(bootstrap: str, config: Mapping[str, str], timeout: float = DESCRIBE_TIMEOUT_SECONDS) -> list[AclBinding]:
     """Every binding the controller holds, through ``bootstrap`` with the admin client ``config`` (librdkafka keys)."""
     # imported here: only this source needs the client library
@@ -54,18 +76,31 @@ def from_controller(bootstrap: str, config: Mapping[str, str], timeout: float = 
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
 
     where = f"DescribeAcls through {bootstrap}"
+    errors = _Errors()
+    # librdkafka logs each failed connection attempt: the job says what went wrong in one line instead
+    quiet = logging.getLogger(__name__ + ".librdkafka")
+    quiet.setLevel(logging.CRITICAL)
     try:
-        admin = AdminClient({**config, "bootstrap.servers": bootstrap})
+        admin = AdminClient({**config, "bootstrap.servers": bootstrap, "error_cb": errors, "logger": quiet})
     except (KafkaException, ValueError, TypeError) as exc:
         raise AclSourceError(f"{where}: the admin client refused its settings: {exc}") from None
     everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
-    try:
-        found = admin.describe_acls(everything, request_timeout=timeout).result(timeout=timeout)
-    except KafkaException as exc:
-        error = exc.args[0]
-        raise AclSourceError(f"{where}: {error.name()}: {error.str()}") from None
-    except TimeoutError:
-        raise AclSourceError(f"{where}: no answer within {timeout:g} s") from None
+    future = admin.describe_acls(everything, request_timeout=timeout)
+    deadline = time.monotonic() + timeout
+    found = None
+    while found is None:
+        try:
+            found = future.result(timeout=POLL_SECONDS)
+        except KafkaException as exc:
+            error = exc.args[0]
+            raise AclSourceError(f"{where}: {error.name()}: {error.str()}") from None
+        except TimeoutError:
+            admin.poll(0)  # the error callback runs only when the client is polled
+            fatal = errors.fatal()
+            if fatal is not None:
+                raise AclSourceError(f"{where}: {fatal.name()}: {fatal.str()}") from None
+            if time.monotonic() >= deadline:
+                raise AclSourceError(f"{where}: no answer within {timeout:g} s{errors.last()}") from None
     try:
         bindings = [_binding(binding) for binding in found]
     except ValueError as exc:
