@@ -95,9 +95,13 @@ class GrantMatcher:
         if decided.principal in self.super_users:
             return []
         known_host = host_of(decided.client_address) is not None
-        context = context_for(decided.principal, decided.client_address)
+        try:
+            context = context_for(decided.principal, decided.client_address)
+            actions = actions_for(decided.method, decided.resource_type, decided.resource_name, decided.operation)
+        except (KeyError, ValueError):
+            return []  # a principal, resource type or operation no ACL can name: no binding allowed it
         used: set[int] = set()
-        for action in actions_for(decided.method, decided.resource_type, decided.resource_name, decided.operation):
+        for action in actions:
             if known_host and self._denied(context, action):
                 continue
             for grant in self._grants.get(action.resource_type, ()):

@@ -70,9 +70,13 @@ def why(authorizer: AclAuthorizer, super_users: frozenset[str], row: Row) -> str
     principal = str(row["principal"])
     if principal in super_users:
         return "super user"
-    context = context_for(principal, row["clientAddress"])
+    try:
+        context = context_for(principal, row["clientAddress"])
+        actions = actions_for(row["method"], row["resourceType"], row["resourceName"], row["operation"])
+    except (KeyError, ValueError) as exc:
+        return f"cannot be decided: {type(exc).__name__}: {exc}"
     reasons = []
-    for action in actions_for(row["method"], row["resourceType"], row["resourceName"], row["operation"]):
+    for action in actions:
         explanation = authorizer.explain(context, action)
         reasons.append(
             f"{action.operation.name} on {action.resource_type.name.lower()}:{action.resource_name}: "

@@ -90,6 +90,9 @@ def test_grant_matcher_follows_patterns_hosts_wildcards_and_deny_precedence() ->
     assert matcher.used(Decided("User:admin", "10.0.0.1", "kafka.DeleteTopics", "TOPIC", "x", "DELETE")) == []
     # the proxy's own check: no address recorded, so a binding's host does not rule it out
     assert matcher.used(Decided("User:proxy", None, "kafka.Envelope", "CLUSTER", "kafka-cluster", "CLUSTER_ACTION")) == [5]
+    # what no ACL can name allowed nothing, and stops nothing
+    assert matcher.used(Decided("no-colon", "10.0.0.1", "kafka.DeleteTopics", "TOPIC", "orders-1", "DELETE")) == []
+    assert matcher.used(Decided("User:a", "10.0.0.1", "kafka.AlterConfigs", "BROKER_LOGGER", "1", "ALTER_CONFIGS")) == []
 
 
 def test_outputs_read_back_as_the_same_bindings_and_quote_for_the_shell() -> None:
