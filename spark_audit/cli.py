@@ -13,7 +13,8 @@ from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from spark_audit import audit_input, class_archive, run_size
+from spark_audit import acl_cli, audit_input, class_archive, run_size
+from spark_audit.acl_options import AclHygieneOptions
 from spark_audit.failure import explain, first_line, log_path, log_tail
 from spark_audit.kafka_connector import KafkaConnectorError, connector_jars
 from spark_audit.options import JobOptions, ReportOptions, parse_duration, parse_instant
@@ -127,6 +128,7 @@ def parser() -> argparse.ArgumentParser:
         "--whatif-property", action="append", default=[], metavar="KEY=VALUE", help="candidate authorizer property (repeatable)"
     )
     whatif.add_argument("--whatif-properties", metavar="FILE", help="candidate authorizer properties file")
+    acl_cli.add_arguments(p)
     p.add_argument(
         "--py-file",
         action="append",
@@ -182,6 +184,13 @@ def _candidate(args: argparse.Namespace) -> Candidate | None:
     except WhatIfError as exc:
         raise UsageError(f"--whatif-authorizer {candidate.authorizer}: {exc}") from None
     return candidate
+
+
+def _acls(args: argparse.Namespace) -> AclHygieneOptions | None:
+    try:
+        return acl_cli.options_from(args)
+    except acl_cli.AclOptionError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _importable(py_files: Sequence[str]) -> None:
@@ -251,6 +260,7 @@ def options_from(args: argparse.Namespace) -> JobOptions:
         max_files_per_trigger=args.max_files_per_trigger,
         reports=reports,
         whatif=_candidate(args),
+        acls=_acls(args),
         html=not args.no_html,
         print_report=not args.quiet,
         chain_public_keys=tuple(args.chain_public_key),

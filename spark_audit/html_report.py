@@ -45,6 +45,8 @@ class ReportData:
     tables: Mapping[str, Table] = field(default_factory=dict)
     #: (who denied, denials), most first: spark_audit.view.denied_by's values
     denied_by: Sequence[tuple[str, int]] = ()
+    #: (anchor, title, HTML) of sections rendered elsewhere (spark_audit/acl_page.py), shown before Data quality
+    sections: Sequence[tuple[str, str, str]] = ()
 
 
 #: What each status means (docs/audit-schema.md, ``result.status``; NO_OUTCOME is the job's own).
@@ -269,6 +271,9 @@ def cards(summary: Mapping[str, Any]) -> str:
     whatif = summary.get("whatif")
     if isinstance(whatif, Mapping):
         items.append(_card("what-if changes", whatif.get("changed", 0), "alert" if whatif.get("changed") else ""))
+    acls = summary.get("acl_hygiene")
+    if isinstance(acls, Mapping):
+        items.append(_card("unused grants", acls.get("unusedGrants", 0), "note" if acls.get("unusedGrants") else "", note="ALLOW bindings no request used"))
     return '<div class="cards">' + "".join(items) + "</div>"
 
 
@@ -371,7 +376,7 @@ def render(data: ReportData) -> str:
         f"Baseline {baseline.get('start') or 'from the first record'} to {baseline.get('end') or '-'}; "
         f"newer records are compared with it." + (" The baseline is empty, so every pair counts as new." if baseline.get("empty") else "")
     )
-    nav = "".join(f'<a href="#{anchor}">{_t(title)}</a>' for anchor, title in SECTIONS)
+    nav = "".join(f'<a href="#{anchor}">{_t(title)}</a>' for anchor, title in [*SECTIONS[:-1], *[extra[:2] for extra in data.sections], SECTIONS[-1]])
     t = data.tables
     sections = [
         _section(
@@ -430,6 +435,7 @@ def render(data: ReportData) -> str:
             latency_chart(data) + table(t.get("latency"), "No timings."),
         ),
         _whatif_section(data),
+        *(html for _, _, html in data.sections),
         _section(
             "quality",
             "Data quality",

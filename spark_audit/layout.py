@@ -42,6 +42,10 @@ class Layout:
     def whatif(self, name: str) -> str:
         return self._join("whatif", name)
 
+    def acls(self, name: str) -> str:
+        """ACL hygiene's outputs (spark_audit/acl_hygiene.py): Parquet tables, the minimal ACLs and kafka-acls scripts."""
+        return self._join("acls", name)
+
     def work(self, name: str) -> str:
         """Intermediate Parquet the job reads back instead of caching (replaced by each run)."""
         return self._join("_work", name)

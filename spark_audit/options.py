@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from spark_audit.acl_options import AclHygieneOptions
 from spark_audit.read import KafkaSource
 from spark_audit.whatif import Candidate
 
@@ -86,6 +87,8 @@ class JobOptions:
     max_files_per_trigger: int | None = None
     reports: ReportOptions = field(default_factory=ReportOptions)
     whatif: Candidate | None = None
+    #: unused grants and least-privilege ACLs (spark_audit/acl_hygiene.py)
+    acls: AclHygieneOptions | None = None
     html: bool = True
     #: print the text report to stdout
     print_report: bool = True

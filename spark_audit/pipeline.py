@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_audit import collect, explain, hadoop_fs, reports, table_state, tables
+from spark_audit import acl_hygiene, acl_page, collect, explain, hadoop_fs, reports, table_state, tables
 from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
 from spark_audit.html_report import ReportData, render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
@@ -298,6 +298,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
             "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
         }
         result.release()
+    acls = None if options.acls is None else acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, options.reports.top)
     data = _collect(spark, sources, written, options.reports, layout)
     auth_failures = reports.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
     baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
@@ -309,6 +310,9 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     if whatif_summary is not None:
         summary["whatif"] = whatif_summary
     data = replace(data, summary=summary)
+    if acls is not None:
+        summary["acl_hygiene"] = acls.summary
+        data = replace(data, tables={**data.tables, **acls.tables}, sections=[acl_page.section(summary, acls.tables)])
     _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if options.html:
         _write_text(layout.html, render(data))

@@ -58,6 +58,9 @@ def print_report(data: ReportData, out: TextIO | None = None) -> None:
     _block("Latency per API (ms)", t.get("latency"), stream)
     if "whatif_counts" in t:
         _block("What-if: decisions that would change", t.get("whatif_counts"), stream)
+    _block("Unused grants (ALLOW bindings no request used)", t.get("acl_unused_grants"), stream)
+    _block("Minimal ACLs", t.get("acl_minimal"), stream)
+    _block("Minimal ACLs replayed: decisions that would change", t.get("acl_proof"), stream)
     print(f"malformed lines: {data.summary.get('malformed', 0)}", file=stream)
     print(f"duplicates dropped: {data.summary.get('duplicates_dropped', 0)}", file=stream)
 
