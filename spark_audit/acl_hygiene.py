@@ -39,9 +39,9 @@ from spark_audit.acl_usage import (
     in_window,
     needs,
 )
-from spark_audit.html_report import Table
 from spark_audit.layout import Layout
 from spark_audit.options import format_instant
+from spark_audit.report_data import Table
 
 #: The files written beside the Parquet tables, under ``<output>/acls/``.
 MINIMAL_ACLS = "minimal-acls.jsonl"

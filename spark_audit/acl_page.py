@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
-from spark_audit.html_report import Table, table
+from spark_audit.html_table import table
+from spark_audit.html_text import text as _t
+from spark_audit.report_data import Table
 
 ANCHOR = "acls"
 TITLE = "ACL hygiene"
-
-
-def _t(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
 
 
 def _facts(acls: Mapping[str, Any]) -> str:

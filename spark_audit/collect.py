@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, TimestampType
 
-from spark_audit.html_report import Table
+from spark_audit.report_data import Table
 
 ISO_UTC = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 

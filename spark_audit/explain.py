@@ -1,7 +1,7 @@
 """The page's tables of denials and sensitive changes, in words: who denied, why, and what changed.
 
-The rows come from :func:`spark_audit.reports.denial_details` and
-:func:`spark_audit.reports.sensitive_change_details` (Spark); only the newest ``limit`` reach the driver,
+The rows come from :func:`spark_audit.denial_reports.denial_details` and
+:func:`spark_audit.request_reports.sensitive_change_details` (Spark); only the newest ``limit`` reach the driver,
 where they are put into a few short columns that fit a laptop screen (the Parquet reports keep every column).
 """
 
@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_audit import changes, collect
-from spark_audit.html_report import Table
+from spark_audit.report_data import Table
 from spark_audit.view import BY_CONTROLLER, BY_PROXY_EDGE, BY_PROXY_RIGHTS, UNAUTHENTICATED
 
 #: The page's columns.
@@ -49,7 +49,7 @@ def _why(denied_by: Any, principal: Any, forwarder: Any, reason: Any, detail: An
 
 
 def denial_table(details: DataFrame, limit: int) -> Table:
-    """The newest ``limit`` denials of :func:`spark_audit.reports.denial_details`."""
+    """The newest ``limit`` denials of :func:`spark_audit.denial_reports.denial_details`."""
     columns = (
         "time",
         "principal",
@@ -109,7 +109,7 @@ def change_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
 
 
 def change_table(details: DataFrame, limit: int) -> Table:
-    """The newest ``limit`` changes of :func:`spark_audit.reports.sensitive_change_details`."""
+    """The newest ``limit`` changes of :func:`spark_audit.request_reports.sensitive_change_details`."""
     columns = (
         "time",
         "principal",

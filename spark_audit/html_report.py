@@ -1,53 +1,21 @@
-"""The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched).
+"""The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched): its skeleton,
+the summary cards, the legend and the sections.
 
-Pure Python: :class:`ReportData` is what the job collected from Spark, so the
-page can be rendered (and tested) without a Spark session.
+Pure Python: :class:`spark_audit.report_data.ReportData` is what the job collected from Spark, so the
+page can be rendered (and tested) without a Spark session. Charts are spark_audit/html_charts.py's,
+tables spark_audit/html_table.py's.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from html import escape
+from collections.abc import Mapping
 from typing import Any
 
-from spark_audit import svg
+from spark_audit.html_charts import PER_RESOURCE, activity_chart, denial_chart, heat_chart, latency_chart, ranking_charts
+from spark_audit.html_table import table
+from spark_audit.html_text import cell, text
 from spark_audit.integrity_banner import integrity_banner
-
-MAX_SERIES = 7
-#: what the who-did-what views count: a request once per resource it names
-PER_RESOURCE = "request \u00d7 resource"
-
-
-@dataclass(frozen=True)
-class Table:
-    columns: Sequence[str]
-    rows: Sequence[Sequence[Any]]
-    #: rows in the full report when the table shows fewer
-    total: int | None = None
-
-
-@dataclass
-class ReportData:
-    summary: Mapping[str, Any]
-    bucket: str = "1 hour"
-    #: (bucket start, principal, requests)
-    activity: Sequence[tuple[str, str, int]] = ()
-    #: (principal, method, requests)
-    heat: Sequence[tuple[str, str, int]] = ()
-    #: (bucket start, kind, events): denials and authentication failures over time
-    denial_timeline: Sequence[tuple[str, str, int]] = ()
-    #: dimension -> [(key, denials)], most first
-    ranking: Mapping[str, Sequence[tuple[str, int]]] = field(default_factory=dict)
-    #: (method, p50, p90, p99, max)
-    latency: Sequence[tuple[str, float, float, float, float]] = ()
-    tables: Mapping[str, Table] = field(default_factory=dict)
-    #: (who denied, denials), most first: spark_audit.view.denied_by's values
-    denied_by: Sequence[tuple[str, int]] = ()
-    #: (anchor, title, HTML) of sections rendered elsewhere (spark_audit/acl_page.py), shown before Data quality
-    sections: Sequence[tuple[str, str, str]] = ()
-
+from spark_audit.report_data import ReportData
 
 #: What each status means (docs/audit-schema.md, ``result.status``; NO_OUTCOME is the job's own).
 STATUS_MEANING: tuple[tuple[str, str], ...] = (
@@ -86,154 +54,11 @@ DENIED_BY_MEANING: tuple[tuple[str, str], ...] = (
     ),
 )
 
-#: Columns whose cells wrap only between words (an error's code and name).
-WORD_WRAPPED_COLUMNS = frozenset({"error"})
-#: Wrapped columns that get more room: a change, the reason of a denial; names, which read badly cut.
-WIDE_COLUMNS = frozenset({"what changed", "why"})
-NAME_COLUMNS = frozenset({"principal", "forwardingPrincipal"})
-#: Columns whose cells wrap (long text), so that tables fit a laptop screen; the others stay on one line.
-WRAPPED_COLUMNS = frozenset(
-    {
-        "what changed",
-        "why",
-        "resource",
-        "resources",
-        "from",
-        "value",
-        "problem",
-        "requestId",
-        "principals",
-        "listeners",
-        "baselineListeners",
-        "subject",
-        "principal",
-        "forwardingPrincipal",
-    }
-)
-
-
-def _t(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return '<span class="muted">&ndash;</span>'
-    if isinstance(value, bool):
-        return '<span class="badge bad">yes</span>' if value else "no"
-    if isinstance(value, (list, tuple)):
-        return _t(", ".join(str(v) for v in value))
-    if isinstance(value, float):
-        return _t(f"{value:,.2f}")
-    if isinstance(value, int):
-        return _t(f"{value:,}")
-    text = str(value)
-    if text in ("DENIED", "REFUSED", "FAILURE", "ERROR", "NO_OUTCOME"):
-        return f'<span class="badge bad">{_t(text)}</span>'
-    if text in ("ALLOWED", "SUCCESS"):
-        return f'<span class="badge ok">{_t(text)}</span>'
-    return _t(text)
-
-
-def _class(column: str) -> str:
-    """The CSS class of a column's cells: how (and whether) they wrap."""
-    if column in WORD_WRAPPED_COLUMNS:
-        return ' class="words"'
-    if column in WIDE_COLUMNS:
-        return ' class="wrap wide"'
-    if column in NAME_COLUMNS:
-        return ' class="wrap name"'
-    return ' class="wrap"' if column in WRAPPED_COLUMNS else ""
-
-
-def table(data: Table | None, empty: str) -> str:
-    if data is None or not data.rows:
-        return f'<p class="empty">{_t(empty)}</p>'
-    classes = [_class(c) for c in data.columns]
-    head = "".join(f"<th{k}>{_t(c)}</th>" for c, k in zip(data.columns, classes, strict=True))
-    body = "".join(
-        "<tr>" + "".join(f"<td{k}>{_cell(v)}</td>" for v, k in zip(row, classes, strict=True)) + "</tr>" for row in data.rows
-    )
-    more = ""
-    if data.total is not None and data.total > len(data.rows):
-        more = f'<p class="muted">{len(data.rows):,} of {data.total:,} rows shown; all are in the Parquet output.</p>'
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}'
-
-
-def _top_series(points: Sequence[tuple[str, str, int]]) -> tuple[list[str], list[tuple[str, list[float]]]]:
-    """Buckets in order and one series per name; names beyond the busiest few become ``other``."""
-    buckets = sorted({bucket for bucket, _, _ in points})
-    totals: dict[str, int] = defaultdict(int)
-    for _, name, value in points:
-        totals[name] += value
-    ranked = sorted(totals, key=lambda n: (-totals[n], n))
-    # an "other" holding a single name hides it for nothing
-    kept = ranked if len(ranked) <= MAX_SERIES + 1 else ranked[:MAX_SERIES]
-    index = {bucket: i for i, bucket in enumerate(buckets)}
-    series: dict[str, list[float]] = {name: [0.0] * len(buckets) for name in kept}
-    if len(kept) < len(ranked):
-        series["other"] = [0.0] * len(buckets)
-    for bucket, name, value in points:
-        series[name if name in kept else "other"][index[bucket]] += value
-    return buckets, list(series.items())
-
-
-def _short_bucket(bucket: str) -> str:
-    """``2026-11-21T10:00:00.000Z`` -> ``11-21 10:00``."""
-    return bucket[5:16].replace("T", " ") if len(bucket) >= 16 else bucket
-
-
-def activity_chart(data: ReportData) -> str:
-    if not data.activity:
-        return '<p class="empty">No requests in the input.</p>'
-    buckets, series = _top_series(data.activity)
-    chart = svg.stacked_columns(
-        [_short_bucket(b) for b in buckets], series, label=f"{PER_RESOURCE.capitalize()} per {data.bucket} by principal"
-    )
-    return chart + svg.legend([name for name, _ in series])
-
-
-def denial_chart(data: ReportData) -> str:
-    if not data.denial_timeline:
-        return '<p class="empty">No denials or authentication failures.</p>'
-    buckets, series = _top_series(data.denial_timeline)
-    chart = svg.stacked_columns([_short_bucket(b) for b in buckets], series, label=f"Denials and authentication failures per {data.bucket}")
-    return chart + svg.legend([name for name, _ in series])
-
-
-def heat_chart(data: ReportData) -> str:
-    if not data.heat:
-        return '<p class="empty">No requests in the input.</p>'
-    by_principal: dict[str, int] = defaultdict(int)
-    by_method: dict[str, int] = defaultdict(int)
-    for principal, method, value in data.heat:
-        by_principal[principal] += value
-        by_method[method] += value
-    rows = sorted(by_principal, key=lambda p: (-by_principal[p], p))[:12]
-    columns = sorted(by_method, key=lambda m: (-by_method[m], m))[:14]
-    values = {(p, m): float(v) for p, m, v in data.heat}
-    return svg.heatmap(rows, columns, values, label=f"{PER_RESOURCE.capitalize()} by principal and method")
-
-
-def ranking_charts(data: ReportData) -> str:
-    parts = [denied_by_chart(data)]
-    for dimension, title in (("principal", "by client principal"), ("address", "by client address"), ("resource", "by resource")):
-        items = [(key, float(count)) for key, count in data.ranking.get(dimension, ())]
-        chart = svg.horizontal_bars(items, label=f"Denials {title}") if items else '<p class="empty">None.</p>'
-        parts.append(f'<div class="panel"><h3>Denials {_t(title)}</h3>{chart}</div>')
-    return '<div class="grid3">' + "".join(parts) + "</div>"
-
-
-def latency_chart(data: ReportData) -> str:
-    if not data.latency:
-        return '<p class="empty">No outcome records with timings.</p>'
-    return svg.latency_ranges(data.latency, label="Latency percentiles per API")
-
 
 def _card(label: str, value: Any, tone: str = "", note: str = "") -> str:
-    shown = f"{value:,}" if isinstance(value, int) else _t(value)
-    said = f'<div class="note">{_t(note)}</div>' if note else ""
-    return f'<div class="card {tone}"><div class="value">{shown}</div><div class="label">{_t(label)}</div>{said}</div>'
+    shown = f"{value:,}" if isinstance(value, int) else text(value)
+    said = f'<div class="note">{text(note)}</div>' if note else ""
+    return f'<div class="card {tone}"><div class="value">{shown}</div><div class="label">{text(label)}</div>{said}</div>'
 
 
 def cards(summary: Mapping[str, Any]) -> str:
@@ -279,8 +104,8 @@ def cards(summary: Mapping[str, Any]) -> str:
 
 def legend_section() -> str:
     """How to read the page: what each status and each "denied by" means, and what the counts count."""
-    statuses = "".join(f"<dt>{_cell(status)}</dt><dd>{_t(meaning)}</dd>" for status, meaning in STATUS_MEANING)
-    denied = "".join(f"<dt><b>{_t(by)}</b></dt><dd>{_t(meaning)}</dd>" for by, meaning in DENIED_BY_MEANING)
+    statuses = "".join(f"<dt>{cell(status)}</dt><dd>{text(meaning)}</dd>" for status, meaning in STATUS_MEANING)
+    denied = "".join(f"<dt><b>{text(by)}</b></dt><dd>{text(meaning)}</dd>" for by, meaning in DENIED_BY_MEANING)
     counts = (
         "<dt><b>requests</b></dt><dd>each request once, however many resources it names</dd>"
         "<dt><b>request &times; resource</b></dt><dd>each request once per resource it names: a CreateTopics of two topics "
@@ -296,12 +121,6 @@ def legend_section() -> str:
         "</div>"
     )
     return _section("legend", "How to read this page", "Every status, who denied what, and what each number counts.", body)
-
-
-def denied_by_chart(data: ReportData) -> str:
-    items = [(by, float(n)) for by, n in data.denied_by]
-    chart = svg.horizontal_bars(items, label="Denials by who denied") if items else '<p class="empty">None.</p>'
-    return f'<div class="panel"><h3>Denials by who denied</h3>{chart}</div>'
 
 
 STYLE = """
@@ -339,7 +158,7 @@ SECTIONS = (
 
 
 def _section(anchor: str, title: str, lead: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{_t(title)}</h2><p class="lead">{_t(lead)}</p>{body}</section>'
+    return f'<section id="{anchor}"><h2>{text(title)}</h2><p class="lead">{text(lead)}</p>{body}</section>'
 
 
 def _whatif_section(data: ReportData) -> str:
@@ -347,7 +166,7 @@ def _whatif_section(data: ReportData) -> str:
     if not isinstance(whatif, Mapping):
         return _section("whatif", "Authorizer what-if", "Not run: pass --whatif-acls and/or --whatif-authorizer to replay history.", "")
     facts = (
-        f"<dl><dt>candidate</dt><dd>{_t(whatif.get('authorizer'))}</dd><dt>ACLs</dt><dd>{_t(whatif.get('acls'))}</dd>"
+        f"<dl><dt>candidate</dt><dd>{text(whatif.get('authorizer'))}</dd><dt>ACLs</dt><dd>{text(whatif.get('acls'))}</dd>"
         f"<dt>decisions replayed</dt><dd>{whatif.get('decisions', 0):,}</dd><dt>would change</dt><dd>{whatif.get('changed', 0):,}</dd>"
         f"<dt>allowed &rarr; denied</dt><dd>{whatif.get('allowedToDenied', 0):,}</dd><dt>denied &rarr; allowed</dt><dd>{whatif.get('deniedToAllowed', 0):,}</dd>"
         f"<dt>errors</dt><dd>{whatif.get('errors', 0):,}</dd></dl>"
@@ -368,15 +187,15 @@ def render(data: ReportData) -> str:
     s = data.summary
     time_range = s.get("time_range") or {}
     subtitle = (
-        f"{_t(s.get('source', ''))} &middot; {_t(time_range.get('first') or '-')} to {_t(time_range.get('last') or '-')} &middot; "
-        f"{_t(s.get('mode', 'batch'))} run &middot; generated {_t(s.get('generated_at', ''))}"
+        f"{text(s.get('source', ''))} &middot; {text(time_range.get('first') or '-')} to {text(time_range.get('last') or '-')} &middot; "
+        f"{text(s.get('mode', 'batch'))} run &middot; generated {text(s.get('generated_at', ''))}"
     )
     baseline = s.get("baseline") or {}
     baseline_text = (
         f"Baseline {baseline.get('start') or 'from the first record'} to {baseline.get('end') or '-'}; "
         f"newer records are compared with it." + (" The baseline is empty, so every pair counts as new." if baseline.get("empty") else "")
     )
-    nav = "".join(f'<a href="#{anchor}">{_t(title)}</a>' for anchor, title in [*SECTIONS[:-1], *[extra[:2] for extra in data.sections], SECTIONS[-1]])
+    nav = "".join(f'<a href="#{anchor}">{text(title)}</a>' for anchor, title in [*SECTIONS[:-1], *[extra[:2] for extra in data.sections], SECTIONS[-1]])
     t = data.tables
     sections = [
         _section(
@@ -441,7 +260,7 @@ def render(data: ReportData) -> str:
             "Data quality",
             "Malformed lines are kept in the quarantine output with where they came from and why.",
             f"<dl><dt>malformed lines</dt><dd>{s.get('malformed', 0):,}</dd><dt>duplicates dropped</dt><dd>{s.get('duplicates_dropped', 0):,}</dd>"
-            f"<dt>quarantine</dt><dd>{_t((s.get('outputs') or {}).get('quarantine', ''))}</dd></dl>"
+            f"<dt>quarantine</dt><dd>{text((s.get('outputs') or {}).get('quarantine', ''))}</dd></dl>"
             + table(t.get("quarantine"), "Nothing quarantined."),
         ),
     ]

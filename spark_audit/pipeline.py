@@ -12,13 +12,26 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_audit import acl_hygiene, acl_page, collect, explain, hadoop_fs, reports, table_state, tables
+from spark_audit import (
+    acl_hygiene,
+    acl_page,
+    collect,
+    denial_reports,
+    explain,
+    hadoop_fs,
+    identity_reports,
+    report_basics,
+    request_reports,
+    table_state,
+    tables,
+)
 from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
-from spark_audit.html_report import ReportData, render
+from spark_audit.html_report import render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
+from spark_audit.report_data import ReportData
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
@@ -58,7 +71,7 @@ def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestSt
 class Window:
     first_us: int | None
     last_us: int | None
-    baseline: reports.Baseline
+    baseline: identity_reports.Baseline
 
     @classmethod
     def of(cls, flat: DataFrame, options: ReportOptions) -> Window:
@@ -68,7 +81,7 @@ class Window:
         end = options.baseline_end_us
         if end is None and last_us is not None:
             end = last_us - options.detection_window_seconds * 1_000_000
-        return cls(first_us, last_us, reports.Baseline(options.baseline_start_us, end))
+        return cls(first_us, last_us, identity_reports.Baseline(options.baseline_start_us, end))
 
 
 @dataclass(frozen=True)
@@ -88,19 +101,19 @@ class Sources:
     #: everything the denial reports, the bursts and the denial timeline look at
     alarms: DataFrame
     #: the records that name a principal, counted per principal, listener, address and side of
-    #: the baseline (:func:`spark_audit.reports.identities`): what the identity reports read
+    #: the baseline (:func:`spark_audit.identity_reports.identities`): what the identity reports read
     identities: DataFrame
     #: the dates whose request rows this run rewrote; None when it rewrote every date
     rewritten: frozenset[date] | None
 
     @classmethod
     def write(
-        cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: reports.Baseline, state: TableState, *, incremental: bool
+        cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: identity_reports.Baseline, state: TableState, *, incremental: bool
     ) -> Sources:
         follows = incremental and state.built and tables.kept(spark, layout)
         kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
-        reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
+        identity_reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
         return cls(flat, kept.requests, kept.alarms, spark.read.parquet(layout.work("identities")), kept.rewritten)
 
 
@@ -108,16 +121,16 @@ def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> 
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
     requests, alarms = sources.requests, sources.alarms
     return {
-        "requests": reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
-        "denials": reports.denials(alarms),
-        "denial_ranking": reports.denial_ranking(alarms),
-        "bursts": reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
-        "sensitive_changes": reports.sensitive_changes(requests),
-        "impersonation": reports.impersonation(requests),
-        "unusual_listeners": reports.unusual_listeners(sources.identities, window.baseline),
-        "first_seen_pairs": reports.first_seen_pairs(sources.identities, window.baseline),
-        "intents_without_outcome": reports.intents_without_outcome(requests, before_us=grace_before),
-        "latency": reports.latency(requests),
+        "requests": request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
+        "denials": denial_reports.denials(alarms),
+        "denial_ranking": denial_reports.denial_ranking(alarms),
+        "bursts": denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
+        "sensitive_changes": request_reports.sensitive_changes(requests),
+        "impersonation": identity_reports.impersonation(requests),
+        "unusual_listeners": identity_reports.unusual_listeners(sources.identities, window.baseline),
+        "first_seen_pairs": identity_reports.first_seen_pairs(sources.identities, window.baseline),
+        "intents_without_outcome": request_reports.intents_without_outcome(requests, before_us=grace_before),
+        "latency": request_reports.latency(requests),
     }
 
 
@@ -133,8 +146,8 @@ def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions,
         or tables.DAY.total_seconds() % options.bucket_seconds != 0
         or not hadoop_fs.exists(spark, path)
     ):
-        return _write(spark, reports.who_did_what(sources.requests, bucket=bucket, include_local=options.include_local), path, by_date=True)
-    frame = reports.who_did_what(
+        return _write(spark, request_reports.who_did_what(sources.requests, bucket=bucket, include_local=options.include_local), path, by_date=True)
+    frame = request_reports.who_did_what(
         sources.requests.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])),
         bucket=bucket,
         include_local=options.include_local,
@@ -157,8 +170,8 @@ def _write(spark: SparkSession, frame: DataFrame, path: str, *, by_date: bool) -
 
 
 def _denial_timeline(flat: DataFrame, bucket: str) -> list[tuple[str, str, int]]:
-    events = reports.closing_events(flat).filter(F.col("isDenial") | F.col("isAuthFailure"))
-    kind = F.when(F.col("isAuthFailure"), F.lit(reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(reports.DENIAL))
+    events = report_basics.closing_events(flat).filter(F.col("isDenial") | F.col("isAuthFailure"))
+    kind = F.when(F.col("isAuthFailure"), F.lit(denial_reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(denial_reports.DENIAL))
     grouped = events.groupBy(F.window("time", bucket)["start"].alias("bucket"), kind.alias("kind")).count()
     return [(str(b), str(k), int(c)) for b, k, c in collect.rows(grouped.orderBy("bucket", "kind"))]
 
@@ -184,9 +197,9 @@ def _collect(
             top,
         ),
         # the page's words for them: who denied, why, what changed (the Parquet reports keep every column)
-        "denials": explain.denial_table(reports.denial_details(alarms), top),
+        "denials": explain.denial_table(denial_reports.denial_details(alarms), top),
         "bursts": collect.table(written["bursts"].drop("date"), top),
-        "sensitive_changes": explain.change_table(reports.sensitive_change_details(sources.requests), top),
+        "sensitive_changes": explain.change_table(request_reports.sensitive_change_details(sources.requests), top),
         "impersonation": collect.table(written["impersonation"], top),
         "unusual_listeners": collect.table(written["unusual_listeners"], top),
         "first_seen_pairs": collect.table(written["first_seen_pairs"].drop("date"), top),
@@ -198,7 +211,7 @@ def _collect(
         if name in written:
             tables[name] = collect.table(written[name].drop("date") if name == "whatif_changes" else written[name], top)
     bucket = f"{options.bucket_seconds} seconds"
-    denied_by = [(str(by), int(n)) for by, n in collect.rows(reports.denials_by(alarms))]
+    denied_by = [(str(by), int(n)) for by, n in collect.rows(denial_reports.denials_by(alarms))]
     return ReportData(
         summary={},
         denied_by=denied_by,
@@ -300,7 +313,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         result.release()
     acls = None if options.acls is None else acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, options.reports.top)
     data = _collect(spark, sources, written, options.reports, layout)
-    auth_failures = reports.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
+    auth_failures = report_basics.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
     baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
     quarantined = read_quarantine(spark, layout.quarantine).count()
     summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from spark_audit.html_report import ReportData, Table
+from spark_audit.report_data import ReportData, Table
 
 
 def _cell(value: Any) -> str:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pyspark.sql import functions as F
 
-from spark_audit import reports
+from spark_audit import denial_reports, request_reports
 from spark_audit.read import deduplicate, parse, read_files, records_of
 from spark_audit.session import build_session
 from spark_audit.view import flatten
@@ -30,9 +30,9 @@ def main() -> None:
         flat = flatten(deduplicate(records_of(parse(read_files(spark, args.input))))).cache()
         latency = {
             r["method"]: {"requests": r["requests"], "p50": r["totalP50"], "p90": r["totalP90"], "p99": r["totalP99"]}
-            for r in reports.latency(flat).collect()
+            for r in request_reports.latency(flat).collect()
         }
-        ranking = reports.denial_ranking(flat).filter(F.col("dimension") == "principal")
+        ranking = denial_reports.denial_ranking(flat).filter(F.col("dimension") == "principal")
         denials = {r["key"]: r["denials"] for r in ranking.collect()}
     finally:
         spark.stop()

@@ -15,9 +15,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_audit.identity_reports import Baseline
 from spark_audit.options import parse_instant
 from spark_audit.read import deduplicate, parse, records_of
-from spark_audit.reports import Baseline
 from spark_audit.view import flatten
 from tests.spark_audit.records import connection, err, request, resource
 

@@ -6,8 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 
 from spark_audit import svg
-from spark_audit.html_report import ReportData, Table, render
+from spark_audit.html_report import render
 from spark_audit.options import format_instant, parse_duration, parse_instant
+from spark_audit.report_data import ReportData, Table
 
 SUMMARY = {
     "records": 12,

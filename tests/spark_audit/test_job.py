@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_audit import job, reports
+from spark_audit import denial_reports, identity_reports, job, request_reports
 from spark_audit.cli import main
 from spark_audit.options import parse_instant
 from tests.spark_audit.records import write_jsonl
@@ -102,20 +102,20 @@ def test_cli_run_writes_every_output(spark: SparkSession, tmp_path: Path, capsys
     # Each report on disk is its function's result over the flat view of every record (test_reports.py checks
     # the functions against hand-made expectations): the small tables the job reports from change nothing.
     flat = flat_of(spark, [*RECORDS, "this is not json {{{", RECORDS[5]])
-    baseline = reports.Baseline(None, parse_instant("2026-11-20T00:00:00Z"))
+    baseline = identity_reports.Baseline(None, parse_instant("2026-11-20T00:00:00Z"))
     expected = {
-        "requests": reports.requests_by_principal_method_outcome(flat),
-        "who_did_what": reports.who_did_what(flat, bucket="15 minutes"),
-        "denials": reports.denials(flat),
-        "denial_ranking": reports.denial_ranking(flat),
-        "bursts": reports.bursts(flat, threshold=3),
-        "sensitive_changes": reports.sensitive_changes(flat),
-        "impersonation": reports.impersonation(flat),
-        "unusual_listeners": reports.unusual_listeners(flat, baseline),
-        "first_seen_pairs": reports.first_seen_pairs(flat, baseline),
+        "requests": request_reports.requests_by_principal_method_outcome(flat),
+        "who_did_what": request_reports.who_did_what(flat, bucket="15 minutes"),
+        "denials": denial_reports.denials(flat),
+        "denial_ranking": denial_reports.denial_ranking(flat),
+        "bursts": denial_reports.bursts(flat, threshold=3),
+        "sensitive_changes": request_reports.sensitive_changes(flat),
+        "impersonation": identity_reports.impersonation(flat),
+        "unusual_listeners": identity_reports.unusual_listeners(flat, baseline),
+        "first_seen_pairs": identity_reports.first_seen_pairs(flat, baseline),
         # the newest record minus the default 60 s of grace
-        "intents_without_outcome": reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:01:00Z")),
-        "latency": reports.latency(flat),
+        "intents_without_outcome": request_reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:01:00Z")),
+        "latency": request_reports.latency(flat),
     }
     for name, frame in expected.items():
         assert frame.count() > 0, name

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_audit import reports
+from spark_audit import identity_reports
 from spark_audit.read import parse, records_of
 from tests.spark_audit.records import request
 from tests.spark_audit.scenario import BASELINE, flat_of
@@ -41,7 +41,7 @@ def test_first_seen_and_forwarding_reports_name_the_client_behind_the_load_balan
         behind(request(3, "2026-11-21T10:00:02.000Z", "b", "intent", principal="User:bob", client="ignored", version=4), "2001:db8::9", 40002),
     ]
     flat = flat_of(spark, records)
-    pairs = {(row["principal"], row["clientAddress"]) for row in reports.first_seen_pairs(flat, BASELINE).collect()}
+    pairs = {(row["principal"], row["clientAddress"]) for row in identity_reports.first_seen_pairs(flat, BASELINE).collect()}
     assert pairs == {("User:alice", "192.0.2.7"), ("User:bob", "2001:db8::9")}
     assert LOAD_BALANCER not in {row["clientAddress"] for row in flat.collect()}
     # the load balancer is carried in the records, for a reader who asks

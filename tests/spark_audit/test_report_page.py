@@ -21,9 +21,10 @@ from pyspark.sql import SparkSession
 
 from envelope.apis import ApiKey
 from spark_audit import changes
-from spark_audit.html_report import DENIED_BY_MEANING, STATUS_MEANING, ReportData, Table, render
+from spark_audit.html_report import DENIED_BY_MEANING, STATUS_MEANING, render
 from spark_audit.options import JobOptions
 from spark_audit.pipeline import run
+from spark_audit.report_data import ReportData, Table
 from spark_audit.view import DENIED_BY
 from tests.proxy.audit.test_request_parameters import intent
 from tests.spark_audit.browser import Seen, look

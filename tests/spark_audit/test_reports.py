@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_audit import reports
+from spark_audit import denial_reports, identity_reports, request_reports
 from spark_audit.options import parse_instant
 from tests.spark_audit.records import err, request, resource, rid, ts
 from tests.spark_audit.scenario import BASELINE, RECORDS, flat_of
@@ -44,7 +44,7 @@ def test_requests_counts_each_request_once(spark: SparkSession, flat: DataFrame)
         ],
         "principal string, method string, status string, count long",
     )
-    assertDataFrameEqual(reports.requests_by_principal_method_outcome(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(request_reports.requests_by_principal_method_outcome(flat), expected, checkRowOrder=True)
 
 
 def test_who_did_what_per_bucket_and_resource(spark: SparkSession, flat: DataFrame) -> None:
@@ -63,7 +63,7 @@ def test_who_did_what_per_bucket_and_resource(spark: SparkSession, flat: DataFra
         ],
         "bucket timestamp, date date, principal string, method string, resource string, operation string, requests long, denied long",
     )
-    assertDataFrameEqual(reports.who_did_what(flat, bucket="1 day"), expected, checkRowOrder=True)
+    assertDataFrameEqual(request_reports.who_did_what(flat, bucket="1 day"), expected, checkRowOrder=True)
 
 
 def test_denials_list_requests_and_connections(spark: SparkSession, flat: DataFrame) -> None:
@@ -89,7 +89,7 @@ def test_denials_list_requests_and_connections(spark: SparkSession, flat: DataFr
         ],
         "time timestamp, principal string, clientAddress string, method string, subject string, errorCode int, errorName string, status string",
     )
-    assertDataFrameEqual(reports.denials(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(denial_reports.denials(flat), expected, checkRowOrder=True)
 
 
 def test_denial_ranking_by_principal_address_and_resource(spark: SparkSession, flat: DataFrame) -> None:
@@ -108,7 +108,7 @@ def test_denial_ranking_by_principal_address_and_resource(spark: SparkSession, f
         ],
         "dimension string, key string, denials long, first timestamp, last timestamp, rank int",
     )
-    assertDataFrameEqual(reports.denial_ranking(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(denial_reports.denial_ranking(flat), expected, checkRowOrder=True)
 
 
 def test_bursts_need_the_threshold_within_the_window(spark: SparkSession, flat: DataFrame) -> None:
@@ -116,10 +116,10 @@ def test_bursts_need_the_threshold_within_the_window(spark: SparkSession, flat: 
         [("10.0.0.9", "authentication-failure", t("10:01:00"), t("10:01:09"), D, 3, 3, ["User:mallory"])],
         "clientAddress string, kind string, start timestamp, end timestamp, date date, events long, peak long, principals array<string>",
     )
-    assertDataFrameEqual(reports.bursts(flat, window_seconds=60, threshold=3), expected)
-    assert reports.bursts(flat, window_seconds=60, threshold=4).count() == 0
+    assertDataFrameEqual(denial_reports.bursts(flat, window_seconds=60, threshold=3), expected)
+    assert denial_reports.bursts(flat, window_seconds=60, threshold=4).count() == 0
     # 10:01:00 and 10:01:09 are 9 s apart: with a 5 s window no three fall together
-    assert reports.bursts(flat, window_seconds=5, threshold=3).count() == 0
+    assert denial_reports.bursts(flat, window_seconds=5, threshold=3).count() == 0
 
 
 def test_sensitive_changes_with_category_and_outcome(spark: SparkSession, flat: DataFrame) -> None:
@@ -159,7 +159,7 @@ def test_sensitive_changes_with_category_and_outcome(spark: SparkSession, flat: 
         "time timestamp, date date, category string, method string, principal string, clientAddress string, listener string, "
         "forwardingPrincipal string, resources string, status string, errorCode int, denied boolean, requestId string",
     )
-    assertDataFrameEqual(reports.sensitive_changes(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(request_reports.sensitive_changes(flat), expected, checkRowOrder=True)
 
 
 def test_impersonation_forwarder_by_principal(spark: SparkSession, flat: DataFrame) -> None:
@@ -171,7 +171,7 @@ def test_impersonation_forwarder_by_principal(spark: SparkSession, flat: DataFra
         ],
         "forwardingPrincipal string, principal string, listeners array<string>, requests long, denied long, first timestamp, last timestamp",
     )
-    assertDataFrameEqual(reports.impersonation(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(identity_reports.impersonation(flat), expected, checkRowOrder=True)
 
 
 def test_unusual_listener_against_the_principals_history(spark: SparkSession, flat: DataFrame) -> None:
@@ -179,7 +179,7 @@ def test_unusual_listener_against_the_principals_history(spark: SparkSession, fl
         [("User:alice", "INTERNAL", t("10:00:08"), t("10:00:08"), 1, ["CLIENT"])],
         "principal string, listener string, first timestamp, last timestamp, events long, baselineListeners array<string>",
     )
-    assertDataFrameEqual(reports.unusual_listeners(flat, BASELINE), expected, checkRowOrder=True)
+    assertDataFrameEqual(identity_reports.unusual_listeners(flat, BASELINE), expected, checkRowOrder=True)
 
 
 def test_first_seen_pairs_against_the_baseline(spark: SparkSession, flat: DataFrame) -> None:
@@ -191,10 +191,10 @@ def test_first_seen_pairs_against_the_baseline(spark: SparkSession, flat: DataFr
         ],
         "principal string, clientAddress string, first timestamp, last timestamp, events long, listeners array<string>, date date",
     )
-    assertDataFrameEqual(reports.first_seen_pairs(flat, BASELINE), expected, checkRowOrder=True)
+    assertDataFrameEqual(identity_reports.first_seen_pairs(flat, BASELINE), expected, checkRowOrder=True)
     # a baseline that ends later holds every pair of the day: nothing is new after it
-    later = reports.Baseline(None, parse_instant("2026-11-21T10:01:30Z"))
-    assert reports.first_seen_pairs(flat, later).count() == 0
+    later = identity_reports.Baseline(None, parse_instant("2026-11-21T10:01:30Z"))
+    assert identity_reports.first_seen_pairs(flat, later).count() == 0
 
 
 def test_intents_without_outcome_leave_out_recent_ones(spark: SparkSession, flat: DataFrame) -> None:
@@ -202,8 +202,8 @@ def test_intents_without_outcome_leave_out_recent_ones(spark: SparkSession, flat
         [(rid("r3"), t("10:00:02"), D, "User:carol", "127.0.0.1", "CLIENT", "kafka.CreateTopics", "topic:orders", "topic:orders CREATE")],
         "requestId string, time timestamp, date date, principal string, clientAddress string, listener string, method string, subject string, resources string",
     )
-    assertDataFrameEqual(reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:01:00Z")), expected)
-    assert reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:00:01Z")).count() == 0
+    assertDataFrameEqual(request_reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:01:00Z")), expected)
+    assert request_reports.intents_without_outcome(flat, before_us=parse_instant("2026-11-21T10:00:01Z")).count() == 0
 
 
 def test_latency_percentiles_per_api(spark: SparkSession) -> None:
@@ -229,7 +229,7 @@ def test_latency_percentiles_per_api(spark: SparkSession) -> None:
         "method string, requests long, totalP50 double, totalP90 double, totalP99 double, totalMax double, "
         "upstreamP50 double, upstreamP90 double, upstreamP99 double",
     )
-    assertDataFrameEqual(reports.latency(flat), expected, checkRowOrder=True)
+    assertDataFrameEqual(request_reports.latency(flat), expected, checkRowOrder=True)
 
 
 def test_a_resource_listed_twice_counts_once_per_request(spark: SparkSession) -> None:
@@ -245,8 +245,8 @@ def test_a_resource_listed_twice_counts_once_per_request(spark: SparkSession) ->
         ],
     )
 
-    who = reports.who_did_what(flat, bucket="1 day").select("resource", "operation", "requests", "denied").collect()
-    ranking = reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
+    who = request_reports.who_did_what(flat, bucket="1 day").select("resource", "operation", "requests", "denied").collect()
+    ranking = denial_reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
 
     assert [tuple(row) for row in who] == [("topic:orders", "ALTER", 1, 1)]
     assert [tuple(row) for row in ranking] == [("topic:orders", 1)]
@@ -264,8 +264,8 @@ def test_an_error_row_denies_only_a_resource_of_the_type_its_code_names(spark: S
         ],
     )
 
-    who = reports.who_did_what(flat, bucket="1 day").select("resource", "requests", "denied").orderBy("resource").collect()
-    ranking = reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
+    who = request_reports.who_did_what(flat, bucket="1 day").select("resource", "requests", "denied").orderBy("resource").collect()
+    ranking = denial_reports.denial_ranking(flat).filter("dimension = 'resource'").select("key", "denials").collect()
 
     assert [tuple(row) for row in who] == [("group:orders", 1, 1), ("topic:orders", 1, 0)]
     assert [tuple(row) for row in ranking] == [("group:orders", 1)]
@@ -277,6 +277,6 @@ def test_the_resources_text_tells_a_prefixed_binding_from_a_literal_one(spark: S
     acls = {"method": "kafka.CreateAcls", "api_key": 30, "resources": bindings}
     flat = flat_of(spark, [request(1, "2026-11-21T10:00:00.000Z", "acls", "intent", **acls), request(2, "2026-11-21T10:00:00.100Z", "acls", "outcome", **acls)])
 
-    (row,) = reports.sensitive_changes(flat).select("resources").collect()
+    (row,) = request_reports.sensitive_changes(flat).select("resources").collect()
 
     assert row[0] == "topic:orders ALTER, topic:orders ALTER (PREFIXED)"

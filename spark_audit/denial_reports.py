@@ -1,0 +1,170 @@
+"""The denial reports: every denial, who denied it, the rankings, and bursts of denials or failed logins.
+
+Each is a function from :func:`spark_audit.view.flatten`'s rows (or the job's alarm table) to a DataFrame,
+in Spark SQL expressions only (spark_audit/report_basics.py says why).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_audit.report_basics import MICROS, closing_events, micros, who
+from spark_audit.view import (
+    DENIED,
+    NO_RESOURCE,
+    denied_by,
+    error_name,
+    explaining_error,
+    is_auth_code,
+    resource_decision,
+    resource_label,
+)
+
+AUTHENTICATION_FAILURE = "authentication-failure"
+#: the "resource" of a refused connection in the denial ranking
+CONNECTION = "(connection)"
+DENIAL = "denial"
+
+
+def denials(flat: DataFrame) -> DataFrame:
+    """Every denial (request or connection), sorted by time.
+
+    Columns: time, principal, clientAddress, method, subject, errorCode,
+    errorName, status. The error shown is the top-level code when it is an
+    authorization failure, else the first per-resource authorization failure,
+    else (a refusal) the top-level code.
+    """
+    top = F.col("errorCode")
+    first_auth = F.try_element_at(F.filter("errors", lambda e: is_auth_code(e["errorCode"])), F.lit(1))
+    code = F.when(is_auth_code(top), top).when(first_auth.isNotNull(), first_auth["errorCode"]).otherwise(top)
+    name = (
+        F.when(is_auth_code(top), error_name(top))
+        .when(first_auth.isNotNull(), F.coalesce(first_auth["errorName"], error_name(first_auth["errorCode"])))
+        .otherwise(error_name(top))
+    )
+    return (
+        closing_events(flat)
+        .filter(F.col("isDenial"))
+        .select(
+            "time",
+            "principal",
+            "clientAddress",
+            "method",
+            "subject",
+            code.alias("errorCode"),
+            name.alias("errorName"),
+            "status",
+            "id",
+        )
+        .orderBy("time", "id")
+        .drop("id")
+    )
+
+
+def denial_details(flat: DataFrame) -> DataFrame:
+    """Every denial as the page shows it: who denied it, and the code and reason that say why.
+
+    Columns: time, principal, clientAddress, listener, forwardingPrincipal, method, subject, deniedResources
+    (the labels of the resources it denied, as in :func:`denial_ranking`), status, deniedBy
+    (:func:`spark_audit.view.denied_by`), errorCode and errorName (:func:`spark_audit.view.explaining_error`:
+    never 0), reason, detail; sorted by time.
+    """
+    denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
+    code = explaining_error()
+    return (
+        closing_events(flat)
+        .filter(F.col("isDenial"))
+        .select(
+            "time",
+            "principal",
+            "clientAddress",
+            "listener",
+            "forwardingPrincipal",
+            "method",
+            "subject",
+            F.array_distinct(F.transform(denied, resource_label)).alias("deniedResources"),
+            "status",
+            denied_by().alias("deniedBy"),
+            code.alias("errorCode"),
+            error_name(code).alias("errorName"),
+            "reason",
+            "detail",
+            "id",
+        )
+        .orderBy("time", "id")
+        .drop("id")
+    )
+
+
+def denials_by(flat: DataFrame) -> DataFrame:
+    """Denials counted by who denied them (:func:`spark_audit.view.denied_by`). Columns: deniedBy, denials."""
+    return (
+        closing_events(flat)
+        .filter(F.col("isDenial"))
+        .groupBy(denied_by().alias("deniedBy"))
+        .agg(F.count(F.lit(1)).alias("denials"))
+        .orderBy(F.desc("denials"), "deniedBy")
+    )
+
+
+def denial_ranking(flat: DataFrame) -> DataFrame:
+    """Denials counted and ranked per principal, per client address and per denied resource.
+
+    Columns: dimension (``principal``, ``address`` or ``resource``), key,
+    denials, first, last, rank (1 = most denials; ties by key). A denial
+    without a denied resource (a refused connection) counts under its subject,
+    or ``(none)``.
+    """
+    events = closing_events(flat).filter(F.col("isDenial"))
+    denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
+    # one denial per resource it denied, however many of the request's entries name that resource
+    labels = F.array_distinct(F.transform(denied, resource_label))
+    fallback = F.array(F.coalesce(F.col("subject"), F.when(F.col("isConnection"), F.lit(CONNECTION)).otherwise(F.lit(NO_RESOURCE))))
+    keyed = events.select(
+        "time",
+        F.array(
+            F.struct(F.lit("principal").alias("dimension"), who().alias("key")),
+            F.struct(F.lit("address").alias("dimension"), F.coalesce(F.col("clientAddress"), F.lit(NO_RESOURCE)).alias("key")),
+        ).alias("plain"),
+        F.when(F.size(labels) > 0, labels).otherwise(fallback).alias("resourceKeys"),
+    )
+    plain = keyed.select("time", F.explode("plain").alias("k")).select("time", "k.dimension", "k.key")
+    by_resource = keyed.select("time", F.lit("resource").alias("dimension"), F.explode("resourceKeys").alias("key"))
+    counted = (
+        plain.unionByName(by_resource)
+        .groupBy("dimension", "key")
+        .agg(F.count(F.lit(1)).alias("denials"), F.min("time").alias("first"), F.max("time").alias("last"))
+    )
+    rank = F.row_number().over(Window.partitionBy("dimension").orderBy(F.desc("denials"), F.asc("key")))
+    return counted.withColumn("rank", rank).orderBy("dimension", "rank")
+
+
+def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10) -> DataFrame:
+    """Bursts of denials or authentication failures from one client address.
+
+    Events of one kind from one address are grouped into episodes in which no
+    two consecutive events are more than ``window_seconds`` apart; an episode
+    is a burst when, at some moment, at least ``threshold`` of its events fall
+    within ``window_seconds``. Columns: clientAddress, kind
+    (``authentication-failure`` or ``denial``), start, end, date, events (in
+    the episode), peak (most events within one window), principals (sorted).
+    """
+    events = closing_events(flat).filter((F.col("isDenial") | F.col("isAuthFailure")) & F.col("clientAddress").isNotNull())
+    kind = F.when(F.col("isAuthFailure"), F.lit(AUTHENTICATION_FAILURE)).otherwise(F.lit(DENIAL))
+    typed = events.select("time", "clientAddress", "principal", kind.alias("kind"), micros().alias("us"))
+    in_window = Window.partitionBy("clientAddress", "kind").orderBy("us").rangeBetween(-window_seconds * MICROS, 0)
+    counted = typed.withColumn("inWindow", F.count(F.lit(1)).over(in_window))
+    episodes = counted.groupBy("clientAddress", "kind", F.session_window("time", f"{window_seconds} seconds")).agg(
+        F.min("time").alias("start"),
+        F.max("time").alias("end"),
+        F.count(F.lit(1)).alias("events"),
+        F.max("inWindow").alias("peak"),
+        F.sort_array(F.collect_set("principal")).alias("principals"),
+    )
+    return (
+        episodes.filter(F.col("peak") >= threshold)
+        .withColumn("date", F.to_date("start"))
+        .select("clientAddress", "kind", "start", "end", "date", "events", "peak", "principals")
+        .orderBy("start", "clientAddress", "kind")
+    )

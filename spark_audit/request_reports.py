@@ -1,0 +1,206 @@
+"""The request reports: who did what, the sensitive changes, intents nothing closed, and latency per API.
+
+Each is a function from :func:`spark_audit.view.flatten`'s rows (or the job's request table) to a DataFrame,
+in Spark SQL expressions only (spark_audit/report_basics.py says why).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_audit.report_basics import described_resources, micros, who, without_local
+from spark_audit.view import (
+    DENIED,
+    NO_OUTCOME,
+    PARAMETERS,
+    denied_by,
+    error_name,
+    explaining_error,
+    requests,
+    with_resources,
+)
+
+#: Methods whose success changes who may do what, by category.
+SENSITIVE_METHODS: dict[str, str] = {
+    "kafka.CreateAcls": "acl",
+    "kafka.DeleteAcls": "acl",
+    "kafka.AlterConfigs": "config",
+    "kafka.IncrementalAlterConfigs": "config",
+    "kafka.AlterUserScramCredentials": "scram-credentials",
+    "kafka.AlterClientQuotas": "quota",
+}
+
+#: The percentiles the latency report gives (p50, p90, p99), in the order of its columns.
+LATENCY_LEVELS = (0.5, 0.9, 0.99)
+#: ``percentile_approx``'s accuracy: a value from the data whose rank is within 1/ACCURACY (0.01%) of the exact one.
+PERCENTILE_ACCURACY = 10_000
+
+
+def requests_by_principal_method_outcome(flat: DataFrame, *, include_local: bool = False) -> DataFrame:
+    """Requests by principal, method and result status (``NO_OUTCOME`` for an intent nothing closed).
+
+    Columns: principal, method, status, count; sorted by the first three.
+    """
+    rows = without_local(requests(flat), include_local)
+    return (
+        rows.select(who().alias("principal"), F.col("method"), F.col("status"))
+        .groupBy("principal", "method", "status")
+        .count()
+        .orderBy("principal", "method", "status")
+    )
+
+
+def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool = False) -> DataFrame:
+    """Principal x method x resource per time bucket.
+
+    Columns: bucket (bucket start), date, principal, method, resource
+    (``topic:orders``; the subject or ``(none)`` for a request without
+    resources), operation, requests, denied (of those requests, how many were
+    denied on this resource). Sorted by bucket, principal, method, resource.
+    """
+    rows = with_resources(without_local(requests(flat), include_local))
+    start = F.window("time", bucket)["start"]
+    return (
+        rows.groupBy(
+            start.alias("bucket"),
+            who().alias("principal"),
+            F.col("method"),
+            F.col("resource"),
+            F.col("operation"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("requests"),
+            F.count(F.when(F.col("resourceDecision") == F.lit(DENIED), True)).alias("denied"),
+        )
+        .withColumn("date", F.to_date("bucket"))
+        .select("bucket", "date", "principal", "method", "resource", "operation", "requests", "denied")
+        .orderBy("bucket", "principal", "method", "resource", "operation")
+    )
+
+
+def sensitive_changes(flat: DataFrame) -> DataFrame:
+    """Requests that change ACLs, configs, SCRAM credentials or quotas, whatever their outcome.
+
+    Columns: time, date, category (acl, config, scram-credentials, quota),
+    method, principal, clientAddress, listener, forwardingPrincipal,
+    resources (``topic:orders ALTER_CONFIGS, ...``: :func:`_described_resources`), status (``NO_OUTCOME``
+    when only the intent was recorded), errorCode, denied, requestId.
+    """
+    return sensitive_change_details(flat).select(*SENSITIVE_CHANGE_COLUMNS)
+
+
+#: The columns of :func:`sensitive_changes` (the Parquet report); :func:`sensitive_change_details` adds the page's.
+SENSITIVE_CHANGE_COLUMNS = (
+    "time",
+    "date",
+    "category",
+    "method",
+    "principal",
+    "clientAddress",
+    "listener",
+    "forwardingPrincipal",
+    "resources",
+    "status",
+    "errorCode",
+    "denied",
+    "requestId",
+)
+
+
+def sensitive_change_details(flat: DataFrame) -> DataFrame:
+    """:func:`sensitive_changes` with what the page shows beside them: parameters (the change's request
+    parameters as JSON text, from its intent; null where the records carry none), deniedBy
+    (:func:`spark_audit.view.denied_by`), and shownCode and shownName (:func:`spark_audit.view.explaining_error`:
+    a denied change shows its authorization code, never the 0 of a request that has no top-level code)."""
+    categories = F.create_map(*[item for m, c in SENSITIVE_METHODS.items() for item in (F.lit(m), F.lit(c))])
+    described = described_resources()
+    rows = requests(flat).filter(F.col("method").isin(*SENSITIVE_METHODS))
+    parameters = F.col(PARAMETERS) if PARAMETERS in rows.columns else F.lit(None).cast("string")
+    code = explaining_error()
+    return rows.select(
+        "time",
+        "date",
+        F.element_at(categories, F.col("method")).alias("category"),
+        "method",
+        who().alias("principal"),
+        "clientAddress",
+        "listener",
+        "forwardingPrincipal",
+        described.alias("resources"),
+        "status",
+        "errorCode",
+        F.col("isDenial").alias("denied"),
+        "requestId",
+        parameters.alias(PARAMETERS),
+        denied_by().alias("deniedBy"),
+        code.alias("shownCode"),
+        error_name(code).alias("shownName"),
+    ).orderBy("time", "requestId")
+
+
+def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFrame:
+    """Requests with an intent and no closing record, written before ``before_us``.
+
+    ``before_us`` leaves out requests that may still be in flight (the job
+    uses the newest record's time minus a grace period). Columns: requestId,
+    time, date, principal, clientAddress, listener, method, subject, resources.
+    """
+    if before_us is None:
+        return (
+            requests(flat)
+            .limit(0)
+            .select("requestId", "time", "date", "principal", "clientAddress", "listener", "method", "subject", "resources")
+        )
+    described = described_resources()
+    return (
+        requests(flat)
+        .filter((F.col("status") == F.lit(NO_OUTCOME)) & (micros() <= F.lit(before_us)))
+        .select(
+            "requestId",
+            "time",
+            "date",
+            who().alias("principal"),
+            "clientAddress",
+            "listener",
+            "method",
+            "subject",
+            described.alias("resources"),
+        )
+        .orderBy("time", "requestId")
+    )
+
+
+def latency(flat: DataFrame) -> DataFrame:
+    """Latency percentiles per API from the outcome records' timings (milliseconds), one outcome per request.
+
+    Columns: method, requests, totalP50, totalP90, totalP99, totalMax,
+    upstreamP50, upstreamP90, upstreamP99. Percentiles are Spark's
+    ``percentile_approx`` (accuracy :data:`PERCENTILE_ACCURACY`).
+    """
+    # a request's row is its outcome when it has one: one outcome per request, no shuffle when ``flat`` holds request rows
+    outcomes = requests(flat).filter((F.col("stage") == F.lit("outcome")) & F.col("totalMs").isNotNull())
+    levels = list(LATENCY_LEVELS)
+    total = F.percentile_approx("totalMs", levels, PERCENTILE_ACCURACY)
+    upstream = F.percentile_approx("upstreamMs", levels, PERCENTILE_ACCURACY)
+    return (
+        outcomes.groupBy("method")
+        .agg(
+            F.count(F.lit(1)).alias("requests"),
+            total.alias("total"),
+            F.max("totalMs").alias("totalMax"),
+            upstream.alias("upstream"),
+        )
+        .select(
+            "method",
+            "requests",
+            F.col("total")[0].alias("totalP50"),
+            F.col("total")[1].alias("totalP90"),
+            F.col("total")[2].alias("totalP99"),
+            "totalMax",
+            F.col("upstream")[0].alias("upstreamP50"),
+            F.col("upstream")[1].alias("upstreamP90"),
+            F.col("upstream")[2].alias("upstreamP99"),
+        )
+        .orderBy(F.desc("totalP99"), "method")
+    )
