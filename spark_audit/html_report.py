@@ -77,6 +77,9 @@ def cards(summary: Mapping[str, Any]) -> str:
                 note="once per resource it names: a CreateTopics of two topics counts 2 (who did what)",
             )
         )
+    if summary.get("probes"):
+        # shown only where there were probes: they are in no other count on the page
+        items.append(_card("probes", summary["probes"], note="requests authz probe or replay sent to test an authorizer; in no other count"))
     items += [
         _card("denials", summary.get("denials", 0), tone("denials"), note="requests and connections, split by who denied under Denials"),
         _card("authentication failures", summary.get("authentication_failures", 0), tone("authentication_failures")),

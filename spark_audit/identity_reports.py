@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_audit.report_basics import micros, who
-from spark_audit.view import requests
+from spark_audit.view import requests, traffic
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ IN_BASELINE = "inBaseline"
 
 
 def identities(flat: DataFrame, baseline: Baseline) -> DataFrame:
-    """Records that name a principal (requests and connection events alike), counted per principal,
+    """Records that name a principal (requests and connection events alike; not probes), counted per principal,
     listener, client address and side of the baseline: what the two identity reports read.
 
     Columns: principal, listener, clientAddress, inBaseline, first, last, events. One pass over
@@ -69,7 +69,8 @@ def identities(flat: DataFrame, baseline: Baseline) -> DataFrame:
     us = micros()
     in_baseline = baseline.history(us)
     return (
-        flat.filter(F.col("principal").isNotNull() & (in_baseline | baseline.detection(us)))
+        traffic(flat)
+        .filter(F.col("principal").isNotNull() & (in_baseline | baseline.detection(us)))
         .groupBy("principal", "listener", "clientAddress", in_baseline.alias(IN_BASELINE))
         .agg(F.min("time").alias("first"), F.max("time").alias("last"), F.count(F.lit(1)).alias("events"))
     )

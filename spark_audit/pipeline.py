@@ -35,7 +35,7 @@ from spark_audit.report_data import ReportData
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
-from spark_audit.view import flatten
+from spark_audit.view import flatten, probe_requests, traffic
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
@@ -314,10 +314,12 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     acls = None if options.acls is None else acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, options.reports.top)
     data = _collect(spark, sources, written, options.reports, layout)
     auth_failures = report_basics.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
-    baseline_empty = flat.filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
+    baseline_empty = traffic(flat).filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
     quarantined = read_quarantine(spark, layout.quarantine).count()
     summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
     summary["authentication_failures"] = auth_failures
+    # left out of every report above: the summary says how many there were
+    summary["probes"] = probe_requests(flat).count()
     lines = raw_lines(spark, options.input, options.kafka)
     summary["integrity"] = check_chains(lines, load_public_keys(options.chain_public_keys))
     if whatif_summary is not None:

@@ -11,6 +11,8 @@ Version 2 adds connection events (``type`` :data:`CONNECTION_EVENT_TYPE`) and
 ``data.connection``; one schema reads both versions because every version 2
 field is nullable and absent from version 1 records. Version 3 adds ``data.request`` (a forwarded change's
 parameters, on intent records) and changes no field's type, so the same schema reads it.
+``data.probe`` (added within version 3) marks the requests ``envelope-proxy authz probe`` and ``authz replay``
+sent to test an authorizer: no client sent them (:data:`PROBE`).
 """
 
 from pyspark.sql.types import (
@@ -133,6 +135,17 @@ UPSTREAM = StructType(
     ]
 )
 
+#: ``data.probe`` (added within version 3): present only on the intent and outcome of a request that ``envelope-proxy
+#: authz probe`` or ``authz replay`` sent to test an authorizer, so that the reports can leave it out of the traffic
+#: (spark_audit/view.py, ``isProbe``). ``command`` is ``authz probe`` or ``authz replay``; ``case`` says which case
+#: (``<file>:<line>``).
+PROBE = StructType(
+    [
+        StructField("command", StringType(), True),
+        StructField("case", StringType(), True),
+    ]
+)
+
 CONNECTION = StructType(
     [
         StructField("cause", StringType(), True),
@@ -158,6 +171,7 @@ DATA = StructType(
         StructField("upstream", UPSTREAM, True),
         StructField("connection", CONNECTION, True),
         StructField(REQUEST_PARAMETERS, StringType(), True),
+        StructField("probe", PROBE, True),
     ]
 )
 

@@ -1,7 +1,8 @@
 """The request and alarm tables the reports read, kept between runs and partitioned by date.
 
 ``requests`` holds each request's row (:func:`spark_audit.view.request_rows`); ``alarms`` the
-request rows and connection events that are a denial or an authentication failure. A batch run
+request rows and connection events that are a denial or an authentication failure. Neither holds
+probes (:func:`spark_audit.view.traffic`). A batch run
 writes both from the whole store. An incremental run rewrites only the dates its new records
 carry (``spark_audit/table_state.py`` keeps them until the tables follow the store), and patches
 the day before and after each of them: a request whose intent and outcome straddle midnight
@@ -28,7 +29,7 @@ from spark_audit import hadoop_fs
 from spark_audit.ingest import empty_frame
 from spark_audit.layout import Layout
 from spark_audit.options import ReportOptions
-from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows
+from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows, traffic
 
 PAIRING_HORIZON = timedelta(hours=1)
 REQUESTS, ALARMS = "requests", "alarms"
@@ -81,7 +82,8 @@ def _schema(store: DataFrame) -> StructType:
 
 def build(spark: SparkSession, store: DataFrame, layout: Layout) -> Tables:
     """Both tables from the whole store."""
-    reported = flatten(store).select(*REPORT_COLUMNS)
+    # probes are left out before the columns are cut to REPORT_COLUMNS, which has no isProbe: the tables hold traffic
+    reported = traffic(flatten(store)).select(*REPORT_COLUMNS)
     rows = request_rows(reported)
     rows.write.mode("overwrite").partitionBy("date").parquet(layout.table(REQUESTS))
     requests = read_table(spark, rows.schema, layout.table(REQUESTS))
@@ -118,7 +120,7 @@ def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozens
         return Tables(read_table(spark, schema, layout.table(REQUESTS)), read_table(spark, schema, layout.table(ALARMS)), frozenset())
     neighbours = frozenset(d + step for d in dates for step in (-DAY, DAY)) - dates
     rewritten = dates | neighbours
-    scoped = flatten(store.filter(_is_in("date", rewritten)).filter(_near(dates))).select(*REPORT_COLUMNS)
+    scoped = traffic(flatten(store.filter(_is_in("date", rewritten)).filter(_near(dates)))).select(*REPORT_COLUMNS)
     touched_path = layout.work("touched-requests")
     scoped.filter(_is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct().write.mode("overwrite").parquet(
         touched_path

@@ -63,6 +63,10 @@ DENIED_BY = (BY_CONTROLLER, BY_PROXY_EDGE, BY_PROXY_CONNECTION, BY_PROXY_RIGHTS)
 
 #: Column of :func:`flatten`: ``data.request``, what a change asks to change, as JSON text (null where the record has none)
 PARAMETERS = "parameters"
+#: Column of :func:`flatten`: true for a record of a request ``envelope-proxy authz probe`` or ``authz replay`` sent
+#: (``data.probe``): no client sent it, so the traffic reports leave it out (:func:`traffic`) and the summary counts it
+#: (:func:`probe_requests`).
+IS_PROBE = "isProbe"
 
 
 def is_auth_code(code: Column) -> Column:
@@ -116,6 +120,7 @@ def flatten(records: DataFrame) -> DataFrame:
         data["timings"]["upstreamMs"].alias("upstreamMs"),
         data["connection"].alias("connection"),
         data[REQUEST_PARAMETERS].alias(PARAMETERS),
+        data["probe"].isNotNull().alias(IS_PROBE),
     )
     auth_failure = (F.col("isConnection") & (F.col("stage") == F.lit("authentication-failed"))) | F.col("reason").isin(
         *AUTHENTICATION_FAILURE_REASONS
@@ -161,9 +166,23 @@ REPORT_COLUMNS = (
 )
 
 
+def traffic(flat: DataFrame) -> DataFrame:
+    """``flat`` without the records of probes (:data:`IS_PROBE`): what clients sent.
+
+    A frame without the column (the job's tables, whose rows were picked from :func:`traffic` already) is
+    returned as it is.
+    """
+    return flat.filter(~F.col(IS_PROBE)) if IS_PROBE in flat.columns else flat
+
+
+def probe_requests(flat: DataFrame) -> DataFrame:
+    """The requests probes sent, one row each (``requestId``): the ``probes`` of ``summary.json``."""
+    return flat.filter(F.col(IS_PROBE)).select("requestId").distinct()
+
+
 def request_records(flat: DataFrame) -> DataFrame:
-    """Records about requests (not connection events)."""
-    return flat.filter(~F.col("isConnection"))
+    """Records about requests that clients sent (not connection events, not probes)."""
+    return traffic(flat).filter(~F.col("isConnection"))
 
 
 #: Column of a frame holding request rows (:func:`request_rows`), so that :func:`requests` becomes a filter;
@@ -172,14 +191,14 @@ REQUEST_ROW = "isRequestRow"
 
 
 def request_rows(flat: DataFrame) -> DataFrame:
-    """Each request's row, with :data:`REQUEST_ROW` true: its closing record (the earliest, ties by id),
-    or its earliest intent when nothing closed it.
+    """Each request a client sent (probes are left out: :func:`traffic`), with :data:`REQUEST_ROW` true: its
+    closing record (the earliest, ties by id), or its earliest intent when nothing closed it.
 
     One shuffle by request id, of only the records that close or open a request: connection
     events and other stages are never a request's row, so they are not shuffled.
     """
     kind = F.when(F.col("stage").isin(*FINAL_STAGES), F.lit(0)).when(F.col("stage") == F.lit("intent"), F.lit(1))
-    candidates = flat.filter(~F.col("isConnection") & kind.isNotNull()).withColumn("_kind", kind)
+    candidates = traffic(flat).filter(~F.col("isConnection") & kind.isNotNull()).withColumn("_kind", kind)
     first = Window.partitionBy("requestId").orderBy(F.col("_kind"), F.col("time"), F.col("id"))
     ranked = candidates.withColumn("_rank", F.row_number().over(first))
     if PARAMETERS in flat.columns:

@@ -24,3 +24,11 @@ def test_the_job_checks_checkpoint_signatures_over_the_message_the_proxy_signs()
     for claim in (data, {"reason": "close", "records": 41, "predecessor": None}):
         args = ("envelope-proxy/1/3-01234567", 42, "cd" * 32, "2026-11-21T10:00:00.000Z", claim)
         assert chain_integrity.checkpoint_message(*args) == chain_format.checkpoint_message(*args)
+
+
+def test_the_jobs_probe_struct_reads_every_field_of_the_records_probe() -> None:
+    # a field the proxy adds to data.probe and the job's schema lacks would be dropped on read without a word
+    probe = load_schema()["$defs"]["commonData"]["properties"]["probe"]
+    data_fields = {f.name: f for f in job_schema.DATA.fields}
+    assert data_fields["probe"].dataType == job_schema.PROBE
+    assert set(job_schema.PROBE.fieldNames()) == set(probe["properties"]) == set(probe["required"])
