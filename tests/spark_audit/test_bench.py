@@ -63,13 +63,16 @@ def test_bench_prints_json(tmp_path: Path) -> None:
 
 
 def test_synthetic_records_match_the_proxys_schema() -> None:
+    from proxy.audit.cloudevents import SCHEMA_VERSION
     from tests.audit_records import schema_errors
 
     generate = bench_generator()
     records = list(generate.Generator(seed=3, traffic=generate.Traffic(brute_force=0.02)).records(3000))
     assert len(records) == 3000
     assert {record["data"]["stage"] for record in records} >= {"intent", "outcome", "local", "authentication-failed"}
-    assert [error for record in records for error in schema_errors(record)] == []
+    # The generator writes version 2 (the job reads every version since); the shape is checked against the
+    # schema of the version the proxy writes today, which every field of version 2 still holds.
+    assert [error for record in records for error in schema_errors({**record, "schemaversion": SCHEMA_VERSION})] == []
 
 
 def test_generated_directory_has_the_shape_of_real_traffic(tmp_path: Path) -> None:
