@@ -33,6 +33,7 @@ from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_request_header
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap, wrap_response
+from proxy.audit.cloudevents import make_record
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Caller, Forwarded, Forwarding, RequestAudit
 from proxy.audit.sinks.file import FileSink
@@ -85,7 +86,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
     frame = _create_topics_frame(7)
     header = peek_request_header(frame)
     advertised = own_ranges()
-    _, resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+    body, resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
     principal = Principal("User", "alice")
     embedded, envelope_answer = _envelope_answer(1)
     kafka_embedded, _ = _envelope_answer(1, KAFKA_TOPIC_CONFIGS)
@@ -112,7 +113,16 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
         audits = [RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)]
         steps["request audit object"] = _timed(lambda: RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING), repeat)
         pending = iter(audits)
-        steps["intent record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).intent(), repeat)
+        # with the request's parameters, as audit.level=request (the default) keeps them
+        steps["intent record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).intent(body), repeat)
+        oracle_audits = iter([RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)])
+
+        async def intent_by_dict() -> None:
+            audit = next(oracle_audits)
+            data, subject, within = audit.intent_record(*audit.parameters(body))
+            await log.write(make_record(audit.node_id, subject, data), required=True, within=within)
+
+        oracles["intent record the dict way: build, bound, encode, write"] = await _timed_async(intent_by_dict, repeat)
         steps["envelope wrap"] = _timed(lambda: wrap(frame, principal, IPv4Address("127.0.0.1"), correlation_id=1, client_id="envelope-proxy"), repeat)
         steps["envelope unwrap"] = _timed(lambda: unwrap(envelope_answer), repeat)
         steps["the answer's errors for the outcome (zero-work answer: no configs)"] = _timed(
@@ -133,6 +143,14 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
         outcome = Forwarded(ErrorCode.none, ErrorCode.none, [])
         pending = iter(audits)
         steps["outcome record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).record(outcome), repeat)
+        pending = iter(audits)
+
+        async def outcome_by_dict() -> None:
+            audit = next(pending)
+            data, subject, within = audit.outcome_record(outcome.envelope_error, outcome.top, outcome.results)
+            await log.write(make_record(audit.node_id, subject, data), within=within)
+
+        oracles["outcome record the dict way: build, bound, encode, write"] = await _timed_async(outcome_by_dict, repeat)
         steps["request metrics (a counter, three histograms, plain numbers)"] = _timed(
             lambda: metrics.count_request(
                 CALLER.listener, audits[0].api, outcome.metric, forwarded=outcome.forwarded, elapsed=audits[0].elapsed_ms() / 1000, queued=audits[0].queued
@@ -169,7 +187,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
             route(peeked, advertised, READ_ROUTES)
             _, named = decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
             audit = RequestAudit(log, 100, CALLER, peeked, resources=named, forwarding=FORWARDING)
-            await audit.intent()
+            await audit.intent(body)
             two_scopes()
             wrap(arrived, principal, client_ip, correlation_id=1, client_id="envelope-proxy")
             unwrap(envelope_answer)

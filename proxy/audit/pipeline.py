@@ -92,7 +92,6 @@ class AuditSinkError(Exception):
 
 @dataclass(eq=False)
 class AuditEntry:
-    record: dict[str, Any]
     line: bytes
     """The record as one JSON line, `\\n` terminated: what files and the spool hold."""
     key: str
@@ -105,7 +104,7 @@ class AuditEntry:
     def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
         record, line = encode_bounded(record, limits, within=within)
         data = record.get("data") or {}
-        return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
+        return cls(line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
 
 
 class AuditSink(Protocol):
@@ -198,12 +197,17 @@ class AuditLog:
         """Queue the record and wait until every sink has committed it.
 
         With `required` (an intent: nothing may be forwarded without it) a record that cannot be
-        written raises AuditUnavailable; any other record that cannot be written is counted as lost.
-        `within`: see `encode_bounded`.
-        """
-        if not self.wanted(record):
-            return
-        entry = AuditEntry.of(record, self.limits, within=within)
+        written raises AuditUnavailable; any other record that cannot be written is counted as lost. `within`: see
+        `encode_bounded`."""
+        if self.wanted(record):
+            await self._submit(AuditEntry.of(record, self.limits, within=within), required)
+
+    async def write_line(self, line: bytes, request_id: str, stage: str, principal: str, *, required: bool = False) -> None:
+        """`write` for a request record spliced within the limits (record_lines.py), wanted as `wanted` says."""
+        if stage not in EXCLUDABLE_STAGES or principal not in self.excluded_principals:
+            await self._submit(AuditEntry(line, request_id, stage), required)
+
+    async def _submit(self, entry: AuditEntry, required: bool) -> None:
         if self._commit_on_the_spot(entry):
             return
         self._pending += 1
