@@ -104,9 +104,13 @@ class Forwarder:
         """The forward route: the body decoded and its resources named, a token request a broker answers itself, then
         the request forwarded."""
         try:
-            body, audit.resources = await self.offload.frame(
-                len(frame), decode_with_resources, header.api_key, header.api_version, frame, header.header_size
-            )
+            if len(frame) < self.offload.large_frame_bytes:
+                # The usual request is decoded on the spot: no coroutine for the offload's own check.
+                body, audit.resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+            else:
+                body, audit.resources = await self.offload.frame(
+                    len(frame), decode_with_resources, header.api_key, header.api_version, frame, header.header_size
+                )
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             return undecodable(session, header, exc)
@@ -179,7 +183,10 @@ class Forwarder:
     async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> Forwarded:
         header = audit.header
         try:
-            top, results = await self.offload.frame(len(embedded), answer_errors, header.api_key, header.api_version, embedded)
+            if len(embedded) < self.offload.large_frame_bytes:  # the usual answer: read on the spot, as the request
+                top, results = answer_errors(header.api_key, header.api_version, embedded)
+            else:
+                top, results = await self.offload.frame(len(embedded), answer_errors, header.api_key, header.api_version, embedded)
         except ProtocolError as exc:
             log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
             top, results = ErrorCode.unknown_server_error, []
