@@ -15,6 +15,7 @@ decoded, never bytes again, and never keeps a secret.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from authz import change_parameters
@@ -32,6 +33,7 @@ from authz.change_parameters import CONFIG_GROUP as CONFIG_GROUP  # the audit im
 from authz.change_parameters import ParameterBounds as ParameterBounds  # the audit imports it from here
 from authz.change_parameters import Parameters
 from authz.model import Operation
+from envelope.answer_scan import AnswerPlan, ResultFields, answer_plan
 from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import response_schema
@@ -49,11 +51,14 @@ class AdminApi:
     error_answer: ErrorAnswer
     results: ResultReader
     parameters: Parameters
+    scan: ResultFields | None = None
+    """Where `results` reads, for the outcome's one-pass scan of an answer (envelope/answer_scan.py); None: the answer
+    is decoded fully (results named from several fields, or nested per partition)."""
 
 
-def _cluster_api(key: ApiKey, error_answer: ErrorAnswer, results: ResultReader, parameters: Parameters) -> AdminApi:
+def _cluster_api(key: ApiKey, error_answer: ErrorAnswer, results: ResultReader, parameters: Parameters, scan: ResultFields | None = None) -> AdminApi:
     """A cluster-level API: one operation on CLUSTER (authz.actions.CLUSTER_OPERATIONS)."""
-    return AdminApi(lambda _: cluster(CLUSTER_OPERATIONS[key]), error_answer, results, parameters)
+    return AdminApi(lambda _: cluster(CLUSTER_OPERATIONS[key]), error_answer, results, parameters, scan)
 
 
 def _deleted_names(body: Any) -> list[str]:
@@ -77,9 +82,11 @@ def _java_order(text: str) -> bytes:
 
 
 _CONFIG_RESULTS = field_results("responses", lambda r: str(r.resource_name))
+_CONFIG_SCAN = ResultFields("responses", "resource_name")
 _NO_ENTRIES: ErrorAnswer = lambda _, error: {**error, "topics": [], "nodes": []}  # noqa: E731
 _NO_RESULTS: ResultReader = lambda _: []  # noqa: E731
 _NO_RESOURCES: Callable[[Any], list[ResourceAccess]] = lambda _: []  # noqa: E731
+_TOP_CODE_ONLY = ResultFields(None)
 
 ERROR_TIMESTAMP = -1
 """DelegationTokenManager.ERROR_TIMESTAMP: the times of a token answer that holds no token."""
@@ -116,34 +123,41 @@ ADMIN_APIS: dict[int, AdminApi] = {
         },
         field_results("topics", lambda t: str(t.name)),
         change_parameters.create_topics,
+        ResultFields("topics", "name"),
     ),
     ApiKey.DELETE_TOPICS: AdminApi(
         lambda body: topics(_deleted_names(body), Operation.DELETE),
         lambda body, error: {"responses": [{"name": name, "topic_id": topic_id, **error} for name, topic_id in deleted_topics(body)]},
         field_results("responses", lambda t: str(t.name)),
         change_parameters.delete_topics,
+        ResultFields("responses", "name"),
     ),
     ApiKey.CREATE_PARTITIONS: AdminApi(
         lambda body: topics([str(t.name) for t in body.topics], Operation.ALTER),
         lambda body, error: {"results": [{"name": t.name, **error} for t in body.topics]},
         field_results("results", lambda t: str(t.name)),
         change_parameters.create_partitions,
+        ResultFields("results", "name"),
     ),
-    ApiKey.ALTER_CONFIGS: AdminApi(_configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS, change_parameters.config_resources(incremental=False)),
+    ApiKey.ALTER_CONFIGS: AdminApi(
+        _configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS, change_parameters.config_resources(incremental=False), _CONFIG_SCAN
+    ),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: AdminApi(
-        _configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS, change_parameters.config_resources(incremental=True)
+        _configs(Operation.ALTER_CONFIGS), _config_errors, _CONFIG_RESULTS, change_parameters.config_resources(incremental=True), _CONFIG_SCAN
     ),
     ApiKey.CREATE_ACLS: AdminApi(
         lambda body: [acl_target(c, "resource_pattern_type") for c in body.creations],
         lambda body, error: {"results": [error for _ in body.creations]},
         field_results("results", lambda _: "acl"),
         change_parameters.create_acls,
+        ResultFields("results", constant="acl"),
     ),
     ApiKey.DELETE_ACLS: AdminApi(
         lambda body: [acl_target(f, "pattern_type_filter") for f in body.filters],
         lambda body, error: {"filter_results": [{**error, "matching_acls": []} for _ in body.filters]},
         field_results("filter_results", lambda _: "acl-filter"),
         change_parameters.delete_acls,
+        ResultFields("filter_results", constant="acl-filter"),
     ),
     ApiKey.ELECT_LEADERS: _cluster_api(
         ApiKey.ELECT_LEADERS,
@@ -176,6 +190,7 @@ ADMIN_APIS: dict[int, AdminApi] = {
         },
         lambda _: [],
         change_parameters.list_reassignments,
+        _TOP_CODE_ONLY,
     ),
     ApiKey.ALTER_CLIENT_QUOTAS: _cluster_api(
         ApiKey.ALTER_CLIENT_QUOTAS,
@@ -198,6 +213,7 @@ ADMIN_APIS: dict[int, AdminApi] = {
         },
         field_results("results", lambda r: str(r.user)),
         change_parameters.alter_scram,
+        ResultFields("results", "user"),
     ),
     ApiKey.DESCRIBE_QUORUM: _cluster_api(
         ApiKey.DESCRIBE_QUORUM, _NO_ENTRIES, partition_results("topics", "topic_name", "partitions", "partition_index"), change_parameters.describe_quorum
@@ -214,13 +230,17 @@ ADMIN_APIS: dict[int, AdminApi] = {
     ),
     # The token APIs carry one top-level code. Renewing and expiring are decided on the token (owner or renewer),
     # which the request names by its HMAC, a secret: no resource is named for them.
-    ApiKey.CREATE_DELEGATION_TOKEN: AdminApi(token_owner, token_error_answer, _NO_RESULTS, change_parameters.create_token),
-    ApiKey.RENEW_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS, change_parameters.renew_token),
-    ApiKey.EXPIRE_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS, change_parameters.expire_token),
+    ApiKey.CREATE_DELEGATION_TOKEN: AdminApi(token_owner, token_error_answer, _NO_RESULTS, change_parameters.create_token, _TOP_CODE_ONLY),
+    ApiKey.RENEW_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS, change_parameters.renew_token, _TOP_CODE_ONLY),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: AdminApi(_NO_RESOURCES, _TOKEN_TIME_ERROR, _NO_RESULTS, change_parameters.expire_token, _TOP_CODE_ONLY),
     # UnregisterBroker, AddRaftVoter and RemoveRaftVoter: getErrorResponse is the code and its message.
-    ApiKey.UNREGISTER_BROKER: _cluster_api(ApiKey.UNREGISTER_BROKER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.unregister_broker),
-    ApiKey.ADD_RAFT_VOTER: _cluster_api(ApiKey.ADD_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.add_voter),
-    ApiKey.REMOVE_RAFT_VOTER: _cluster_api(ApiKey.REMOVE_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.remove_voter),
+    ApiKey.UNREGISTER_BROKER: _cluster_api(
+        ApiKey.UNREGISTER_BROKER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.unregister_broker, _TOP_CODE_ONLY
+    ),
+    ApiKey.ADD_RAFT_VOTER: _cluster_api(ApiKey.ADD_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.add_voter, _TOP_CODE_ONLY),
+    ApiKey.REMOVE_RAFT_VOTER: _cluster_api(
+        ApiKey.REMOVE_RAFT_VOTER, lambda _, error: dict(error), _NO_RESULTS, change_parameters.remove_voter, _TOP_CODE_ONLY
+    ),
 }
 
 SERVED_ADMIN_APIS: frozenset[int] = frozenset(ADMIN_APIS)
@@ -262,6 +282,13 @@ def error_response(api_key: int, api_version: int, request_body: Any, code: int,
         raise ValueError(f"no error answer for api key {api_key}")
     values = {"throttle_time": 0, **api.error_answer(request_body, {"error_code": code, "error_message": message})}
     return build_entity(response_schema(api_key, api_version), values)
+
+
+@cache
+def answer_scan(api_key: int, api_version: int) -> AnswerPlan | None:
+    """The outcome's one-pass scan of this API version's answer (envelope/answer_scan.py); None: decode it fully."""
+    api = ADMIN_APIS.get(api_key)
+    return None if api is None or api.scan is None else answer_plan(api_key, api_version, api.scan)
 
 
 def response_errors(api_key: int, response_body: Any) -> tuple[int, list[ResourceError]]:

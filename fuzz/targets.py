@@ -18,12 +18,13 @@ from collections.abc import Callable
 
 from apiversions import kio_range, parse_response
 from authz import AclAuthorizer, AclBinding, Operation, PatternType, PermissionType, RequestContext, ResourceType
-from authz.admin_apis import resources_of
+from authz.admin_apis import SERVED_ADMIN_APIS, answer_scan, resources_of
 from authz.model import CLUSTER_NAME
 from controller.delegation_tokens import TokenSettings
 from controller.handlers import Handlers
 from controller.image import MetadataImage, Topic
 from controller.leadership import Leadership
+from envelope.answer_scan import scan_answer
 from envelope.apis import FORWARDABLE, ApiKey
 from envelope.build import build_entity
 from envelope.codec import (
@@ -43,6 +44,7 @@ from fuzz.jaas import targets as jaas_family
 from fuzz.oauthbearer import targets as oauthbearer_family
 from fuzz.proxy_header import targets as proxy_header_family
 from fuzz.target import Target
+from proxy.forward.forwarding import decoded_response_errors
 from proxy.forward.service import own_ranges
 
 
@@ -64,10 +66,27 @@ def decode_controller_response(api_key: int, api_version: int) -> Callable[[byte
             unwrap(frame)
         elif api_key == ApiKey.API_VERSIONS:
             parse_response(frame, api_version)
+        elif api_key in SERVED_ADMIN_APIS:
+            outcome_errors_agree(api_key, api_version, frame)
         else:
             decode_response_body(api_key, api_version, frame)
 
     return decode
+
+
+def outcome_errors_agree(api_key: int, api_version: int, frame: bytes) -> None:
+    """What the outcome reads of a forwarded API's answer: the one-pass scan must give the full decode's errors, or give
+    up; a difference is a bug (an AssertionError, counted as an error). A refusal is the full decode's ProtocolError."""
+    plan = answer_scan(api_key, api_version)
+    scanned = None if plan is None else scan_answer(plan, frame)
+    try:
+        decoded = decoded_response_errors(api_key, api_version, frame)
+    except ProtocolError:
+        if scanned is not None:
+            raise AssertionError(f"the scan read {scanned} from an answer the full decode refuses") from None
+        raise
+    if scanned is not None and scanned != decoded:
+        raise AssertionError(f"the scan read {scanned}, the full decode {decoded}")
 
 
 def _request_prefix(api_key: int, version: int) -> bytes:

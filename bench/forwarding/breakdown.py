@@ -17,6 +17,7 @@ import math
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -33,10 +34,11 @@ from envelope.header import peek_request_header
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap, wrap_response
 from proxy.audit.chain import AuditChain
+from proxy.audit.cloudevents import make_record
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.request_records import Caller, Forwarded, Forwarding, RequestAudit
 from proxy.audit.sinks.file import FileSink
-from proxy.forward.forwarding import _response_errors, decode_with_resources
+from proxy.forward.forwarding import answer_errors, decode_with_resources, decoded_response_errors
 from proxy.forward.read_routes import READ_ROUTES
 from proxy.forward.routing import route
 from proxy.forward.service import own_ranges
@@ -46,6 +48,8 @@ from proxy.ops.metrics import ProxyMetrics
 VERSION = 7
 CALLER = Caller("User:alice", "PLAIN", "CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 50000, "1", "franz-go", "1.0")
 FORWARDING = Forwarding("User:proxy", "127.0.0.1:9093")
+KAFKA_TOPIC_CONFIGS = 40
+"""Config entries a Kafka 4.3 controller returns per new topic in CreateTopics v5+ (KIP-525), about every topic config."""
 CONTROLLER = ControllerAddress("127.0.0.1", 9093, 3000)
 
 
@@ -55,8 +59,11 @@ def _create_topics_frame(correlation_id: int) -> bytes:
     return encode_request(body, correlation_id=correlation_id, client_id="loadgen")
 
 
-def _envelope_answer(correlation_id: int) -> tuple[bytes, bytes]:
-    topic: dict[str, Any] = {"name": "bench-1", "topic_id": None, "error_code": ErrorCode.none, "error_message": None, "num_partitions": 1, "replication_factor": 1, "configs": []}
+def _envelope_answer(correlation_id: int, configs: int = 0) -> tuple[bytes, bytes]:
+    """The zero-work upstream's answer (no configs), or with `configs` entries a Kafka controller's."""
+    entries = [{"name": f"config.name.{n}", "value": f"value-{n}", "read_only": False, "config_source": 5, "is_sensitive": False} for n in range(configs)]
+    topic_id = uuid.uuid4() if configs else None
+    topic: dict[str, Any] = {"name": "bench-1", "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None, "num_partitions": 1, "replication_factor": 1, "configs": entries}
     schema = response_schema(ApiKey.CREATE_TOPICS, VERSION)
     embedded = encode_response(build_entity(schema, {"throttle_time": 0, "topics": [topic]}), correlation_id=correlation_id)
     return embedded, wrap_response(correlation_id, ErrorCode.none, embedded)
@@ -76,17 +83,19 @@ async def _timed_async(work: Callable[[], Awaitable[Any]], repeat: int) -> float
     return (time.perf_counter() - started) / repeat * 1e6
 
 
-async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], float]:
+async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], dict[str, float], float]:
     frame = _create_topics_frame(7)
     header = peek_request_header(frame)
     advertised = own_ranges()
-    _, resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+    body, resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
     principal = Principal("User", "alice")
     embedded, envelope_answer = _envelope_answer(1)
+    kafka_embedded, _ = _envelope_answer(1, KAFKA_TOPIC_CONFIGS)
     metrics = ProxyMetrics()
     sink = FileSink(audit_dir, 100, metrics=metrics)
     log = AuditLog([sink], metrics=metrics)
     steps: dict[str, float] = {}
+    oracles: dict[str, float] = {}
     async with trio.open_nursery() as nursery:
         await nursery.start(log.run)
         await RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING).intent()  # opens the file
@@ -105,11 +114,30 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
         audits = [RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)]
         steps["request audit object"] = _timed(lambda: RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING), repeat)
         pending = iter(audits)
-        steps["intent record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).intent(), repeat)
+        # with the request's parameters, as audit.level=request (the default) keeps them
+        steps["intent record: build, bound, encode, write, count"] = await _timed_async(lambda: next(pending).intent(body), repeat)
+        oracle_audits = iter([RequestAudit(log, 100, CALLER, header, resources=resources, forwarding=FORWARDING) for _ in range(repeat)])
+
+        async def intent_by_dict() -> None:
+            audit = next(oracle_audits)
+            data, subject, within = audit.intent_record(*audit.parameters(body))
+            await log.write(make_record(audit.node_id, subject, data), required=True, within=within)
+
+        oracles["intent record the dict way: build, bound, encode, write"] = await _timed_async(intent_by_dict, repeat)
         steps["envelope wrap"] = _timed(lambda: wrap(frame, principal, IPv4Address("127.0.0.1"), correlation_id=1, client_id="envelope-proxy"), repeat)
         steps["envelope unwrap"] = _timed(lambda: unwrap(envelope_answer), repeat)
-        steps["decode the answer's errors for the outcome (bounded pre-pass + kio)"] = _timed(
-            lambda: _response_errors(header.api_key, header.api_version, embedded), repeat
+        steps["the answer's errors for the outcome (zero-work answer: no configs)"] = _timed(
+            lambda: answer_errors(header.api_key, header.api_version, embedded), repeat
+        )
+        steps[f"the answer's errors for the outcome (Kafka's answer: {KAFKA_TOPIC_CONFIGS} configs)"] = _timed(
+            lambda: answer_errors(header.api_key, header.api_version, kafka_embedded), repeat
+        )
+        # The slow ways kept as the tests' oracles, timed beside the steps that replaced them.
+        oracles["the answer's errors by the full decode (zero-work answer)"] = _timed(
+            lambda: decoded_response_errors(header.api_key, header.api_version, embedded), repeat
+        )
+        oracles[f"the answer's errors by the full decode (Kafka's answer: {KAFKA_TOPIC_CONFIGS} configs)"] = _timed(
+            lambda: decoded_response_errors(header.api_key, header.api_version, kafka_embedded), repeat
         )
         for audit in audits:
             audit.delivered([CONTROLLER], CONTROLLER, 0.0)
@@ -121,6 +149,14 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
         written = next(audit_dir.rglob("*.jsonl")).read_bytes().splitlines(keepends=True)[0]
         chain = AuditChain()
         steps["audit chain: seal one record's line (in each record step above)"] = _timed(lambda: chain.seal(written, 0.0), repeat)
+        pending = iter(audits)
+
+        async def outcome_by_dict() -> None:
+            audit = next(pending)
+            data, subject, within = audit.outcome_record(outcome.envelope_error, outcome.top, outcome.results)
+            await log.write(make_record(audit.node_id, subject, data), within=within)
+
+        oracles["outcome record the dict way: build, bound, encode, write"] = await _timed_async(outcome_by_dict, repeat)
         steps["request metrics (a counter, three histograms, plain numbers)"] = _timed(
             lambda: metrics.count_request(
                 CALLER.listener, audits[0].api, outcome.metric, forwarded=outcome.forwarded, elapsed=audits[0].elapsed_ms() / 1000, queued=audits[0].queued
@@ -157,11 +193,11 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
             route(peeked, advertised, READ_ROUTES)
             _, named = decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
             audit = RequestAudit(log, 100, CALLER, peeked, resources=named, forwarding=FORWARDING)
-            await audit.intent()
+            await audit.intent(body)
             two_scopes()
             wrap(arrived, principal, client_ip, correlation_id=1, client_id="envelope-proxy")
             unwrap(envelope_answer)
-            top, errors = _response_errors(peeked.api_key, peeked.api_version, embedded)
+            top, errors = answer_errors(peeked.api_key, peeked.api_version, embedded)
             audit.delivered([CONTROLLER], CONTROLLER, 0.0)
             answered = Forwarded(ErrorCode.none, top, errors)
             await audit.record(answered)
@@ -175,7 +211,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], fl
             whole = await _timed_async(whole_request, repeat)
         await log.aclose(5)
         nursery.cancel_scope.cancel()
-    return steps, whole
+    return steps, oracles, whole
 
 
 def main() -> None:
@@ -184,11 +220,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds; each step's median is reported (default %(default)s)")
     args = parser.parse_args()
     rounds: list[dict[str, float]] = []
+    oracle_rounds: list[dict[str, float]] = []
     wholes: list[float] = []
     with tempfile.TemporaryDirectory(prefix="breakdown-") as folder:
         for index in range(args.rounds):
-            steps_of_round, whole = trio.run(_one_round, args.repeat, Path(folder) / str(index))
+            steps_of_round, oracles_of_round, whole = trio.run(_one_round, args.repeat, Path(folder) / str(index))
             rounds.append(steps_of_round)
+            oracle_rounds.append(oracles_of_round)
             wholes.append(whole)
     steps = {name: round(statistics.median(r[name] for r in rounds), 2) for name in rounds[0]}
     report = {
@@ -198,6 +236,8 @@ def main() -> None:
         "sum": round(sum(steps.values()), 1),
         # the same steps back to back, one request after another: what they cost together, caches shared
         "whole_request": round(statistics.median(wholes), 1),
+        # the slow ways the fast steps replaced, kept as the tests' oracles: what each step cost before
+        "oracles": {name: round(statistics.median(r[name] for r in oracle_rounds), 2) for name in oracle_rounds[0]},
     }
     print(json.dumps(report, indent=1))
 

@@ -205,5 +205,5 @@ class AuditChain:
         line = encode(record)
         self.seq, self.head = seq, line_hash(line)
         self._uncovered, self._uncovered_since = 0, math.inf
-        return AuditEntry(record, line, str(record["id"]), CHECKPOINT_STAGE)
+        return AuditEntry(line, str(record["id"]), CHECKPOINT_STAGE)
 

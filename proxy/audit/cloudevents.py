@@ -315,10 +315,9 @@ DEFAULT_LIMITS = RecordLimits()
 
 @dataclass(eq=False)
 class AuditEntry:
-    record: dict[str, Any]
     line: bytes
-    """The record as one JSON line, `\\n` terminated: what files and the spool hold. The writer adds the chain
-    attributes (proxy/audit/chain.py) to these bytes just before the sinks commit them; `record` never has them."""
+    """The record as one JSON line, `\n` terminated: what files and the spool hold. The writer adds the chain
+    attributes (proxy/audit/chain.py) to these bytes just before the sinks commit them."""
     key: str
     """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
     stage: str
@@ -329,4 +328,4 @@ class AuditEntry:
     def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
         record, line = encode_bounded(record, limits, within=within)
         data = record.get("data") or {}
-        return cls(record, line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))
+        return cls(line, str(data.get("requestId") or record.get("id")), str(data.get("stage")))

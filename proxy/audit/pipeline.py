@@ -121,9 +121,9 @@ class AuditLog:
         self.connection_events = connection_events
         self.excluded_principals = excluded_principals
         self.metrics = metrics
-        self.limits = limits
-        # Records are encoded this much smaller, so that sealing them keeps them within audit.record.max.bytes.
-        self._encode_limits = replace(limits, max_record_bytes=limits.max_record_bytes - CHAIN_SUFFIX_MAX_BYTES)
+        # Records are built and encoded this much smaller (the dict way and the spliced way alike), so that
+        # sealing them keeps them within audit.record.max.bytes.
+        self.limits = replace(limits, max_record_bytes=limits.max_record_bytes - CHAIN_SUFFIX_MAX_BYTES)
         self.chain = chain if chain is not None else AuditChain()
         """Seals every line in the order the sinks commit them (proxy/audit/chain.py)."""
         self.levels = levels if levels is not None else AuditLevels()
@@ -162,12 +162,17 @@ class AuditLog:
         """Queue the record and wait until every sink has committed it.
 
         With `required` (an intent: nothing may be forwarded without it) a record that cannot be
-        written raises AuditUnavailable; any other record that cannot be written is counted as lost.
-        `within`: see `encode_bounded`.
-        """
-        if not self.wanted(record):
-            return
-        entry = AuditEntry.of(record, self._encode_limits, within=within)
+        written raises AuditUnavailable; any other record that cannot be written is counted as lost. `within`: see
+        `encode_bounded`."""
+        if self.wanted(record):
+            await self._submit(AuditEntry.of(record, self.limits, within=within), required)
+
+    async def write_line(self, line: bytes, request_id: str, stage: str, principal: str, *, required: bool = False) -> None:
+        """`write` for a request record spliced within the limits (record_lines.py), wanted as `wanted` says."""
+        if stage not in EXCLUDABLE_STAGES or principal not in self.excluded_principals:
+            await self._submit(AuditEntry(line, request_id, stage), required)
+
+    async def _submit(self, entry: AuditEntry, required: bool) -> None:
         if self._commit_on_the_spot(entry):
             return
         self._pending += 1

@@ -12,7 +12,7 @@ calls `record` and then `count` before the answer is sent.
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -21,120 +21,14 @@ from authz.admin_apis import ParameterBounds, request_parameters
 from envelope.apis import api_label
 from envelope.header import RequestHeaderInfo
 from envelope.responses import ResourceError, error_name
+from proxy.audit.callers import Caller, Forwarding
 from proxy.audit.cloudevents import first_entries, make_record, new_id, rows_within, within_limits
 from proxy.audit.config_secrets import sensitive
+from proxy.audit.outcomes import BY_EDGE, BY_PROXY, BY_UPSTREAM, Failed, Forwarded, Local, Outcome, Read, Refused, Unrecorded
 from proxy.audit.pipeline import AuditLog
 from proxy.audit.proxied import proxied_by_record
-from proxy.net.addresses import ControllerAddress, ProxiedBy
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """The client side of a request, as its records name it."""
-
-    principal: str
-    mechanism: str | None
-    listener: str
-    security_protocol: str
-    address: str
-    port: int
-    connection_id: str
-    software_name: str | None
-    software_version: str | None
-    authentication_id: str | None = None
-    """The name the credential proved when it is not the principal's (GSSAPI: the Kerberos name); recorded only then."""
-    proxied_by: ProxiedBy | None = None
-    """The load balancer the client came through (PROXY protocol); `address` and `port` are the client's."""
-
-
-@dataclass(frozen=True, slots=True)
-class Forwarding:
-    """The proxy side of a forwarded request."""
-
-    principal: str
-    upstream_address: str
-
-
-# -- what a request ended in ------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Local:
-    """Answered by the proxy itself (ApiVersions, DescribeCluster, Metadata without topics)."""
-
-    metric: ClassVar[str] = "local"
-    forwarded: ClassVar[bool] = False
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """Refused: the connection closes (or an error is answered: a bad client software name, a token request a broker
-    refuses itself), with `code` the answer's error code, decided on `resources`."""
-
-    reason: str
-    code: int = ErrorCode.invalid_request
-    resources: list[ResourceAccess] = field(default_factory=list)
-    metric: ClassVar[str] = "refused"
-    forwarded: ClassVar[bool] = False
-
-
-# Who chose a read's error code (`Read.error_by`).
-BY_UPSTREAM = "upstream"
-"""The read upstream: its answer's code, or it could not be reached (a `result.errors` row named `upstream`)."""
-BY_EDGE = "edge"
-"""The edge authorizer denied every resource asked: nothing went upstream, the code is the denial's."""
-BY_PROXY = "proxy"
-"""The proxy failed answering (a read route that threw): a `result.errors` row naming no resource."""
-
-
-@dataclass(frozen=True, slots=True)
-class Read:
-    """A read answered through the edge authorizer: what it denied, and the error if any, with who chose it."""
-
-    policy: str
-    resources: list[ResourceAccess]
-    """What the client asked to see."""
-    denied: list[ResourceAccess]
-    code_of: Callable[[ResourceAccess], int]
-    error_code: int
-    error_message: str | None
-    error_by: str = BY_UPSTREAM
-    metric: ClassVar[str] = "read"
-    forwarded: ClassVar[bool] = False
-
-
-@dataclass(frozen=True, slots=True)
-class Forwarded:
-    """The controller answered the envelope: its envelope error, and the embedded answer's top-level and per-resource errors."""
-
-    envelope_error: int
-    top: int
-    results: list[ResourceError]
-    metric: ClassVar[str] = "forwarded"
-    forwarded: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """No answer from the controller to pass on: the proxy answers `code` for every resource."""
-
-    envelope_error: int | None
-    code: int
-    message: str
-    metric: ClassVar[str] = "failed"
-    forwarded: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True)
-class Unrecorded:
-    """Not forwarded because its intent could not be written (audit.on.failure=reject): counted, no outcome record."""
-
-    metric: ClassVar[str] = "failed"
-    forwarded: ClassVar[bool] = False
-
-
-Outcome = Local | Refused | Read | Forwarded | Failed | Unrecorded
-
+from proxy.audit.record_lines import RecordLines, SharedLine, record_lines
+from proxy.net.addresses import ControllerAddress
 
 REQUEST_ENTRY_FACTOR = 16
 """An intent's `request` holds at most this many times `audit.record.max.resources` list entries in all (nested lists
@@ -147,6 +41,16 @@ _ERROR_TEXTS = ("resource", "message")
 def error_row(resource: str | None, code: int, message: str | None) -> dict[str, Any]:
     """One entry of a record's `result.errors`."""
     return {"resource": resource, "errorCode": code, "errorName": error_name(code), "message": message}
+
+
+def _forwarded_result(envelope_error: int, top: int, failed: list[ResourceError], rows: Sequence[ResourceError] | None = None) -> dict[str, Any]:
+    """An outcome's `result`: the status from every failed result, a row for each of `rows` (by default all of them)."""
+    return {
+        "status": "SUCCESS" if top == ErrorCode.none and not failed else "FAILURE",
+        "envelopeErrorCode": envelope_error,
+        "errorCode": top,
+        "errors": [error_row(r.resource, r.error_code, r.message) for r in (failed if rows is None else rows)],
+    }
 
 
 @dataclass
@@ -171,12 +75,16 @@ class RequestAudit:
     """What the intent and the outcome share (who, what, the resources), built once for both."""
     _shared_within: bool = field(default=False, init=False, repr=False)
     """What they share is within the audit's limits: checked once, when it is built, not for each record."""
+    _shared: SharedLine | None = field(default=None, init=False, repr=False)
+    """What the intent's and outcome's spliced lines share (proxy/audit/record_lines.py)."""
+    _lines: RecordLines = field(init=False, repr=False)
 
     api: str = field(init=False)
     """The API's name, with a bounded set of values (audit methodName, metric labels)."""
 
     def __post_init__(self) -> None:
         self.api = api_label(self.header.api_key)
+        self._lines = record_lines(self.node_id)
 
     def restart(self) -> None:
         self.started = time.perf_counter()
@@ -294,34 +202,69 @@ class RequestAudit:
 
         `body`, the request as the forwarding path decoded it, gives the record's `request` (what the request asks to
         change) where audit.level keeps it for this listener and API."""
+        request, bounds = self.parameters(body)
+        if bounds is None or bounds.within:
+            shared = self._shared_line()
+            line = None if shared is None else self._lines.intent(self.log.limits, shared, self.request_id, self._upstream(), request)
+            if line is not None:
+                await self.log.write_line(line, self.request_id, "intent", self.caller.principal, required=True)
+                return
+        data, subject, within = self.intent_record(request, bounds)
+        await self._write(data, subject, required=True, within=within)
+
+    def parameters(self, body: Any) -> tuple[dict[str, Any] | None, ParameterBounds | None]:
+        """What the request asks to change, where audit.level keeps it, and the bounds it was read within."""
+        if body is None or not self.log.levels.keeps_request(self.caller.listener, self.api):
+            return None, None
+        limits = self.log.limits
+        bounds = ParameterBounds(limits.max_string_chars, limits.max_resources, limits.max_resources * REQUEST_ENTRY_FACTOR, sensitive)
+        return request_parameters(self.header.api_key, body, bounds), bounds
+
+    def intent_record(self, request: dict[str, Any] | None, bounds: ParameterBounds | None) -> tuple[dict[str, Any], str | None, bool]:
+        """The intent the dict way: its `data`, subject and whether it is within the limits (the spliced line's oracle)."""
         data, subject = self._data("intent", self.resources), subject_of(self.resources)
         within = self._paired_within(data, subject)
-        if body is not None and self.log.levels.keeps_request(self.caller.listener, self.api):
-            limits = self.log.limits
-            bounds = ParameterBounds(limits.max_string_chars, limits.max_resources, limits.max_resources * REQUEST_ENTRY_FACTOR, sensitive)
-            data["request"] = request_parameters(self.header.api_key, body, bounds)
+        if request is not None and bounds is not None:
+            data["request"] = request
             if bounds.omitted:
                 # the intent's own omissions: what it shares with the outcome keeps its own
                 truncated = data.get("truncated") or {"fields": [], "omitted": {}}
                 data["truncated"] = {"fields": list(truncated["fields"]), "omitted": {**truncated["omitted"], **bounds.omitted}}
             within = within and bounds.within
-        await self._write(data, subject, required=True, within=within)
+        return data, subject, within
 
     async def outcome(self, envelope_error: int, top: int, results: list[ResourceError]) -> None:
         """The controller answered: its top-level and per-resource errors."""
         failed = [r for r in results if r.error_code != ErrorCode.none]
+        limits = self.log.limits
+        if len(failed) <= limits.max_resources:
+            result = _forwarded_result(envelope_error, top, failed)
+            shared = self._shared_line() if rows_within(result["errors"], limits, _ERROR_TEXTS) else None
+            if shared is not None:
+                line = self._lines.outcome(limits, shared, self.request_id, result, self._timings(forwarded=True), self._upstream())
+                if line is not None:
+                    await self.log.write_line(line, self.request_id, "outcome", self.caller.principal)
+                    return
+        data, subject, within = self.outcome_record(envelope_error, top, failed)
+        await self._write(data, subject, within=within)
+
+    def outcome_record(self, envelope_error: int, top: int, failed: list[ResourceError]) -> tuple[dict[str, Any], str | None, bool]:
+        """The outcome the dict way: its `data`, subject and whether it is within the limits (the spliced line's oracle)."""
         data = self._data("outcome", self.resources)
         rows = first_entries(data, failed, self.log.limits.max_resources, "result.errors")
-        data["result"] = {
-            "status": "SUCCESS" if top == ErrorCode.none and not failed else "FAILURE",
-            "envelopeErrorCode": envelope_error,
-            "errorCode": top,
-            "errors": [error_row(r.resource, r.error_code, r.message) for r in rows],
-        }
+        data["result"] = _forwarded_result(envelope_error, top, failed, rows)
         data["timings"] = self._timings(forwarded=True)
         subject = subject_of(self.resources)
         within = self._paired_within(data, subject) and rows_within(data["result"]["errors"], self.log.limits, _ERROR_TEXTS)
-        await self._write(data, subject, within=within)
+        return data, subject, within
+
+    def _shared_line(self) -> SharedLine | None:
+        """What the intent's and outcome's lines share, encoded once for both (None: over the limits, the dict way)."""
+        shared = self._shared
+        if shared is None or shared.caller is not self.caller or shared.resources is not self.resources or shared.forwarding is not self.forwarding:
+            shared = self._lines.shared(self.log.limits, self.caller, self.header, self.api, self.forwarding, self.resources, subject_of(self.resources))
+            self._shared = shared
+        return shared
 
     async def failed(self, envelope_error: int | None, code: int, message: str) -> None:
         """No answer from the controller to pass on: the proxy answers `code` for every resource."""

@@ -18,7 +18,8 @@ from kio.schema.errors import ErrorCode
 
 from authz.acl_requests import unreadable_acl_request
 from authz.actions import ResourceAccess
-from authz.admin_apis import error_response, resources_of, response_errors
+from authz.admin_apis import answer_scan, error_response, resources_of, response_errors
+from envelope.answer_scan import scan_answer
 from envelope.apis import ApiKey
 from envelope.codec import decode_body, decode_response_body, encode_response
 from envelope.errors import ProtocolError
@@ -67,9 +68,19 @@ def decode_with_resources(api_key: int, api_version: int, frame: bytes, offset: 
     return body, resources_of(api_key, body)
 
 
-def _response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+def decoded_response_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+    """The answer's errors from the full decode (bounded pre-pass, then kio): the scan's fallback, and its test oracle."""
     _, response = decode_response_body(api_key, api_version, embedded)
     return response_errors(api_key, response)
+
+
+def answer_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+    """The answer's top-level and per-resource errors for the outcome: one pass that reads each result's name, code and
+    message (envelope/answer_scan.py), or the full decode for anything that scan leaves to it (a refusal included)."""
+    plan = answer_scan(api_key, api_version)
+    if plan is not None and (scanned := scan_answer(plan, embedded)) is not None:
+        return scanned
+    return decoded_response_errors(api_key, api_version, embedded)
 
 
 class Forwarder:
@@ -94,9 +105,13 @@ class Forwarder:
         """The forward route: the body decoded and its resources named, a token request a broker answers itself, then
         the request forwarded."""
         try:
-            body, audit.resources = await self.offload.frame(
-                len(frame), decode_with_resources, header.api_key, header.api_version, frame, header.header_size
-            )
+            if len(frame) < self.offload.large_frame_bytes:
+                # The usual request is decoded on the spot: no coroutine for the offload's own check.
+                body, audit.resources = decode_with_resources(header.api_key, header.api_version, frame, header.header_size)
+            else:
+                body, audit.resources = await self.offload.frame(
+                    len(frame), decode_with_resources, header.api_key, header.api_version, frame, header.header_size
+                )
         except ProtocolError as exc:
             # Fail closed: a mutation whose resources cannot be named is never forwarded.
             return undecodable(session, header, exc)
@@ -169,7 +184,10 @@ class Forwarder:
     async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> Forwarded:
         header = audit.header
         try:
-            top, results = await self.offload.frame(len(embedded), _response_errors, header.api_key, header.api_version, embedded)
+            if len(embedded) < self.offload.large_frame_bytes:  # the usual answer: read on the spot, as the request
+                top, results = answer_errors(header.api_key, header.api_version, embedded)
+            else:
+                top, results = await self.offload.frame(len(embedded), answer_errors, header.api_key, header.api_version, embedded)
         except ProtocolError as exc:
             log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
             top, results = ErrorCode.unknown_server_error, []

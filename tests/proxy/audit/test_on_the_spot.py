@@ -4,6 +4,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import orjson
 import trio
 import trio.testing
 
@@ -39,14 +40,14 @@ class SpotSink:
         if self.spot_failures:
             self.spot_failures -= 1
             raise OSError("no space left on device")
-        self.kept.extend(("spot", entry.record["data"]["correlationId"]) for entry in batch)
+        self.kept.extend(("spot", orjson.loads(entry.line)["data"]["correlationId"]) for entry in batch)
         return True
 
     async def commit(self, batch: Sequence[AuditEntry]) -> None:
         self.writer_entered.set()
         if self.writer_gate is not None:
             await self.writer_gate.wait()
-        self.kept.extend(("writer", entry.record["data"]["correlationId"]) for entry in batch)
+        self.kept.extend(("writer", orjson.loads(entry.line)["data"]["correlationId"]) for entry in batch)
         if self.tick_after_commit:  # as the file sink's rotation deadline, set when a commit opens a file
             self.tick_at, self.tick_after_commit = trio.current_time(), False
 

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
@@ -81,7 +82,7 @@ class ListSink:
         return False  # every batch goes through the writer, as a Kafka sink's does
 
     async def commit(self, batch: Sequence[AuditEntry]) -> None:
-        self.records.extend(entry.record for entry in batch)
+        self.records.extend(orjson.loads(entry.line) for entry in batch)
 
     def deadline(self) -> float:
         return math.inf
