@@ -259,7 +259,10 @@ class RequestAudit:
         return data, subject, within
 
     def _shared_line(self) -> SharedLine | None:
-        """What the intent's and outcome's lines share, encoded once for both (None: over the limits, the dict way)."""
+        """What the intent's and outcome's lines share, encoded once for both (None: the dict way, for a record over
+        the limits or a probe's, whose `data.probe` the spliced parts do not carry)."""
+        if self.probe is not None:
+            return None
         shared = self._shared
         if shared is None or shared.caller is not self.caller or shared.resources is not self.resources or shared.forwarding is not self.forwarding:
             shared = self._lines.shared(self.log.limits, self.caller, self.header, self.api, self.forwarding, self.resources, subject_of(self.resources))
