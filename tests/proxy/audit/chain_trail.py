@@ -8,9 +8,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from proxy.audit.chain_verify import RawLine
-from proxy.audit.cloudevents import make_record
 from proxy.audit.settings import audit_running, open_audit_log, parse_audit_settings
 from proxy.properties import Properties
+from tests.proxy.audit.test_pipeline import request_record
 
 
 def write_key_pair(directory: Path) -> tuple[Path, Path]:
@@ -23,32 +23,8 @@ def write_key_pair(directory: Path) -> tuple[Path, Path]:
 
 
 def record(node_id: int, n: int, principal: str = "User:alice") -> dict[str, Any]:
-    data = {
-        "requestId": f"00000000-0000-4000-8000-{n:012d}",
-        "stage": "local",
-        "methodName": "kafka.ApiVersions",
-        "apiKey": 18,
-        "apiVersion": 3,
-        "authenticationInfo": {"principal": principal, "mechanism": "PLAIN", "listener": "CLIENT", "securityProtocol": "SASL_PLAINTEXT"},
-        "forwardingPrincipal": None,
-        "requestMetadata": {
-            "clientAddress": "127.0.0.1",
-            "clientPort": 40000,
-            "clientId": "t",
-            "clientSoftwareName": None,
-            "clientSoftwareVersion": None,
-            "correlationId": n,
-            "connectionId": "CLIENT-1",
-            "proxiedBy": None,
-        },
-        "resources": [],
-        "authorizationInfo": None,
-        "result": {"status": "SUCCESS", "envelopeErrorCode": None, "errorCode": 0, "errors": []},
-        "timings": {"queueMs": 0.0, "upstreamMs": 0.0, "totalMs": 0.1},
-        "upstream": None,
-        "connection": None,
-    }
-    return make_record(node_id, None, data)
+    """The `n`th local record of writer `node_id`."""
+    return request_record(principal, "local", n, node_id)
 
 
 def settings_for(audit_dir: Path, key_file: Path | None, **extra: str) -> Properties:

@@ -35,7 +35,7 @@ from proxy.ops.metrics import ProxyMetrics
 from tests.audit_records import assert_valid, complete_lines, records_under
 
 
-def request_record(principal: str = "User:alice", stage: str = "local", n: int = 0) -> dict[str, Any]:
+def request_record(principal: str = "User:alice", stage: str = "local", n: int = 0, node_id: int = 100) -> dict[str, Any]:
     data = {
         "requestId": f"00000000-0000-4000-8000-{n:012d}",
         "stage": stage,
@@ -65,7 +65,7 @@ def request_record(principal: str = "User:alice", stage: str = "local", n: int =
         data.update(result=None, timings=None, forwardingPrincipal="User:proxy", upstream={"address": "c:9093", "nodeId": None, "attempts": 0, "controllers": []})
     if stage == "outcome":  # as forwarded records are: the outcome names the controller that answered
         data.update(forwardingPrincipal="User:proxy", upstream={"address": "c:9093", "nodeId": 1, "attempts": 1, "controllers": [1]})
-    return make_record(100, None, data)
+    return make_record(node_id, None, data)
 
 
 def connection_event(stage: str) -> dict[str, Any]:
