@@ -19,10 +19,10 @@ from typing import Any
 
 from controller.config_validators import ConfigValueError, Validator, invalid
 from controller.java_values import java_double, java_integer, java_text, java_trim
+from envelope.config_sources import UNKNOWN_CONFIG_TYPE as UNKNOWN_CONFIG_TYPE
 
 # DescribeConfigsResponse.ConfigType, by ConfigDef.Type name; 0 is UNKNOWN.
 CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
-UNKNOWN_CONFIG_TYPE = 0
 
 # Each integer type's width in bits: the range Java's parse of it accepts
 _INT_BITS = {"INT": 32, "SHORT": 16, "LONG": 64}

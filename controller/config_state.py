@@ -21,16 +21,14 @@ from dataclasses import dataclass
 from controller.config_defs import LISTENER_CONFIG, ConfigKey, KafkaConfigs, kafka_configs, normalized, parse
 from controller.config_validators import ConfigValueError
 from controller.image import MetadataImage
-
-# DescribeConfigsResponse.ConfigSource
-TOPIC_CONFIG = 1
-DYNAMIC_BROKER_CONFIG = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
-DYNAMIC_BROKER_LOGGER_CONFIG = 6
-CLIENT_METRICS_CONFIG = 7
-GROUP_CONFIG = 8
+from envelope.config_sources import CLIENT_METRICS_CONFIG as CLIENT_METRICS_CONFIG
+from envelope.config_sources import DEFAULT_CONFIG as DEFAULT_CONFIG
+from envelope.config_sources import DYNAMIC_BROKER_CONFIG as DYNAMIC_BROKER_CONFIG
+from envelope.config_sources import DYNAMIC_BROKER_LOGGER_CONFIG as DYNAMIC_BROKER_LOGGER_CONFIG
+from envelope.config_sources import DYNAMIC_DEFAULT_BROKER_CONFIG as DYNAMIC_DEFAULT_BROKER_CONFIG
+from envelope.config_sources import GROUP_CONFIG as GROUP_CONFIG
+from envelope.config_sources import STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG
+from envelope.config_sources import TOPIC_CONFIG as TOPIC_CONFIG
 
 CLUSTER_DEFAULT = ""
 """The broker resource name of the cluster-wide dynamic defaults."""

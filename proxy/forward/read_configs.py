@@ -9,6 +9,7 @@ from authz import Operation, PatternType, RequestContext, ResourceType
 from authz.actions import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC, ResourceAccess
 from authz.model import CLUSTER_NAME
 from envelope.apis import ApiKey
+from envelope.config_sources import DEFAULT_CONFIG, UNKNOWN_CONFIG, UNKNOWN_CONFIG_TYPE
 from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo
 from proxy.forward.broker_view import BrokerSet
@@ -68,9 +69,7 @@ async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, 
 
 # Kafka's values for the fields an older answer lacks: ConfigSource UNKNOWN (v1+), ConfigType UNKNOWN and no
 # documentation (v3+), no synonyms (v1+). A v0 answer's is_default becomes DEFAULT_CONFIG, as a broker reads it.
-_CONFIG_DEFAULTS = {"synonyms": (), "config_type": 0, "documentation": None}
-_CONFIG_SOURCE_UNKNOWN = 0
-_CONFIG_SOURCE_DEFAULT = 5
+_CONFIG_DEFAULTS = {"synonyms": (), "config_type": UNKNOWN_CONFIG_TYPE, "documentation": None}
 
 
 def _with_newer_fields(result: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +79,7 @@ def _with_newer_fields(result: dict[str, Any]) -> dict[str, Any]:
     for entry in result.get("configs") or ():
         source = entry.get("config_source")
         if source is None:
-            source = _CONFIG_SOURCE_DEFAULT if entry.get("is_default") else _CONFIG_SOURCE_UNKNOWN
+            source = DEFAULT_CONFIG if entry.get("is_default") else UNKNOWN_CONFIG
         entries.append({**_CONFIG_DEFAULTS, **entry, "config_source": source})
     return {**result, "configs": entries}
 
