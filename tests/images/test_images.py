@@ -308,7 +308,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         root, pki, client_port, metrics_port, controller_port, audit_root, audit_dir, int(raw["shutdown.timeout.ms"]), grace, controller, proxy
     )
     try:
-        wait_until(f"/readyz of the proxy container\n{proxy.logs()}", lambda: http_status(stack.url("/readyz")) == 200, 90)
+        wait_until(f"/readyz of the proxy container\n{proxy.logs()}", lambda: http_status(stack.url("/readyz")) == 200, 180)
         yield stack
     finally:
         for c in (proxy, controller):
@@ -407,7 +407,7 @@ def test_health_is_liveness_and_readiness_follows_the_controller(stack: Stack) -
         assert health_status(stack.proxy.name) == "healthy"
     finally:
         engine("start", stack.controller.name)
-    wait_until("/readyz turns 200 with the controller back", lambda: http_status(stack.url("/readyz")) == 200, 90)
+    wait_until("/readyz turns 200 with the controller back", lambda: http_status(stack.url("/readyz")) == 200, 180)
 
 
 def _load(stack: Stack, index: int, stop: threading.Event, answered: list[str], unanswered: list[str]) -> None:

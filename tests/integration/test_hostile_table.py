@@ -32,13 +32,18 @@ from envelope.varints import write_uvarint
 from envelope_proxy.embedded import controller_properties, proxy_properties
 from tests.audit_records import records_under
 
-PREAUTH_IDLE_MS = 1500
+# Long enough for a loaded machine to accept the idle crowd and answer beside it before the crowd's connections time
+# out together (a thousand closes at once are another case), short enough for the slowloris case's 8 s.
+PREAUTH_IDLE_MS = 4000
 IDLE_CROWD = 1000
 # The crowd of idle connections needs file descriptors, here and in the proxy (which inherits the limit).
 _soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 if _soft < 3 * IDLE_CROWD and _hard > _soft:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(_hard, 8 * IDLE_CROWD), _hard))
 ANSWER_BOUND = 1.0
+# On a loaded machine every answer is slow: the bound is also this many times the same answer's time measured just
+# before, with nothing hostile in flight. A proxy held up by the case waits for the case itself, far longer.
+BASELINE_FACTOR = 5.0
 # After a case, the proxy may still be working off what the case left (a thousand closes and their audit
 # records): the check there is that it lives and answers someone else, well before any client timeout.
 ALIVE_BOUND = 10.0
@@ -454,7 +459,8 @@ def _huge_metadata(address: str) -> Exchange:
         assert answer is not None
         body = decode_response_body(3, 12, answer)[1]
         assert len(body.topics) == 100_000
-        assert slowest < ANSWER_BOUND, f"another connection waited {slowest:.3f}s behind the big request"
+        bound = _answer_bound(address)  # after: the connection had to send its request first, within the preauth idle
+        assert slowest < bound, f"another connection waited {slowest:.3f}s behind the big request"
         return Seen([body], False)
 
     return run
@@ -471,6 +477,10 @@ def _slowest_answer(address: str, rounds: int) -> float:
     return slowest
 
 
+def _answer_bound(address: str) -> float:
+    return max(ANSWER_BOUND, BASELINE_FACTOR * _slowest_answer(address, 3))
+
+
 def _open_connections(metrics_url: str, listener: str) -> float:
     with urllib.request.urlopen(metrics_url, timeout=10) as answer:
         text = answer.read().decode()
@@ -481,15 +491,16 @@ def _open_connections(metrics_url: str, listener: str) -> float:
 def _idle_crowd(address: str, metrics_url: str) -> Exchange:
     def run(sock: socket.socket) -> Seen:
         crowd = []
+        bound = _answer_bound(address)
         try:
             for _ in range(IDLE_CROWD):
                 crowd.append(wire.connect(address))
             # measured once the proxy holds the whole crowd, each waiting for a first request (on a loaded machine
-            # the accepts alone can take longer than a fixed pause); the crowd outlives this wait (preauth idle)
-            deadline = time.monotonic() + PREAUTH_IDLE_MS / 1000
+            # the accepts alone can take longer than a fixed pause), well before the crowd's preauth idle ends
+            deadline = time.monotonic() + PREAUTH_IDLE_MS / 2000
             while _open_connections(metrics_url, "PLAIN") < IDLE_CROWD and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert _slowest_answer(address, 3) < ANSWER_BOUND
+            assert _slowest_answer(address, 3) < bound
         finally:
             for idle in crowd:
                 idle.close()
@@ -638,10 +649,11 @@ def test_a_big_request_does_not_stop_a_concurrent_client(stack: Stack) -> None:
         slowest.append(_slowest_answer(stack.plain, 30))
 
     big = encode_frame(_metadata([f"t-{i:06d}" for i in range(100_000)]))
+    bound = _answer_bound(stack.plain)
     with wire.connect(stack.plain, timeout=120) as sock:
         sock.sendall(big)
         poller = threading.Thread(target=poll)
         poller.start()
         assert _read(sock, 120) is not None
         poller.join(120)
-    assert slowest and slowest[0] < ANSWER_BOUND
+    assert slowest and slowest[0] < bound
