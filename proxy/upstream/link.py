@@ -12,6 +12,7 @@ closes it for an expired session.
 
 import itertools
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,8 @@ class Link:
         self.reauthenticate_at: float | None = None
         """When the login must be made again (trio's clock); None when the controller's session does not expire."""
         self.reauthentications = 0
+        self.overdue = False
+        """Closed by a `RoundTripWatch` because its round trip outlived its deadline."""
 
     @classmethod
     async def open(cls, settings: UpstreamSettings, server: ControllerAddress) -> "Link":
@@ -106,25 +109,38 @@ class Link:
         if stream is not None:
             await trio.aclose_forcefully(stream)
 
-    async def exchange(self, build: Callable[[int], bytes], *, deadline: float) -> bytes:
-        """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`."""
-        await self._reauthenticate_when_due(deadline)
-        return await self._exchange(build, deadline=deadline)
+    async def exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "RoundTripWatch | None" = None) -> bytes:
+        """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`.
 
-    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float) -> bytes:
+        With a running `watch` the deadline is kept by the watch's task, not by a cancel scope of this round trip."""
+        if self.reauthenticate_at is not None:  # only a login with a session lifetime (KIP-368) pays a coroutine here
+            await self._reauthenticate_when_due(deadline)
+        return await self._exchange(build, deadline=deadline, watch=watch)
+
+    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "RoundTripWatch | None" = None) -> bytes:
         stream = self._stream
         if stream is None or self.broken:
             raise LinkBroken(f"{self.server.address}: connection closed")
         correlation_id = next(self._correlation)
         finished = False
+        watched = watch is not None and watch.watch(self, deadline)
         try:
-            with trio.move_on_at(deadline):
+            if watched:
                 await stream.send_all(encode_frame(build(correlation_id)))
                 frame = await self._next_frame(stream)
                 finished = True
+            else:
+                with trio.move_on_at(deadline):
+                    await stream.send_all(encode_frame(build(correlation_id)))
+                    frame = await self._next_frame(stream)
+                    finished = True
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
-            raise LinkBroken(f"{self.server.address}: {exc!r}") from exc
+            if not self.overdue:
+                raise LinkBroken(f"{self.server.address}: {exc!r}") from exc
         finally:
+            if watched:
+                assert watch is not None
+                watch.done(self)
             if not finished:
                 # Interrupted (deadline, failure or cancellation): a late answer must not meet the next request.
                 with trio.CancelScope(shield=True):
@@ -229,4 +245,56 @@ class Link:
         self.reauthenticate_at = None if delay is None else trio.current_time() + delay
 
 
-__all__ = ["CLIENT_ID", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]
+class RoundTripWatch:
+    """The deadlines of a pool's round trips in flight, kept by one task instead of a cancel scope per round trip.
+
+    As a Kafka broker sweeps its connections in its poll loop rather than setting a timer per request: entering and
+    leaving a trio cancel scope with a deadline costs a heap push and pop and two context managers, on every request.
+    Here a round trip only notes its deadline (`watch`); the watch's task sleeps until the earliest one noted and
+    closes each link whose round trip is still in flight after its deadline, which ends that round trip at the same
+    moment, the same way (LinkBroken, "no answer in time", the link closed) as its own scope did. Deadlines noted
+    later than the one the task sleeps to (nearly all: each is `now` plus a timeout) cost no more than the note.
+    """
+
+    def __init__(self) -> None:
+        self._due: dict[Link, float] = {}
+        self._alarm: trio.CancelScope | None = None
+        """The task's sleep until the earliest deadline; None while the task is not running (round trips keep their own scope)."""
+
+    def watch(self, link: Link, deadline: float) -> bool:
+        """Note `link`'s round trip until `deadline`; False when the task is not running (the caller keeps its own scope)."""
+        alarm = self._alarm
+        if alarm is None or deadline <= trio.current_time():
+            return False  # a deadline already past: the scope cancels before anything is sent, as it always did
+        self._due[link] = deadline
+        if deadline < alarm.deadline:
+            alarm.deadline = deadline
+        return True
+
+    def done(self, link: Link) -> None:
+        self._due.pop(link, None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Close every link whose round trip outlives its deadline, until cancelled; on the way out, the links still
+        watched are closed too, so that no round trip is left without a bound."""
+        task_status.started()
+        try:
+            while True:
+                with trio.CancelScope(deadline=min(self._due.values(), default=math.inf)) as self._alarm:
+                    await trio.sleep_forever()
+                now = trio.current_time()
+                for link in [link for link, due in self._due.items() if due <= now]:
+                    await self._expire(link)
+        finally:
+            self._alarm = None
+            with trio.CancelScope(shield=True):
+                for link in list(self._due):
+                    await self._expire(link)
+
+    async def _expire(self, link: Link) -> None:
+        self._due.pop(link, None)
+        link.overdue = True
+        await link.aclose()
+
+
+__all__ = ["CLIENT_ID", "Link", "RoundTripWatch", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]

@@ -15,7 +15,7 @@ from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_prope
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.mechanisms import UsernamePasswordLogin
 from proxy.net.sasl.plain import plain_client
-from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.link import Link, LinkBroken, RoundTripWatch, UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings
 from tests.fake_controller import FakeController
@@ -159,3 +159,43 @@ async def test_a_controller_that_goes_away_is_noticed_without_a_request(nursery:
     assert pool.active is None and fake.received == []
 
 
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["the pool's watch", "the round trip's own scope"])
+async def test_a_round_trip_past_its_deadline_ends_then_broken_whoever_keeps_the_deadline(nursery: trio.Nursery, watched: bool) -> None:
+    # The watch (link.py RoundTripWatch) replaces a cancel scope per round trip: it must end the round trip at the
+    # same moment and the same way as the scope, which stays the way of a link with no watch running.
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    link = await Link.open(plaintext(port), ControllerAddress("127.0.0.1", port))
+    watch = RoundTripWatch()
+    if watched:
+        await nursery.start(watch.run)
+    started = trio.current_time()
+    with trio.fail_after(WAIT), pytest.raises(LinkBroken, match="in time"):
+        await link.exchange(marker_request, deadline=started + 0.2, watch=watch)
+    assert 0.2 <= trio.current_time() - started < 0.2 + WAIT / 10
+    assert link.broken and link.overdue is watched and not watch._due
+
+
+async def test_a_watch_that_stops_closes_the_round_trips_it_kept(nursery: trio.Nursery) -> None:
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    link = await Link.open(plaintext(port), ControllerAddress("127.0.0.1", port))
+    watch = RoundTripWatch()
+    watching = trio.CancelScope()
+
+    async def run_watch(task_status: trio.TaskStatus[None]) -> None:
+        with watching:
+            await watch.run(task_status=task_status)
+
+    await nursery.start(run_watch)
+
+    async def stop_soon() -> None:
+        await trio.sleep(0.1)
+        watching.cancel()
+
+    nursery.start_soon(stop_soon)
+    with trio.fail_after(WAIT), pytest.raises(LinkBroken, match="in time"):
+        await link.exchange(marker_request, deadline=trio.current_time() + WAIT * 10, watch=watch)
+    assert link.broken and not watch.watch(link, trio.current_time() + 1)
