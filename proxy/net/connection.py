@@ -95,8 +95,33 @@ class KafkaConnection:
         if self._stop_waiting:
             return None
         wait = self.idle_timeout if timeout is None else timeout
-        if self._deadlines is not None:
-            return await self._receive_serving(self._deadlines, wait)
+        deadlines = self._deadlines
+        if deadlines is None:
+            return await self._receive_alone(wait)
+        # Inside `serving()`, every request's wait: the frame read here, not in two more coroutines.
+        deadline = trio.current_time() + wait
+        # The answer just sent set about this deadline already (see `send`): a deadline moved costs a third
+        # of a new cancel scope, one left alone costs nothing.
+        if abs(deadlines.deadline - deadline) > _DEADLINE_SLACK:
+            deadlines.deadline = deadline
+        self._receiving = True
+        reader = self.reader
+        try:
+            while (frame := reader.next_frame()) is None:
+                data = await self.stream.receive_some(_RECEIVE_CHUNK)
+                if not data:
+                    break
+                reader.feed(bytes(data))
+        finally:
+            self._receiving = False
+        if deadlines.cancel_called:
+            return None  # `stop_waiting` came as the frame did: without this, the request would meet the cancellation
+        # No deadline while a request is handled: what bounds it is the forwarding's own deadlines and the audit's.
+        deadlines.deadline = math.inf
+        return frame
+
+    async def _receive_alone(self, wait: float) -> bytes | None:
+        """`receive_frame` outside `serving()`: under a cancel scope of its own."""
         with trio.move_on_after(wait) as self._waiting:
             frame = await self._next_frame()
             self._waiting = None
@@ -111,23 +136,6 @@ class KafkaConnection:
             if not data:
                 return None
             self.reader.feed(bytes(data))
-        return frame
-
-    async def _receive_serving(self, deadlines: trio.CancelScope, wait: float) -> bytes | None:
-        deadline = trio.current_time() + wait
-        # The answer just sent set about this deadline already (see `send`): a deadline moved costs a third
-        # of a new cancel scope, one left alone costs nothing.
-        if abs(deadlines.deadline - deadline) > _DEADLINE_SLACK:
-            deadlines.deadline = deadline
-        self._receiving = True
-        try:
-            frame = await self._next_frame()
-        finally:
-            self._receiving = False
-        if deadlines.cancel_called:
-            return None  # `stop_waiting` came as the frame did: without this, the request would meet the cancellation
-        # No deadline while a request is handled: what bounds it is the forwarding's own deadlines and the audit's.
-        deadlines.deadline = math.inf
         return frame
 
     @contextmanager

@@ -273,7 +273,7 @@ class ControllerPool:
         self, build: Build, *, deadline: float, answered: Callable[[EnvelopeReply], None] | None = None
     ) -> EnvelopeReply:
         """`send` for an Envelope, which NOT_CONTROLLER also sends again."""
-        return await send_envelope(self, build, deadline=deadline, answered=answered)
+        return await _until_answered(self, build, deadline, read=_envelope, retry_elsewhere=_is_not_controller, answered=answered)
 
     async def request(self, build: Build, *, timeout: float | None = None) -> bytes:
         """`send` for the proxy's own reads: one answer frame within `timeout` (default `request.timeout.ms`)."""
