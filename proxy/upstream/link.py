@@ -10,11 +10,12 @@ requests, at a random 85-95% of the lifetime as Kafka's clients do, so the contr
 closes it for an expired session.
 """
 
+import collections
 import itertools
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -85,7 +86,7 @@ class Link:
         """When the login must be made again (trio's clock); None when the controller's session does not expire."""
         self.reauthentications = 0
         self.overdue = False
-        """Closed by a `RoundTripWatch` because its round trip outlived its deadline."""
+        """Closed by a `DeadlineWatch` because its round trip outlived its deadline."""
 
     @classmethod
     async def open(cls, settings: UpstreamSettings, server: ControllerAddress) -> "Link":
@@ -103,13 +104,18 @@ class Link:
             raise
         return link
 
+    async def expire(self) -> None:
+        """Its round trip outlived its deadline (`DeadlineWatch`): closed under it, which ends the round trip."""
+        self.overdue = True
+        await self.aclose()
+
     async def aclose(self) -> None:
         self.broken = True
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.aclose_forcefully(stream)
 
-    async def exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "RoundTripWatch | None" = None) -> bytes:
+    async def exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "DeadlineWatch | None" = None) -> bytes:
         """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`.
 
         With a running `watch` the deadline is kept by the watch's task, not by a cancel scope of this round trip."""
@@ -117,7 +123,7 @@ class Link:
             await self._reauthenticate_when_due(deadline)
         return await self._exchange(build, deadline=deadline, watch=watch)
 
-    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "RoundTripWatch | None" = None) -> bytes:
+    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "DeadlineWatch | None" = None) -> bytes:
         stream = self._stream
         if stream is None or self.broken:
             raise LinkBroken(f"{self.server.address}: connection closed")
@@ -251,56 +257,118 @@ class Link:
         self.reauthenticate_at = None if delay is None else trio.current_time() + delay
 
 
-class RoundTripWatch:
-    """The deadlines of a pool's round trips in flight, kept by one task instead of a cancel scope per round trip.
+class _Expiring(Protocol):
+    async def expire(self) -> None:
+        """Its deadline passed: end its wait."""
+        ...
+
+
+class DeadlineWatch:
+    """The deadlines of a pool's waits (round trips in flight, requests waiting for a connection), kept by one task
+    instead of a cancel scope per wait.
 
     As a Kafka broker sweeps its connections in its poll loop rather than setting a timer per request: entering and
     leaving a trio cancel scope with a deadline costs a heap push and pop and two context managers, on every request.
-    Here a round trip only notes its deadline (`watch`); the watch's task sleeps until the earliest one noted and
-    closes each link whose round trip is still in flight after its deadline, which ends that round trip at the same
-    moment, the same way (LinkBroken, "no answer in time", the link closed) as its own scope did. Deadlines noted
-    later than the one the task sleeps to (nearly all: each is `now` plus a timeout) cost no more than the note.
+    Here a wait only notes its deadline (`watch`); the watch's task sleeps until the earliest one noted and ends each
+    wait still going after its deadline, at the same moment and with the same result as its own scope did: a round
+    trip's link is closed under it (LinkBroken, "no answer in time"), a wait for a connection is told none came.
+    Deadlines noted later than the one the task sleeps to (nearly all: each is `now` plus a timeout) cost the note.
     """
 
     def __init__(self) -> None:
-        self._due: dict[Link, float] = {}
+        self._due: dict[_Expiring, float] = {}
         self._alarm: trio.CancelScope | None = None
-        """The task's sleep until the earliest deadline; None while the task is not running (round trips keep their own scope)."""
+        """The task's sleep until the earliest deadline; None while the task is not running (waits keep their own scope)."""
 
-    def watch(self, link: Link, deadline: float) -> bool:
-        """Note `link`'s round trip until `deadline`; False when the task is not running (the caller keeps its own scope)."""
+    def watch(self, waiting: _Expiring, deadline: float) -> bool:
+        """Note a wait until `deadline`; False when the task is not running (the caller keeps its own scope)."""
         alarm = self._alarm
         if alarm is None or deadline <= trio.current_time():
             return False  # a deadline already past: the scope cancels before anything is sent, as it always did
-        self._due[link] = deadline
+        self._due[waiting] = deadline
         if deadline < alarm.deadline:
             alarm.deadline = deadline
         return True
 
-    def done(self, link: Link) -> None:
-        self._due.pop(link, None)
+    def done(self, waiting: _Expiring) -> None:
+        self._due.pop(waiting, None)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Close every link whose round trip outlives its deadline, until cancelled; on the way out, the links still
-        watched are closed too, so that no round trip is left without a bound."""
+        """End every wait that outlives its deadline, until cancelled; on the way out, the waits still watched are ended
+        too, so that none is left without a bound."""
         task_status.started()
         try:
             while True:
                 with trio.CancelScope(deadline=min(self._due.values(), default=math.inf)) as self._alarm:
                     await trio.sleep_forever()
                 now = trio.current_time()
-                for link in [link for link, due in self._due.items() if due <= now]:
-                    await self._expire(link)
+                for waiting in [waiting for waiting, due in self._due.items() if due <= now]:
+                    self._due.pop(waiting, None)
+                    await waiting.expire()
         finally:
             self._alarm = None
             with trio.CancelScope(shield=True):
-                for link in list(self._due):
-                    await self._expire(link)
-
-    async def _expire(self, link: Link) -> None:
-        self._due.pop(link, None)
-        link.overdue = True
-        await link.aclose()
+                while self._due:
+                    waiting, _ = self._due.popitem()
+                    await waiting.expire()
 
 
-__all__ = ["CLIENT_ID", "Link", "RoundTripWatch", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]
+class _SlotWait:
+    __slots__ = ("slots", "taken", "task")
+
+    def __init__(self, slots: "ConnectionSlots", task: trio.lowlevel.Task) -> None:
+        self.slots, self.task = slots, task
+        self.taken = False
+
+    async def expire(self) -> None:
+        self.slots.expire(self)
+
+
+class ConnectionSlots:
+    """A pool's `controller.connections` slots, taken first come, first served (as a trio.Semaphore), each wait for one
+    ending at its deadline as its `DeadlineWatch` keeps it (or its own scope while the watch does not run)."""
+
+    def __init__(self, total: int, watch: DeadlineWatch) -> None:
+        self._free = total
+        self._waits: collections.deque[_SlotWait] = collections.deque()
+        self._watch = watch
+
+    def acquire_nowait(self) -> None:
+        """A free slot; trio.WouldBlock when none is (a slot released while requests wait goes to the first of them)."""
+        if not self._free:
+            raise trio.WouldBlock
+        self._free -= 1
+
+    def release(self) -> None:
+        if self._waits:
+            wait = self._waits.popleft()
+            self._watch.done(wait)
+            wait.taken = True  # the slot passes to the first waiting
+            trio.lowlevel.reschedule(wait.task)
+        else:
+            self._free += 1
+
+    async def acquire(self, deadline: float) -> bool:
+        """Wait for a slot (after `acquire_nowait` found none); False when none came by `deadline`."""
+        wait = _SlotWait(self, trio.lowlevel.current_task())
+        self._waits.append(wait)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._waits.remove(wait)
+            self._watch.done(wait)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        if self._watch.watch(wait, deadline):
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            with trio.move_on_at(deadline):
+                await trio.lowlevel.wait_task_rescheduled(abort)
+        return wait.taken
+
+    def expire(self, wait: _SlotWait) -> None:
+        """`wait` outlived its deadline: no slot for it."""
+        self._waits.remove(wait)
+        trio.lowlevel.reschedule(wait.task)
+
+
+__all__ = ["CLIENT_ID", "ConnectionSlots", "DeadlineWatch", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]

@@ -42,7 +42,7 @@ from proxy.net.addresses import ControllerAddress
 from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.connector import Connector, UpstreamEvent
 from proxy.upstream.discovery import Discovery
-from proxy.upstream.link import Link, LinkBroken, RoundTripWatch, UpstreamUnavailable
+from proxy.upstream.link import ConnectionSlots, DeadlineWatch, Link, LinkBroken, UpstreamUnavailable
 from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
@@ -221,9 +221,9 @@ class ControllerPool:
         """Requests sent again after a lost connection or a failed connect (not after NOT_CONTROLLER)."""
         self.backing_off = 0
         """Requests waiting out their backoff before their next attempt after a lost connection."""
-        self._slots = trio.Semaphore(settings.connections)
+        self._watch = DeadlineWatch()  # the deadline of every wait for a slot and round trip, while `run` runs
+        self._slots = ConnectionSlots(settings.connections, self._watch)
         self._idle: list[Link] = []
-        self._watch = RoundTripWatch()  # the deadline of every round trip on the pool's links, while `run` runs
 
     # -- what the rest of the proxy reads -------------------------------------------------
 
@@ -315,11 +315,10 @@ class ControllerPool:
         self.waiting += 1
         arrived = trio.current_time()
         try:
-            with trio.move_on_at(deadline) as waiting:
-                await self._slots.acquire()
+            taken = await self._slots.acquire(deadline)
         finally:
             self.waiting -= 1
-        if waiting.cancelled_caught:
+        if not taken:
             raise UpstreamUnavailable("no controller connection became free in time")
         return trio.current_time() - arrived
 
