@@ -220,9 +220,9 @@ async def test_connection_slots_go_first_come_first_served_and_a_wait_ends_at_it
     async def wait_for_one(name: str, scope: trio.CancelScope | None = None) -> None:
         with scope or trio.CancelScope():
             if await slots.acquire(trio.current_time() + WAIT):
-                taken.append(name)
                 await trio.sleep(0.01)
                 slots.release()
+                taken.append(name)
 
     for name in ("first", "cancelled", "second"):
         nursery.start_soon(wait_for_one, name, cancelled if name == "cancelled" else None)
