@@ -43,6 +43,7 @@ from proxy.forward.read_routes import READ_ROUTES
 from proxy.forward.routing import route
 from proxy.forward.service import own_ranges
 from proxy.net.addresses import ControllerAddress
+from proxy.upstream.link import DeadlineWatch
 from proxy.ops.metrics import ProxyMetrics
 
 VERSION = 7
@@ -165,12 +166,24 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
         )
 
         def two_scopes() -> None:
-            # The upstream's waits: the pool's queue for a connection, the link's round trip.
+            # The upstream's waits as they were kept before the pool's watch: a cancel scope each.
             for _ in range(2):
                 with trio.CancelScope(deadline=trio.current_time() + 30):
                     pass
 
-        steps["two cancel scopes with deadlines (the pool's queue, the link's round trip)"] = _timed(two_scopes, repeat)
+        oracles["two cancel scopes with deadlines (the pool's queue, the link's round trip, before the watch)"] = _timed(two_scopes, repeat)
+        watch = DeadlineWatch()
+        await nursery.start(watch.run)
+        waits = [object(), object()]
+
+        def two_notes() -> None:
+            # The upstream's waits now: the pool's queue for a connection and the link's round trip note their
+            # deadlines in the pool's watch (proxy/upstream/link.py DeadlineWatch).
+            for wait in waits:
+                watch.watch(wait, trio.current_time() + 30)  # type: ignore[arg-type]  # any key: the watch only keeps it
+                watch.done(wait)  # type: ignore[arg-type]
+
+        steps["two deadlines noted in the pool's watch (the queue, the round trip)"] = _timed(two_notes, repeat)
 
         with trio.CancelScope() as connection_deadlines:
 
@@ -194,7 +207,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
             _, named = decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
             audit = RequestAudit(log, 100, CALLER, peeked, resources=named, forwarding=FORWARDING)
             await audit.intent(body)
-            two_scopes()
+            two_notes()
             wrap(arrived, principal, client_ip, correlation_id=1, client_id="envelope-proxy")
             unwrap(envelope_answer)
             top, errors = answer_errors(peeked.api_key, peeked.api_version, embedded)
