@@ -13,9 +13,8 @@ closes it for an expired session.
 import collections
 import itertools
 import logging
-import math
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -28,6 +27,7 @@ from envelope.codec import decode_response_body, encode_request, peek_correlatio
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
+from proxy.net.connection import DeadlineWatch
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.machine import reauthentication_delay
 from proxy.upstream.settings import UpstreamSettings
@@ -255,62 +255,6 @@ class Link:
         """The lifetime the controller gave this login (0: none, the session does not expire)."""
         delay = reauthentication_delay(seconds)
         self.reauthenticate_at = None if delay is None else trio.current_time() + delay
-
-
-class _Expiring(Protocol):
-    async def expire(self) -> None:
-        """Its deadline passed: end its wait."""
-        ...
-
-
-class DeadlineWatch:
-    """The deadlines of a pool's waits (round trips in flight, requests waiting for a connection), kept by one task
-    instead of a cancel scope per wait.
-
-    As a Kafka broker sweeps its connections in its poll loop rather than setting a timer per request: entering and
-    leaving a trio cancel scope with a deadline costs a heap push and pop and two context managers, on every request.
-    Here a wait only notes its deadline (`watch`); the watch's task sleeps until the earliest one noted and ends each
-    wait still going after its deadline, at the same moment and with the same result as its own scope did: a round
-    trip's link is closed under it (LinkBroken, "no answer in time"), a wait for a connection is told none came.
-    Deadlines noted later than the one the task sleeps to (nearly all: each is `now` plus a timeout) cost the note.
-    """
-
-    def __init__(self) -> None:
-        self._due: dict[_Expiring, float] = {}
-        self._alarm: trio.CancelScope | None = None
-        """The task's sleep until the earliest deadline; None while the task is not running (waits keep their own scope)."""
-
-    def watch(self, waiting: _Expiring, deadline: float) -> bool:
-        """Note a wait until `deadline`; False when the task is not running (the caller keeps its own scope)."""
-        alarm = self._alarm
-        if alarm is None or deadline <= trio.current_time():
-            return False  # a deadline already past: the scope cancels before anything is sent, as it always did
-        self._due[waiting] = deadline
-        if deadline < alarm.deadline:
-            alarm.deadline = deadline
-        return True
-
-    def done(self, waiting: _Expiring) -> None:
-        self._due.pop(waiting, None)
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """End every wait that outlives its deadline, until cancelled; on the way out, the waits still watched are ended
-        too, so that none is left without a bound."""
-        task_status.started()
-        try:
-            while True:
-                with trio.CancelScope(deadline=min(self._due.values(), default=math.inf)) as self._alarm:
-                    await trio.sleep_forever()
-                now = trio.current_time()
-                for waiting in [waiting for waiting, due in self._due.items() if due <= now]:
-                    self._due.pop(waiting, None)
-                    await waiting.expire()
-        finally:
-            self._alarm = None
-            with trio.CancelScope(shield=True):
-                while self._due:
-                    waiting, _ = self._due.popitem()
-                    await waiting.expire()
 
 
 class _SlotWait:
