@@ -43,7 +43,7 @@ from proxy.forward.read_routes import READ_ROUTES
 from proxy.forward.routing import route
 from proxy.forward.service import own_ranges
 from proxy.net.addresses import ControllerAddress
-from proxy.upstream.link import DeadlineWatch
+from proxy.net.connection import DeadlineWatch
 from proxy.ops.metrics import ProxyMetrics
 
 VERSION = 7
@@ -193,7 +193,18 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
                 connection_deadlines.deadline = math.inf
                 connection_deadlines.deadline = trio.current_time() + 600
 
-            steps["two moves of the connection's deadline (the client's frame, the answer)"] = _timed(two_moves, repeat)
+            oracles["two moves of the connection's deadline (the client's frame, the answer), before the listener's watch"] = _timed(two_moves, repeat)
+        connection_wait = object()
+
+        def connection_notes() -> None:
+            # The client's side now (KafkaConnection.serving with the listener's DeadlineWatch): the wait for the
+            # next frame and the answer's send note their deadlines, the request's handling takes its note out.
+            watch.watch(connection_wait, trio.current_time() + 600)  # type: ignore[arg-type]  # any key: the watch only keeps it
+            watch.done(connection_wait)  # type: ignore[arg-type]
+            watch.watch(connection_wait, trio.current_time() + 600)  # type: ignore[arg-type]
+
+        steps["the connection's deadline noted in the listener's watch (the client's frame, the answer)"] = _timed(connection_notes, repeat)
+        watch.done(connection_wait)  # type: ignore[arg-type]
         client_ip = IPv4Address("127.0.0.1")
 
         async def whole_request() -> None:
@@ -217,11 +228,10 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
             metrics.count_request(
                 CALLER.listener, audit.api, answered.metric, forwarded=answered.forwarded, elapsed=audit.elapsed_ms() / 1000, queued=audit.queued
             )
-            connection.deadline = math.inf
-            connection.deadline = trio.current_time() + 600
+            connection_notes()
 
-        with trio.CancelScope() as connection:
-            whole = await _timed_async(whole_request, repeat)
+        whole = await _timed_async(whole_request, repeat)
+        watch.done(connection_wait)  # type: ignore[arg-type]
         await log.aclose(5)
         nursery.cancel_scope.cancel()
     return steps, oracles, whole
