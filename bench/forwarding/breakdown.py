@@ -43,6 +43,7 @@ from proxy.forward.read_routes import READ_ROUTES
 from proxy.forward.routing import route
 from proxy.forward.service import own_ranges
 from proxy.net.addresses import ControllerAddress
+from proxy.net.connection import DeadlineWatch
 from proxy.ops.metrics import ProxyMetrics
 
 VERSION = 7
@@ -165,12 +166,24 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
         )
 
         def two_scopes() -> None:
-            # The upstream's waits: the pool's queue for a connection, the link's round trip.
+            # The upstream's waits as they were kept before the pool's watch: a cancel scope each.
             for _ in range(2):
                 with trio.CancelScope(deadline=trio.current_time() + 30):
                     pass
 
-        steps["two cancel scopes with deadlines (the pool's queue, the link's round trip)"] = _timed(two_scopes, repeat)
+        oracles["two cancel scopes with deadlines (the pool's queue, the link's round trip, before the watch)"] = _timed(two_scopes, repeat)
+        watch = DeadlineWatch()
+        await nursery.start(watch.run)
+        waits = [object(), object()]
+
+        def two_notes() -> None:
+            # The upstream's waits now: the pool's queue for a connection and the link's round trip note their
+            # deadlines in the pool's watch (proxy/upstream/link.py DeadlineWatch).
+            for wait in waits:
+                watch.watch(wait, trio.current_time() + 30)  # type: ignore[arg-type]  # any key: the watch only keeps it
+                watch.done(wait)  # type: ignore[arg-type]
+
+        steps["two deadlines noted in the pool's watch (the queue, the round trip)"] = _timed(two_notes, repeat)
 
         with trio.CancelScope() as connection_deadlines:
 
@@ -180,7 +193,18 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
                 connection_deadlines.deadline = math.inf
                 connection_deadlines.deadline = trio.current_time() + 600
 
-            steps["two moves of the connection's deadline (the client's frame, the answer)"] = _timed(two_moves, repeat)
+            oracles["two moves of the connection's deadline (the client's frame, the answer), before the listener's watch"] = _timed(two_moves, repeat)
+        connection_wait = object()
+
+        def connection_notes() -> None:
+            # The client's side now (KafkaConnection.serving with the listener's DeadlineWatch): the wait for the
+            # next frame and the answer's send note their deadlines, the request's handling takes its note out.
+            watch.watch(connection_wait, trio.current_time() + 600)  # type: ignore[arg-type]  # any key: the watch only keeps it
+            watch.done(connection_wait)  # type: ignore[arg-type]
+            watch.watch(connection_wait, trio.current_time() + 600)  # type: ignore[arg-type]
+
+        steps["the connection's deadline noted in the listener's watch (the client's frame, the answer)"] = _timed(connection_notes, repeat)
+        watch.done(connection_wait)  # type: ignore[arg-type]
         client_ip = IPv4Address("127.0.0.1")
 
         async def whole_request() -> None:
@@ -194,7 +218,7 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
             _, named = decode_with_resources(peeked.api_key, peeked.api_version, arrived, peeked.header_size)
             audit = RequestAudit(log, 100, CALLER, peeked, resources=named, forwarding=FORWARDING)
             await audit.intent(body)
-            two_scopes()
+            two_notes()
             wrap(arrived, principal, client_ip, correlation_id=1, client_id="envelope-proxy")
             unwrap(envelope_answer)
             top, errors = answer_errors(peeked.api_key, peeked.api_version, embedded)
@@ -204,11 +228,10 @@ async def _one_round(repeat: int, audit_dir: Path) -> tuple[dict[str, float], di
             metrics.count_request(
                 CALLER.listener, audit.api, answered.metric, forwarded=answered.forwarded, elapsed=audit.elapsed_ms() / 1000, queued=audit.queued
             )
-            connection.deadline = math.inf
-            connection.deadline = trio.current_time() + 600
+            connection_notes()
 
-        with trio.CancelScope() as connection:
-            whole = await _timed_async(whole_request, repeat)
+        whole = await _timed_async(whole_request, repeat)
+        watch.done(connection_wait)  # type: ignore[arg-type]
         await log.aclose(5)
         nursery.cancel_scope.cancel()
     return steps, oracles, whole

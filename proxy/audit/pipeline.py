@@ -170,10 +170,12 @@ class AuditLog:
     async def write_line(self, line: bytes, request_id: str, stage: str, principal: str, *, required: bool = False) -> None:
         """`write` for a request record spliced within the limits (record_lines.py), wanted as `wanted` says."""
         if stage not in EXCLUDABLE_STAGES or principal not in self.excluded_principals:
-            await self._submit(AuditEntry(line, request_id, stage), required)
+            entry = AuditEntry(line, request_id, stage)
+            if not self._commit_on_the_spot(entry):  # the usual case first, without awaiting `_submit` for it
+                await self._submit(entry, required, tried=True)
 
-    async def _submit(self, entry: AuditEntry, required: bool) -> None:
-        if self._commit_on_the_spot(entry):
+    async def _submit(self, entry: AuditEntry, required: bool, *, tried: bool = False) -> None:
+        if not tried and self._commit_on_the_spot(entry):
             return
         self._pending += 1
         try:

@@ -32,7 +32,7 @@ from proxy.audit.request_records import Failed, Forwarded, Refused, RequestAudit
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.offload import CpuOffload
 from proxy.forward.refusing import undecodable
-from proxy.forward.routing import Answer, CloseConnection, Next, envelope_action
+from proxy.forward.routing import Answer, CloseConnection, EnvelopeAction, Next, envelope_action
 from proxy.forward.session import Session
 from proxy.forward.token_checks import TOKEN_CHANGES, broker_answer
 from proxy.forward.token_mirror import TokenMirror
@@ -74,13 +74,22 @@ def decoded_response_errors(api_key: int, api_version: int, embedded: bytes) -> 
     return response_errors(api_key, response)
 
 
-def answer_errors(api_key: int, api_version: int, embedded: bytes) -> tuple[int, list[ResourceError]]:
+AnswerErrors = tuple[int, list[ResourceError]]
+"""An answer's top-level error code and its per-resource errors, for the outcome record."""
+
+
+def answer_errors(api_key: int, api_version: int, embedded: bytes) -> AnswerErrors:
     """The answer's top-level and per-resource errors for the outcome: one pass that reads each result's name, code and
     message (envelope/answer_scan.py), or the full decode for anything that scan leaves to it (a refusal included)."""
     plan = answer_scan(api_key, api_version)
     if plan is not None and (scanned := scan_answer(plan, embedded)) is not None:
         return scanned
     return decoded_response_errors(api_key, api_version, embedded)
+
+
+def _undecodable_answer(audit: RequestAudit, exc: ProtocolError) -> AnswerErrors:
+    log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
+    return ErrorCode.unknown_server_error, []
 
 
 class Forwarder:
@@ -121,17 +130,15 @@ class Forwarder:
                 # What a broker answers itself: audited as refused at the edge, with Kafka's code; nothing forwarded.
                 audit.forwarding = None
                 return Answer(Refused(local.reason, local.code, local.resources), local.frame)
-        answer = await self.forward(session.principal, session.client_address, frame, body, audit)
+        # The intent, committed before anything is forwarded; its `request` is read from the body decoded for forwarding.
+        try:
+            await audit.intent(body)
+        except AuditUnavailable as exc:
+            return self._reject_unaudited(body, audit, exc)
+        answer = await self._send(session.principal, session.client_address, frame, body, audit)
         if header.api_key in TOKEN_CHANGES and isinstance(answer.outcome, Forwarded):
             self.tokens.poke()  # token logins see a token made, renewed or expired here at once
         return answer
-
-    async def forward(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
-        try:
-            await audit.intent(body)  # its `request` is read from the body decoded for forwarding
-        except AuditUnavailable as exc:
-            return self._reject_unaudited(body, audit, exc)
-        return await self._send(principal, address, frame, body, audit)
 
     async def _send(self, principal: Principal, address: IPAddress, frame: bytes, body: Any, audit: RequestAudit) -> Answer:
         audit.restart()  # the outcome's timings measure from here: queue, then the Envelope's round trips
@@ -156,18 +163,26 @@ class Forwarder:
         except (UpstreamUnavailable, ProtocolError) as exc:
             log.warning("request %s of %s: %s", audit.api, principal, exc)
             return self._error(body, audit, ErrorCode.request_timed_out, str(exc), None)
+        action = envelope_action(reply.error)  # once per request: what the envelope's error makes the proxy do
         if reply.not_controller:  # still, at the deadline
             message = f"no active controller took the request within controller.forward.timeout.ms ({len(audit.attempts)} attempts)"
-            return self._error(body, audit, envelope_action(reply.error).client_code, message, reply.error)
-        return await self._answer(body, audit, reply.error, reply.embedded)
-
-    async def _answer(self, body: Any, audit: RequestAudit, envelope_error: int, embedded: bytes | None) -> Answer:
-        header = audit.header
-        action = envelope_action(envelope_error)
+            return self._error(body, audit, action.client_code, message, reply.error)
+        embedded = reply.embedded
+        scanned = None
         if action.next is Next.ANSWER and embedded is not None:
-            if header.api_key in _ACL_CHANGES:
+            if audit.header.api_key in _ACL_CHANGES:
                 self.edge.invalidate()
-            return Answer(await self._outcome(audit, envelope_error, embedded), embedded)
+            if len(embedded) >= self.offload.large_frame_bytes:
+                scanned = await self._errors_in_worker(audit, embedded)  # the usual answer is read on the spot, in `_answer`
+        return self._answer(body, audit, reply.error, action, embedded, scanned)
+
+    def _answer(
+        self, body: Any, audit: RequestAudit, envelope_error: int, action: EnvelopeAction, embedded: bytes | None, scanned: AnswerErrors | None
+    ) -> Answer:
+        if action.next is Next.ANSWER and embedded is not None:
+            if scanned is None:
+                scanned = self._errors_on_the_spot(audit, embedded)
+            return Answer(Forwarded(envelope_error, *scanned), embedded)
         if action.next is Next.CLOSE:
             closing = CloseConnection("controller answered the envelope with UNSUPPORTED_VERSION", CAUSE_VERSIONS_CHANGED)
             return Answer(Failed(envelope_error, action.client_code, "controller refused the embedded version"), then=closing)
@@ -181,17 +196,22 @@ class Forwarder:
             )
         return self._error(body, audit, action.client_code, message, envelope_error)
 
-    async def _outcome(self, audit: RequestAudit, envelope_error: int, embedded: bytes) -> Forwarded:
+    @staticmethod
+    def _errors_on_the_spot(audit: RequestAudit, embedded: bytes) -> AnswerErrors:
+        """The answer's errors for the outcome, read on the spot (an answer under the offload's size)."""
         header = audit.header
         try:
-            if len(embedded) < self.offload.large_frame_bytes:  # the usual answer: read on the spot, as the request
-                top, results = answer_errors(header.api_key, header.api_version, embedded)
-            else:
-                top, results = await self.offload.frame(len(embedded), answer_errors, header.api_key, header.api_version, embedded)
+            return answer_errors(header.api_key, header.api_version, embedded)
         except ProtocolError as exc:
-            log.warning("cannot decode the controller's %s answer for the audit: %s", audit.api, exc)
-            top, results = ErrorCode.unknown_server_error, []
-        return Forwarded(envelope_error, top, results)
+            return _undecodable_answer(audit, exc)
+
+    async def _errors_in_worker(self, audit: RequestAudit, embedded: bytes) -> AnswerErrors:
+        """`_errors_on_the_spot` for a large answer, read in the offload's worker thread."""
+        header = audit.header
+        try:
+            return await self.offload.frame(len(embedded), answer_errors, header.api_key, header.api_version, embedded)
+        except ProtocolError as exc:
+            return _undecodable_answer(audit, exc)
 
     @staticmethod
     def _error_frame(body: Any, audit: RequestAudit, code: int, message: str) -> bytes:

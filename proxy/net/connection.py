@@ -5,6 +5,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
@@ -17,6 +18,63 @@ _RECEIVE_CHUNK = 65536
 # before set it (`send`), a few microseconds earlier than the wait would.
 _DEADLINE_SLACK = 0.001
 _connection_ids = itertools.count(1)
+
+
+class _Expiring(Protocol):
+    async def expire(self) -> None:
+        """Its deadline passed: end its wait."""
+        ...
+
+
+class DeadlineWatch:
+    """The deadlines of many waits, kept by one task instead of a cancel scope per wait: a listener's connections (the
+    next frame, the answer's send), a controller pool's round trips and requests waiting for a connection.
+
+    As a Kafka broker sweeps its connections in its poll loop rather than setting a timer per request: entering and
+    leaving a trio cancel scope with a deadline costs a heap push and pop and two context managers, on every request.
+    Here a wait only notes its deadline (`watch`); the watch's task sleeps until the earliest one noted and ends each
+    wait still going after its deadline, at the same moment and with the same result as its own scope did: a round
+    trip's link is closed under it (LinkBroken, "no answer in time"), a wait for a controller connection is told none
+    came, a client connection's loop ends as its own deadline ended it (`KafkaConnection.serving`).
+    Deadlines noted later than the one the task sleeps to (nearly all: each is `now` plus a timeout) cost the note.
+    """
+
+    def __init__(self) -> None:
+        self._due: dict[_Expiring, float] = {}
+        self._alarm: trio.CancelScope | None = None
+        """The task's sleep until the earliest deadline; None while the task is not running (waits keep their own scope)."""
+
+    def watch(self, waiting: _Expiring, deadline: float) -> bool:
+        """Note a wait until `deadline`; False when the task is not running (the caller keeps its own scope)."""
+        alarm = self._alarm
+        if alarm is None or deadline <= trio.current_time():
+            return False  # a deadline already past: the scope cancels before anything is sent, as it always did
+        self._due[waiting] = deadline
+        if deadline < alarm.deadline:
+            alarm.deadline = deadline
+        return True
+
+    def done(self, waiting: _Expiring) -> None:
+        self._due.pop(waiting, None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """End every wait that outlives its deadline, until cancelled; on the way out, the waits still watched are ended
+        too, so that none is left without a bound."""
+        task_status.started()
+        try:
+            while True:
+                with trio.CancelScope(deadline=min(self._due.values(), default=math.inf)) as self._alarm:
+                    await trio.sleep_forever()
+                now = trio.current_time()
+                for waiting in [waiting for waiting, due in self._due.items() if due <= now]:
+                    self._due.pop(waiting, None)
+                    await waiting.expire()
+        finally:
+            self._alarm = None
+            with trio.CancelScope(shield=True):
+                while self._due:
+                    waiting, _ = self._due.popitem()
+                    await waiting.expire()
 
 
 def next_connection_id(listener: str) -> str:
@@ -62,8 +120,10 @@ class KafkaConnection:
         max_frame_size: int,
         idle_timeout: float,
         peer: Peer | None = None,
+        watch: DeadlineWatch | None = None,
     ) -> None:
-        """`stream` is the TCP stream, or the TLS stream over it; `peer` is the TCP peer (read from the socket when None)."""
+        """`stream` is the TCP stream, or the TLS stream over it; `peer` is the TCP peer (read from the socket when None).
+        `watch`: the listener's, which keeps the deadlines inside `serving()` while it runs."""
         self.stream = stream
         self.listener = listener
         self.connection_id = next_connection_id(listener)
@@ -79,6 +139,7 @@ class KafkaConnection:
         self._receiving = False
         self._sending = False
         self._stop_waiting = False
+        self._watch = watch
         if peer is None:
             assert isinstance(stream, trio.SocketStream), "a TLS stream needs its TCP peer passed in"
             peer = Peer.of(stream)
@@ -95,8 +156,39 @@ class KafkaConnection:
         if self._stop_waiting:
             return None
         wait = self.idle_timeout if timeout is None else timeout
-        if self._deadlines is not None:
-            return await self._receive_serving(self._deadlines, wait)
+        deadlines = self._deadlines
+        if deadlines is None:
+            return await self._receive_alone(wait)
+        # Inside `serving()`, every request's wait: the frame read here, not in two more coroutines.
+        deadline = trio.current_time() + wait
+        watch = self._watch
+        watched = watch is not None and watch.watch(self, deadline)
+        # Else the answer just sent set about this deadline already (see `send`): a deadline moved costs a third
+        # of a new cancel scope, one left alone costs nothing.
+        if not watched and abs(deadlines.deadline - deadline) > _DEADLINE_SLACK:
+            deadlines.deadline = deadline
+        self._receiving = True
+        reader = self.reader
+        try:
+            while (frame := reader.next_frame()) is None:
+                data = await self.stream.receive_some(_RECEIVE_CHUNK)
+                if not data:
+                    break
+                reader.feed(bytes(data))
+        finally:
+            self._receiving = False
+        if deadlines.cancel_called:
+            return None  # `stop_waiting` came as the frame did: without this, the request would meet the cancellation
+        # No deadline while a request is handled: what bounds it is the forwarding's own deadlines and the audit's.
+        if watched:
+            assert watch is not None
+            watch.done(self)
+        else:
+            deadlines.deadline = math.inf
+        return frame
+
+    async def _receive_alone(self, wait: float) -> bytes | None:
+        """`receive_frame` outside `serving()`: under a cancel scope of its own."""
         with trio.move_on_after(wait) as self._waiting:
             frame = await self._next_frame()
             self._waiting = None
@@ -111,23 +203,6 @@ class KafkaConnection:
             if not data:
                 return None
             self.reader.feed(bytes(data))
-        return frame
-
-    async def _receive_serving(self, deadlines: trio.CancelScope, wait: float) -> bytes | None:
-        deadline = trio.current_time() + wait
-        # The answer just sent set about this deadline already (see `send`): a deadline moved costs a third
-        # of a new cancel scope, one left alone costs nothing.
-        if abs(deadlines.deadline - deadline) > _DEADLINE_SLACK:
-            deadlines.deadline = deadline
-        self._receiving = True
-        try:
-            frame = await self._next_frame()
-        finally:
-            self._receiving = False
-        if deadlines.cancel_called:
-            return None  # `stop_waiting` came as the frame did: without this, the request would meet the cancellation
-        # No deadline while a request is handled: what bounds it is the forwarding's own deadlines and the audit's.
-        deadlines.deadline = math.inf
         return frame
 
     @contextmanager
@@ -147,10 +222,18 @@ class KafkaConnection:
                 yield
             finally:
                 self._deadlines = None
+                if self._watch is not None:
+                    self._watch.done(self)
         if scope.cancelled_caught:
             if self._sending:
                 raise trio.TooSlowError
             self.idle_expired = not self._stop_waiting
+
+    async def expire(self) -> None:
+        """Its wait inside `serving()` outlived its deadline, as the listener's `DeadlineWatch` keeps it: the loop ends
+        as it does when the scope's own deadline passes."""
+        if self._deadlines is not None:
+            self._deadlines.cancel()
 
     def stop_waiting(self) -> None:
         """The proxy closes the connection: a `receive_frame` waiting now, or called later, returns None."""
@@ -170,7 +253,9 @@ class KafkaConnection:
             await self._send_lock.acquire()
         try:
             if self._deadlines is not None:
-                self._deadlines.deadline = trio.current_time() + self.idle_timeout
+                due = trio.current_time() + self.idle_timeout
+                if self._watch is None or not self._watch.watch(self, due):
+                    self._deadlines.deadline = due
                 self._sending = True
                 await self.stream.send_all(encode_frame(payload))
                 self._sending = False

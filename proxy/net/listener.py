@@ -10,7 +10,7 @@ import trio
 from envelope.errors import ProtocolError
 from proxy.net.arrival import TurnedAway, arrive
 from proxy.net.binding import open_listeners
-from proxy.net.connection import KafkaConnection, Peer
+from proxy.net.connection import DeadlineWatch, KafkaConnection, Peer
 from proxy.net.limits import ConnectionTracker
 from proxy.net.refusals import OnRefused, refusal
 from proxy.net.settings import ListenerConfig, TransportSettings
@@ -88,15 +88,18 @@ async def serve_listener(
                         on_error(bound.name, "tls")
                     return
                 served = secured
-            if not await _serve(served, bound, handler, transport, peer) and on_error is not None:
+            if not await _serve(served, bound, handler, transport, peer, watch) and on_error is not None:
                 on_error(bound.name, "protocol_error")
         finally:
             tracker.release(bound.name, peer.host)
 
+    # The deadlines of the connections' session loops (KafkaConnection.serving), kept by one task for all of them.
+    watch = DeadlineWatch()
     async with trio.open_nursery() as mechanisms:
         # The SASL mechanisms' background work (fetching keys, say) runs for as long as a connection may log in.
         for server in dict.fromkeys(bound.sasl_servers.values()):
             await mechanisms.start(server.run)
+        await mechanisms.start(watch.run)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as acceptors:
                 task_status.started(bound)
@@ -127,11 +130,11 @@ async def _accept_loop(sock: trio.SocketListener, connections: trio.Nursery, han
 
 
 async def _serve(
-    stream: trio.abc.Stream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings, peer: Peer
+    stream: trio.abc.Stream, listener: ListenerConfig, handler: ConnectionHandler, transport: TransportSettings, peer: Peer, watch: DeadlineWatch
 ) -> bool:
     """Run the handler; False when the peer broke the protocol."""
     conn = KafkaConnection(
-        stream, listener=listener.name, max_frame_size=transport.max_frame_size, idle_timeout=listener.idle_timeout, peer=peer
+        stream, listener=listener.name, max_frame_size=transport.max_frame_size, idle_timeout=listener.idle_timeout, peer=peer, watch=watch
     )
     try:
         await handler(conn, listener)

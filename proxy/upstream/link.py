@@ -10,6 +10,7 @@ requests, at a random 85-95% of the lifetime as Kafka's clients do, so the contr
 closes it for an expired session.
 """
 
+import collections
 import itertools
 import logging
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from envelope.codec import decode_response_body, encode_request, peek_correlatio
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
+from proxy.net.connection import DeadlineWatch
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.machine import reauthentication_delay
 from proxy.upstream.settings import UpstreamSettings
@@ -83,6 +85,8 @@ class Link:
         self.reauthenticate_at: float | None = None
         """When the login must be made again (trio's clock); None when the controller's session does not expire."""
         self.reauthentications = 0
+        self.overdue = False
+        """Closed by a `DeadlineWatch` because its round trip outlived its deadline."""
 
     @classmethod
     async def open(cls, settings: UpstreamSettings, server: ControllerAddress) -> "Link":
@@ -100,31 +104,55 @@ class Link:
             raise
         return link
 
+    async def expire(self) -> None:
+        """Its round trip outlived its deadline (`DeadlineWatch`): closed under it, which ends the round trip."""
+        self.overdue = True
+        await self.aclose()
+
     async def aclose(self) -> None:
         self.broken = True
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.aclose_forcefully(stream)
 
-    async def exchange(self, build: Callable[[int], bytes], *, deadline: float) -> bytes:
-        """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`."""
-        await self._reauthenticate_when_due(deadline)
-        return await self._exchange(build, deadline=deadline)
+    async def exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "DeadlineWatch | None" = None) -> bytes:
+        """Send the frame `build(correlation_id)` and return its answer frame; LinkBroken on any failure or at `deadline`.
 
-    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float) -> bytes:
+        With a running `watch` the deadline is kept by the watch's task, not by a cancel scope of this round trip."""
+        if self.reauthenticate_at is not None:  # only a login with a session lifetime (KIP-368) pays a coroutine here
+            await self._reauthenticate_when_due(deadline)
+        return await self._exchange(build, deadline=deadline, watch=watch)
+
+    async def _exchange(self, build: Callable[[int], bytes], *, deadline: float, watch: "DeadlineWatch | None" = None) -> bytes:
         stream = self._stream
         if stream is None or self.broken:
             raise LinkBroken(f"{self.server.address}: connection closed")
         correlation_id = next(self._correlation)
         finished = False
+        watched = watch is not None and watch.watch(self, deadline)
         try:
-            with trio.move_on_at(deadline):
+            if watched:
                 await stream.send_all(encode_frame(build(correlation_id)))
-                frame = await self._next_frame(stream)
+                reader = self._reader  # `_next_frame`, inline: one coroutine less on every forwarded request
+                while (answer := reader.next_frame()) is None:
+                    data = await stream.receive_some(_RECEIVE_SIZE)
+                    if not data:
+                        raise trio.BrokenResourceError(f"{self.server.address} closed the connection")
+                    reader.feed(bytes(data))
+                frame = answer
                 finished = True
+            else:
+                with trio.move_on_at(deadline):
+                    await stream.send_all(encode_frame(build(correlation_id)))
+                    frame = await self._next_frame(stream)
+                    finished = True
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
-            raise LinkBroken(f"{self.server.address}: {exc!r}") from exc
+            if not self.overdue:
+                raise LinkBroken(f"{self.server.address}: {exc!r}") from exc
         finally:
+            if watched:
+                assert watch is not None
+                watch.done(self)
             if not finished:
                 # Interrupted (deadline, failure or cancellation): a late answer must not meet the next request.
                 with trio.CancelScope(shield=True):
@@ -229,4 +257,62 @@ class Link:
         self.reauthenticate_at = None if delay is None else trio.current_time() + delay
 
 
-__all__ = ["CLIENT_ID", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]
+class _SlotWait:
+    __slots__ = ("slots", "taken", "task")
+
+    def __init__(self, slots: "ConnectionSlots", task: trio.lowlevel.Task) -> None:
+        self.slots, self.task = slots, task
+        self.taken = False
+
+    async def expire(self) -> None:
+        self.slots.expire(self)
+
+
+class ConnectionSlots:
+    """A pool's `controller.connections` slots, taken first come, first served (as a trio.Semaphore), each wait for one
+    ending at its deadline as its `DeadlineWatch` keeps it (or its own scope while the watch does not run)."""
+
+    def __init__(self, total: int, watch: DeadlineWatch) -> None:
+        self._free = total
+        self._waits: collections.deque[_SlotWait] = collections.deque()
+        self._watch = watch
+
+    def acquire_nowait(self) -> None:
+        """A free slot; trio.WouldBlock when none is (a slot released while requests wait goes to the first of them)."""
+        if not self._free:
+            raise trio.WouldBlock
+        self._free -= 1
+
+    def release(self) -> None:
+        if self._waits:
+            wait = self._waits.popleft()
+            self._watch.done(wait)
+            wait.taken = True  # the slot passes to the first waiting
+            trio.lowlevel.reschedule(wait.task)
+        else:
+            self._free += 1
+
+    async def acquire(self, deadline: float) -> bool:
+        """Wait for a slot (after `acquire_nowait` found none); False when none came by `deadline`."""
+        wait = _SlotWait(self, trio.lowlevel.current_task())
+        self._waits.append(wait)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._waits.remove(wait)
+            self._watch.done(wait)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        if self._watch.watch(wait, deadline):
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            with trio.move_on_at(deadline):
+                await trio.lowlevel.wait_task_rescheduled(abort)
+        return wait.taken
+
+    def expire(self, wait: _SlotWait) -> None:
+        """`wait` outlived its deadline: no slot for it."""
+        self._waits.remove(wait)
+        trio.lowlevel.reschedule(wait.task)
+
+
+__all__ = ["CLIENT_ID", "ConnectionSlots", "DeadlineWatch", "Link", "LinkBroken", "UpstreamAuthenticationError", "UpstreamUnavailable", "open_stream"]

@@ -42,7 +42,7 @@ from proxy.net.addresses import ControllerAddress
 from proxy.upstream.cluster_identity import ClusterIdentity
 from proxy.upstream.connector import Connector, UpstreamEvent
 from proxy.upstream.discovery import Discovery
-from proxy.upstream.link import Link, LinkBroken, UpstreamUnavailable
+from proxy.upstream.link import ConnectionSlots, DeadlineWatch, Link, LinkBroken, UpstreamUnavailable
 from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,8 @@ class ControllerPool:
         """Requests sent again after a lost connection or a failed connect (not after NOT_CONTROLLER)."""
         self.backing_off = 0
         """Requests waiting out their backoff before their next attempt after a lost connection."""
-        self._slots = trio.Semaphore(settings.connections)
+        self._watch = DeadlineWatch()  # the deadline of every wait for a slot and round trip, while `run` runs
+        self._slots = ConnectionSlots(settings.connections, self._watch)
         self._idle: list[Link] = []
 
     # -- what the rest of the proxy reads -------------------------------------------------
@@ -272,7 +273,7 @@ class ControllerPool:
         self, build: Build, *, deadline: float, answered: Callable[[EnvelopeReply], None] | None = None
     ) -> EnvelopeReply:
         """`send` for an Envelope, which NOT_CONTROLLER also sends again."""
-        return await send_envelope(self, build, deadline=deadline, answered=answered)
+        return await _until_answered(self, build, deadline, read=_envelope, retry_elsewhere=_is_not_controller, answered=answered)
 
     async def request(self, build: Build, *, timeout: float | None = None) -> bytes:
         """`send` for the proxy's own reads: one answer frame within `timeout` (default `request.timeout.ms`)."""
@@ -281,7 +282,11 @@ class ControllerPool:
 
     async def attempt(self, build: Build, deadline: float, *, admitted: bool) -> Attempt:
         """One attempt on a connection to the active controller, holding a connection slot only meanwhile."""
-        queued = await self._take_slot(deadline, admitted=admitted)
+        try:
+            self._slots.acquire_nowait()  # the usual case, without awaiting a coroutine for it
+            queued = 0.0
+        except trio.WouldBlock:
+            queued = await self._queue(deadline, admitted=admitted)
         self.in_flight += 1
         try:
             return await self._exchange(build, deadline, queued)
@@ -302,39 +307,35 @@ class ControllerPool:
         """`server` answered NOT_CONTROLLER: forget it as the active controller and look again."""
         self.discovery.forget(server, "answered NOT_CONTROLLER")
 
-    async def _take_slot(self, deadline: float, *, admitted: bool) -> float:
-        """A connection slot; the seconds waited for it. A request already `admitted` (a retry) is never refused as QueueFull."""
-        try:
-            self._slots.acquire_nowait()
-        except trio.WouldBlock:
-            return await self._queue(deadline, admitted=admitted)
-        return 0.0
-
     async def _queue(self, deadline: float, *, admitted: bool = False) -> float:
-        """Wait for a free connection (first come, first served); the seconds waited."""
+        """Wait for a free connection (first come, first served); the seconds waited. A request already `admitted` (a
+        retry) is never refused as QueueFull."""
         if not admitted and self.waiting >= self.settings.max_queued:
             raise QueueFull(f"{self.waiting} requests already wait for a controller connection (controller.queue.max.requests)")
         self.waiting += 1
         arrived = trio.current_time()
         try:
-            with trio.move_on_at(deadline) as waiting:
-                await self._slots.acquire()
+            taken = await self._slots.acquire(deadline)
         finally:
             self.waiting -= 1
-        if waiting.cancelled_caught:
+        if not taken:
             raise UpstreamUnavailable("no controller connection became free in time")
         return trio.current_time() - arrived
 
     async def _exchange(self, build: Build, deadline: float, queued: float) -> Attempt:
         # Read when known, awaited only when not: the usual request's path stays within this file and link.py.
         server = self.discovery.active or await self.discovery.wait_active(deadline)
-        link = await self._idle_link(server) or await self._open(server, deadline)
+        idle = self._idle
+        if idle and idle[-1].server == server and not idle[-1].broken:
+            link: Link | None = idle.pop()  # the usual case, without awaiting `_idle_link`
+        else:
+            link = await self._idle_link(server) or await self._open(server, deadline)
         if link is None:
             return Attempt(None, None, queued, 0.0)
         sent = trio.current_time()
         reauthentications = link.reauthentications
         try:
-            response = await link.exchange(build, deadline=min(deadline, sent + self.settings.request_timeout))
+            response = await link.exchange(build, deadline=min(deadline, sent + self.settings.request_timeout), watch=self._watch)
         except LinkBroken as exc:
             self.connector.failed(server, since=link.opened_at)
             self.discovery.forget(server, f"connection lost: {exc}")
@@ -384,7 +385,10 @@ class ControllerPool:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Discovery (proxy/upstream/discovery.py) for as long as the pool is used; its connections closed after."""
         try:
-            await self.discovery.run(task_status=task_status)
+            async with trio.open_nursery() as watching:
+                await watching.start(self._watch.run)
+                await self.discovery.run(task_status=task_status)
+                watching.cancel_scope.cancel()
         finally:
             idle, self._idle = self._idle, []
             with trio.CancelScope(shield=True):

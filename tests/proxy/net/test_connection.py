@@ -1,18 +1,35 @@
 """KafkaConnection: whole frames under one deadline, an idle peer, and the proxy ending a wait."""
 
+from collections.abc import AsyncIterator
+
 import pytest
 import trio
 import trio.testing
 
 from envelope.frames import encode_frame
-from proxy.net.connection import KafkaConnection, Peer
+from proxy.net.connection import DeadlineWatch, KafkaConnection, Peer
 
 IDLE = 30.0
+_watch: DeadlineWatch | None = None
+"""The listener's watch the connections of a test are given, or None: every test runs both ways."""
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["own scope", "listener's watch"])
+async def _watched(request: pytest.FixtureRequest, nursery: trio.Nursery) -> AsyncIterator[None]:
+    # A listener's DeadlineWatch keeps the deadlines inside serving() instead of the scope's own: the same moments,
+    # the same ends. Without a running watch (a connection made alone) the scope keeps them, as it always did.
+    global _watch
+    _watch = None
+    if request.param:
+        _watch = DeadlineWatch()
+        await nursery.start(_watch.run)
+    yield
+    _watch = None
 
 
 def connection() -> tuple[KafkaConnection, trio.abc.Stream]:
     client, server = trio.testing.memory_stream_pair()
-    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=Peer("127.0.0.1", 5000))
+    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=Peer("127.0.0.1", 5000), watch=_watch)
     return conn, client
 
 
@@ -157,7 +174,7 @@ async def test_serving_stop_waiting_as_a_frame_arrives_never_cuts_a_request_in_h
 
 async def test_serving_an_answer_the_peer_does_not_read_times_out_after_the_idle_timeout(autojump_clock: trio.testing.MockClock) -> None:
     _client, server = trio.testing.lockstep_stream_pair()  # send_all waits for the peer to read
-    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=Peer("127.0.0.1", 5000))
+    conn = KafkaConnection(server, listener="CLIENT", max_frame_size=1024, idle_timeout=IDLE, peer=Peer("127.0.0.1", 5000), watch=_watch)
     began = trio.current_time()
     with pytest.raises(trio.TooSlowError):
         with conn.serving():

@@ -15,7 +15,7 @@ from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_prope
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.mechanisms import UsernamePasswordLogin
 from proxy.net.sasl.plain import plain_client
-from proxy.upstream.link import UpstreamUnavailable
+from proxy.upstream.link import ConnectionSlots, DeadlineWatch, Link, LinkBroken, UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool, QueueFull, UpstreamEvent
 from proxy.upstream.settings import UpstreamSettings
 from tests.fake_controller import FakeController
@@ -159,3 +159,79 @@ async def test_a_controller_that_goes_away_is_noticed_without_a_request(nursery:
     assert pool.active is None and fake.received == []
 
 
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["the pool's watch", "the round trip's own scope"])
+async def test_a_round_trip_past_its_deadline_ends_then_broken_whoever_keeps_the_deadline(nursery: trio.Nursery, watched: bool) -> None:
+    # The watch (link.py DeadlineWatch) replaces a cancel scope per round trip: it must end the round trip at the
+    # same moment and the same way as the scope, which stays the way of a link with no watch running.
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    link = await Link.open(plaintext(port), ControllerAddress("127.0.0.1", port))
+    watch = DeadlineWatch()
+    if watched:
+        await nursery.start(watch.run)
+    started = trio.current_time()
+    with trio.fail_after(WAIT), pytest.raises(LinkBroken, match="in time"):
+        await link.exchange(marker_request, deadline=started + 0.2, watch=watch)
+    assert 0.2 <= trio.current_time() - started < 0.2 + WAIT / 10
+    assert link.broken and link.overdue is watched and not watch._due
+
+
+async def test_a_watch_that_stops_closes_the_round_trips_it_kept(nursery: trio.Nursery) -> None:
+    fake = FakeController(held=True)
+    port = await nursery.start(fake.serve)
+    link = await Link.open(plaintext(port), ControllerAddress("127.0.0.1", port))
+    watch = DeadlineWatch()
+    watching = trio.CancelScope()
+
+    async def run_watch(task_status: trio.TaskStatus[None]) -> None:
+        with watching:
+            await watch.run(task_status=task_status)
+
+    await nursery.start(run_watch)
+
+    async def stop_soon() -> None:
+        await trio.sleep(0.1)
+        watching.cancel()
+
+    nursery.start_soon(stop_soon)
+    with trio.fail_after(WAIT), pytest.raises(LinkBroken, match="in time"):
+        await link.exchange(marker_request, deadline=trio.current_time() + WAIT * 10, watch=watch)
+    assert link.broken and not watch.watch(link, trio.current_time() + 1)
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["the pool's watch", "the wait's own scope"])
+async def test_connection_slots_go_first_come_first_served_and_a_wait_ends_at_its_deadline(nursery: trio.Nursery, watched: bool) -> None:
+    # ConnectionSlots replaces a trio.Semaphore under a cancel scope per wait: the same order, the same end at the deadline.
+    watch = DeadlineWatch()
+    if watched:
+        await nursery.start(watch.run)
+    slots = ConnectionSlots(1, watch)
+    slots.acquire_nowait()
+    with pytest.raises(trio.WouldBlock):
+        slots.acquire_nowait()
+    started = trio.current_time()
+    assert not await slots.acquire(started + 0.2)  # nobody releases: none in time
+    assert 0.2 <= trio.current_time() - started < 0.2 + WAIT / 10
+    taken: list[str] = []
+    cancelled = trio.CancelScope()
+
+    async def wait_for_one(name: str, scope: trio.CancelScope | None = None) -> None:
+        with scope or trio.CancelScope():
+            if await slots.acquire(trio.current_time() + WAIT):
+                await trio.sleep(0.01)
+                slots.release()
+                taken.append(name)
+
+    for name in ("first", "cancelled", "second"):
+        nursery.start_soon(wait_for_one, name, cancelled if name == "cancelled" else None)
+        await trio.sleep(0.01)
+    cancelled.cancel()
+    await trio.sleep(0.01)
+    slots.release()
+    with trio.fail_after(WAIT):
+        while len(taken) < 2:
+            await trio.sleep(0.01)
+    assert taken == ["first", "second"] and not watch._due
+    slots.acquire_nowait()  # the slot came back free
