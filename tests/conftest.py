@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.test_tiers import TIERS, tier_of
+from devkit.test_tiers import TIERS, group_of, schedule_rank, tier_of
 from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
@@ -75,16 +75,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--tier", choices=TIERS, help="run only this tier of the suite (devkit/test_tiers.py, as `make test` does)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    tier = config.getoption("--tier")
-    if tier is None:
-        return
     root = Path(str(config.rootpath))
-    chosen, other = [], []
-    for item in items:
-        path = Path(str(item.path)).relative_to(root).as_posix()
-        markers = {mark.name for mark in item.iter_markers()}
-        (chosen if tier_of(path, markers) == tier else other).append(item)
-    if other:
-        config.hook.pytest_deselected(items=other)
-        items[:] = chosen
+
+    def path_of(item: pytest.Item) -> str:
+        return Path(str(item.path)).relative_to(root).as_posix()
+
+    tier = config.getoption("--tier")
+    if tier is not None:
+        chosen: list[pytest.Item] = []
+        other: list[pytest.Item] = []
+        for item in items:
+            markers = {mark.name for mark in item.iter_markers()}
+            (chosen if tier_of(path_of(item), markers) == tier else other).append(item)
+        if other:
+            config.hook.pytest_deselected(items=other)
+            items[:] = chosen
+    if config.getoption("dist", "no") == "loadgroup":
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(group_of(path_of(item), getattr(item, "fixturenames", ()))))
+        items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
