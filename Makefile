@@ -61,7 +61,10 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-test: $(STAMP) tools browser lint typecheck layers image-when-possible class-archive client-matrix-tools
+# The images, the class archive and the client matrix's clients are made side by side (none uses apt or another's
+# output), then the tiers run.
+test: $(STAMP) tools browser lint typecheck layers
+	$(MAKE) --no-print-directory -j3 -Otarget image-when-possible class-archive client-matrix-tools
 	$(PY) -m devkit.test_tiers
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
