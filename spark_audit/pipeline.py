@@ -291,9 +291,12 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro)))
     whatif_summary: dict[str, Any] | None = None
     whatif_tables: dict[str, Table] = {}
-    if options.whatif is not None:
-        whatif_summary, whatif_tables = _whatif(spark, flat, options, layout, ro.top)
-    acls = None if options.acls is None else acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
+    acls = None
+    with spark_jobs.as_configured(spark):
+        if options.whatif is not None:
+            whatif_summary, whatif_tables = _whatif(spark, flat, options, layout, ro.top)
+        if options.acls is not None:
+            acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     wanted = {
         **page_parts.parts(frames, ro.top),

@@ -61,3 +61,18 @@ def counted(spark: SparkSession) -> Iterator[Jobs]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, before)
+
+
+@contextmanager
+def as_configured(spark: SparkSession) -> Iterator[None]:
+    """Run the block with the session's own settings instead of :data:`RUN_SETTINGS`: the optional ACL and what-if
+    steps write sorted output and read it back in order, which needs adaptive execution's single coalesced file."""
+    run = {key: spark.conf.get(key, None) for key in RUN_SETTINGS}
+    for key in RUN_SETTINGS:
+        spark.conf.unset(key)
+    try:
+        yield
+    finally:
+        for key, value in run.items():
+            if value is not None:
+                spark.conf.set(key, value)
