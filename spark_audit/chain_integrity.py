@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
 
+from spark_audit.collect import gather
 from spark_audit.read import KafkaSource, nonblank, read_files, read_kafka
 
 CHECKPOINT_EVENT_TYPE = "io.github.kafka-envelope-proxy.checkpoint"
@@ -80,17 +81,25 @@ def raw_lines(spark: SparkSession, input_dir: str | None, kafka: KafkaSource | N
 
 
 def _chained(lines: DataFrame) -> DataFrame:
+    """Each nonblank line's chain fields, shuffled once by writer: every part of :func:`chain_parts` groups or
+    orders within a writer, so they all reuse this one exchange and the text is read once, with nothing cached."""
     text = F.col("value")
-    return lines.filter(nonblank(text)).select(
-        "origin",
-        "position",
-        F.get_json_object(text, "$.source").alias("writer"),
-        F.get_json_object(text, "$.chainseq").cast("long").alias("seq"),
-        F.get_json_object(text, "$.chainprev").alias("prev"),
-        F.get_json_object(text, "$.time").alias("time"),
-        F.get_json_object(text, "$.type").alias("type"),
-        F.sha2(text, SHA256_BITS).alias("hash"),
-        text,
+    kind = F.get_json_object(text, "$.type")
+    return (
+        lines.filter(nonblank(text))
+        .select(
+            "origin",
+            "position",
+            F.get_json_object(text, "$.source").alias("writer"),
+            F.get_json_object(text, "$.chainseq").cast("long").alias("seq"),
+            F.get_json_object(text, "$.chainprev").alias("prev"),
+            F.get_json_object(text, "$.time").alias("time"),
+            kind.alias("type"),
+            F.sha2(text, SHA256_BITS).alias("hash"),
+            # only a checkpoint's text is read again (its signature): the shuffle stays narrow
+            F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
+        )
+        .repartition("writer")
     )
 
 
@@ -111,11 +120,18 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
     return [[start, end] for start, end in sorted(pairs)]
 
 
-def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
-    """The integrity section of summary.json: per writer, what is verified, missing, modified, reordered, signed."""
-    rows = _chained(lines).cache()
-    unreadable = rows.filter(F.col("writer").isNull()).count()
-    unchained = rows.filter(F.col("writer").isNotNull() & F.col("seq").isNull()).count()
+#: The parts of :func:`chain_parts`, gathered by the caller in one query (spark_audit/collect.py).
+CHAIN_PARTS = ("chain_counts", "chain_totals", "chain_gaps", "chain_modified", "chain_reordered", "chain_checkpoints")
+
+
+def chain_parts(lines: DataFrame) -> dict[str, DataFrame]:
+    """What :func:`conclude` needs, as small frames: counts, per-writer totals, and the findings (at most
+    :data:`MAX_FINDINGS` of each kind)."""
+    rows = _chained(lines)
+    counts = rows.agg(
+        F.count(F.when(F.col("writer").isNull(), True)).alias("unreadable"),
+        F.count(F.when(F.col("writer").isNotNull() & F.col("seq").isNull(), True)).alias("unchained"),
+    )
     chained = rows.filter(F.col("seq").isNotNull())
     # Kafka delivers at least once: the same line twice is one record. Two lines at one place: one was altered.
     distinct = chained.dropDuplicates(["writer", "seq", "hash"])
@@ -136,14 +152,31 @@ def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict
     totals = one.groupBy("writer").agg(
         F.count("*").alias("records"), F.max("seq").alias("last_seq"), F.min("time").alias("first_time"), F.max("time").alias("last_time")
     )
-    checkpoints = one.filter(F.col("type") == CHECKPOINT_EVENT_TYPE).select("writer", "seq", "prev", "time", "value")
+    return {
+        "chain_counts": counts,
+        "chain_totals": totals,
+        "chain_gaps": gaps.limit(MAX_FINDINGS),
+        "chain_modified": modified.distinct().limit(MAX_FINDINGS),
+        "chain_reordered": reordered.select("writer", "seq").limit(MAX_FINDINGS),
+        "chain_checkpoints": one.filter(F.col("type") == CHECKPOINT_EVENT_TYPE).select("writer", "seq", "prev", "time", "value"),
+    }
+
+
+def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
+    """The integrity section of summary.json: per writer, what is verified, missing, modified, reordered, signed."""
+    return conclude(gather(chain_parts(lines)), keys)
+
+
+def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
+    """:func:`check_chains`'s result from the gathered rows of :func:`chain_parts`."""
+    ((unreadable, unchained),) = found["chain_counts"]
     writers: dict[str, dict[str, Any]] = {}
-    for total in totals.collect():
-        writers[total["writer"]] = {
-            "writer": total["writer"],
-            "records": int(total["records"]),
-            "last_seq": int(total["last_seq"]),
-            "time_span": {"first": total["first_time"], "last": total["last_time"]},
+    for name, records, last_seq, first_time, last_time in found["chain_totals"]:
+        writers[name] = {
+            "writer": name,
+            "records": int(records),
+            "last_seq": int(last_seq),
+            "time_span": {"first": first_time, "last": last_time},
             "missing": [],
             "modified": [],
             "reordered": [],
@@ -151,30 +184,30 @@ def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict
             "checkpoints": 0,
             "last_checkpoint": None,
         }
-    for gap in gaps.limit(MAX_FINDINGS).collect():
-        writers[gap["writer"]]["missing"].append((int(gap["start"]), int(gap["end"])))
-    for row in modified.distinct().limit(MAX_FINDINGS).collect():
-        writers[row["writer"]]["modified"].append(int(row["seq"]))
-    for row in reordered.select("writer", "seq").limit(MAX_FINDINGS).collect():
-        writers[row["writer"]]["reordered"].append(int(row["seq"]))
-    claimed_ends = _check_checkpoints(checkpoints.collect(), keys, writers)
+    for name, start, end in found["chain_gaps"]:
+        writers[name]["missing"].append((int(start), int(end)))
+    for name, seq in found["chain_modified"]:
+        writers[name]["modified"].append(int(seq))
+    for name, seq in found["chain_reordered"]:
+        writers[name]["reordered"].append(int(seq))
+    checkpoints = [dict(zip(("writer", "seq", "prev", "time", "value"), row, strict=True)) for row in found["chain_checkpoints"]]
+    claimed_ends = _check_checkpoints(checkpoints, keys, writers)
     for name, writer in writers.items():
         end = max(writer["last_checkpoint"] or 0, claimed_ends.get(name, 0))
         if end > writer["last_seq"]:
             writer["missing"].append((writer["last_seq"] + 1, end))
         _conclude(writer)
-    rows.unpersist()
     broken = unreadable > 0 or any(writer["status"] == "broken" for writer in writers.values())
     return {
         "status": "broken" if broken else "whole",
         "signatures_checked": bool(keys),
-        "unreadable": unreadable,
-        "unchained": unchained,
+        "unreadable": int(unreadable),
+        "unchained": int(unchained),
         "writers": [writers[name] for name in sorted(writers)],
     }
 
 
-def _check_checkpoints(rows: list[Any], keys: Mapping[str, Ed25519PublicKey], writers: dict[str, dict[str, Any]]) -> dict[str, int]:
+def _check_checkpoints(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, Ed25519PublicKey], writers: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Count the good signatures per writer, note the bad; what signed starts say their predecessors' ends were."""
     claimed_ends: dict[str, int] = {}
     if not keys:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_audit.report_basics import MICROS, closing_events, micros, who
+from spark_audit.report_basics import MICROS, closing_events, in_order, micros, who
 from spark_audit.view import (
     DENIED,
     NO_RESOURCE,
@@ -27,7 +27,7 @@ CONNECTION = "(connection)"
 DENIAL = "denial"
 
 
-def denials(flat: DataFrame) -> DataFrame:
+def denials(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Every denial (request or connection), sorted by time.
 
     Columns: time, principal, clientAddress, method, subject, errorCode,
@@ -43,7 +43,7 @@ def denials(flat: DataFrame) -> DataFrame:
         .when(first_auth.isNotNull(), F.coalesce(first_auth["errorName"], error_name(first_auth["errorCode"])))
         .otherwise(error_name(top))
     )
-    return (
+    rows = (
         closing_events(flat)
         .filter(F.col("isDenial"))
         .select(
@@ -57,9 +57,8 @@ def denials(flat: DataFrame) -> DataFrame:
             "status",
             "id",
         )
-        .orderBy("time", "id")
-        .drop("id")
     )
+    return in_order(rows, ordered, "time", "id").drop("id")
 
 
 def denial_details(flat: DataFrame) -> DataFrame:
@@ -97,18 +96,13 @@ def denial_details(flat: DataFrame) -> DataFrame:
     )
 
 
-def denials_by(flat: DataFrame) -> DataFrame:
+def denials_by(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Denials counted by who denied them (:func:`spark_audit.view.denied_by`). Columns: deniedBy, denials."""
-    return (
-        closing_events(flat)
-        .filter(F.col("isDenial"))
-        .groupBy(denied_by().alias("deniedBy"))
-        .agg(F.count(F.lit(1)).alias("denials"))
-        .orderBy(F.desc("denials"), "deniedBy")
-    )
+    counted = closing_events(flat).filter(F.col("isDenial")).groupBy(denied_by().alias("deniedBy")).agg(F.count(F.lit(1)).alias("denials"))
+    return in_order(counted, ordered, F.desc("denials"), "deniedBy")
 
 
-def denial_ranking(flat: DataFrame) -> DataFrame:
+def denial_ranking(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Denials counted and ranked per principal, per client address and per denied resource.
 
     Columns: dimension (``principal``, ``address`` or ``resource``), key,
@@ -137,10 +131,10 @@ def denial_ranking(flat: DataFrame) -> DataFrame:
         .agg(F.count(F.lit(1)).alias("denials"), F.min("time").alias("first"), F.max("time").alias("last"))
     )
     rank = F.row_number().over(Window.partitionBy("dimension").orderBy(F.desc("denials"), F.asc("key")))
-    return counted.withColumn("rank", rank).orderBy("dimension", "rank")
+    return in_order(counted.withColumn("rank", rank), ordered, "dimension", "rank")
 
 
-def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10) -> DataFrame:
+def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10, ordered: bool = True) -> DataFrame:
     """Bursts of denials or authentication failures from one client address.
 
     Events of one kind from one address are grouped into episodes in which no
@@ -162,9 +156,9 @@ def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10) ->
         F.max("inWindow").alias("peak"),
         F.sort_array(F.collect_set("principal")).alias("principals"),
     )
-    return (
+    found = (
         episodes.filter(F.col("peak") >= threshold)
         .withColumn("date", F.to_date("start"))
         .select("clientAddress", "kind", "start", "end", "date", "events", "peak", "principals")
-        .orderBy("start", "clientAddress", "kind")
     )
+    return in_order(found, ordered, "start", "clientAddress", "kind")

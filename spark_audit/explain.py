@@ -48,31 +48,36 @@ def _why(denied_by: Any, principal: Any, forwarder: Any, reason: Any, detail: An
     return said or ("refused by the proxy" if denied_by == BY_PROXY_EDGE else "refused by the proxy (connection)")
 
 
-def denial_table(details: DataFrame, limit: int) -> Table:
-    """The newest ``limit`` denials of :func:`spark_audit.denial_reports.denial_details`."""
-    columns = (
-        "time",
-        "principal",
-        "clientAddress",
-        "listener",
-        "forwardingPrincipal",
-        "method",
-        "subject",
-        "deniedResources",
-        "deniedBy",
-        "errorCode",
-        "errorName",
-        "status",
-        "reason",
-        "detail",
-    )
-    newest = details.orderBy(F.desc("time")).select(*columns)
-    rows = []
-    for time, principal, address, listener, forwarder, method, subject, denied, by, code, name, status, reason, detail in collect.rows(
-        newest, limit
-    ):
+#: The columns of :func:`spark_audit.denial_reports.denial_details` the page reads.
+DENIAL_DETAIL_COLUMNS = (
+    "time",
+    "principal",
+    "clientAddress",
+    "listener",
+    "forwardingPrincipal",
+    "method",
+    "subject",
+    "deniedResources",
+    "deniedBy",
+    "errorCode",
+    "errorName",
+    "status",
+    "reason",
+    "detail",
+)
+
+
+def newest_denials(details: DataFrame, limit: int) -> DataFrame:
+    """The newest ``limit`` denials of :func:`spark_audit.denial_reports.denial_details`, in the columns the page reads."""
+    return details.orderBy(F.desc("time")).select(*DENIAL_DETAIL_COLUMNS).limit(limit)
+
+
+def denial_table_of(rows: Sequence[Sequence[Any]], total: int) -> Table:
+    """:func:`newest_denials`'s rows as the page's :data:`DENIAL_COLUMNS`."""
+    shown = []
+    for time, principal, address, listener, forwarder, method, subject, denied, by, code, name, status, reason, detail in rows:
         resource = ", ".join(denied) if denied else subject
-        rows.append(
+        shown.append(
             (
                 time,
                 principal or UNAUTHENTICATED,
@@ -85,7 +90,12 @@ def denial_table(details: DataFrame, limit: int) -> Table:
                 _why(by, principal, forwarder, reason, detail),
             )
         )
-    return Table(columns=DENIAL_COLUMNS, rows=rows, total=details.count())
+    return Table(columns=DENIAL_COLUMNS, rows=shown, total=total)
+
+
+def denial_table(details: DataFrame, limit: int) -> Table:
+    """The newest ``limit`` denials of :func:`spark_audit.denial_reports.denial_details`."""
+    return denial_table_of(collect.rows(newest_denials(details, limit)), details.count())
 
 
 def change_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -108,21 +118,28 @@ def change_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
     return shown
 
 
+#: The columns of :func:`spark_audit.request_reports.sensitive_change_details` the page reads.
+CHANGE_DETAIL_COLUMNS = (
+    "time",
+    "principal",
+    "clientAddress",
+    "listener",
+    "forwardingPrincipal",
+    "method",
+    "resources",
+    "parameters",
+    "status",
+    "deniedBy",
+    "shownCode",
+    "shownName",
+)
+
+
+def newest_changes(details: DataFrame, limit: int) -> DataFrame:
+    """The newest ``limit`` changes of :func:`spark_audit.request_reports.sensitive_change_details`, in the columns the page reads."""
+    return details.orderBy(F.desc("time"), F.desc("requestId")).select(*CHANGE_DETAIL_COLUMNS).limit(limit)
+
+
 def change_table(details: DataFrame, limit: int) -> Table:
     """The newest ``limit`` changes of :func:`spark_audit.request_reports.sensitive_change_details`."""
-    columns = (
-        "time",
-        "principal",
-        "clientAddress",
-        "listener",
-        "forwardingPrincipal",
-        "method",
-        "resources",
-        "parameters",
-        "status",
-        "deniedBy",
-        "shownCode",
-        "shownName",
-    )
-    newest = details.orderBy(F.desc("time"), F.desc("requestId")).select(*columns)
-    return Table(columns=CHANGE_COLUMNS, rows=change_rows(collect.rows(newest, limit)), total=details.count())
+    return Table(columns=CHANGE_COLUMNS, rows=change_rows(collect.rows(newest_changes(details, limit))), total=details.count())

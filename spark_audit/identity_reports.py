@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_audit.report_basics import micros, who
+from spark_audit.report_basics import in_order, micros, who
 from spark_audit.view import requests, traffic
 
 
@@ -33,13 +33,13 @@ class Baseline:
         return F.lit(False) if self.end_us is None else time_us >= F.lit(self.end_us)
 
 
-def impersonation(flat: DataFrame) -> DataFrame:
+def impersonation(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Who forwarded whose requests: forwardingPrincipal x principal.
 
     Columns: forwardingPrincipal, principal, listeners (sorted), requests,
     denied, first, last.
     """
-    return (
+    pairs = (
         requests(flat)
         .filter(F.col("forwardingPrincipal").isNotNull())
         .groupBy("forwardingPrincipal", who().alias("principal"))
@@ -50,8 +50,8 @@ def impersonation(flat: DataFrame) -> DataFrame:
             F.min("time").alias("first"),
             F.max("time").alias("last"),
         )
-        .orderBy("forwardingPrincipal", "principal")
     )
+    return in_order(pairs, ordered, "forwardingPrincipal", "principal")
 
 
 #: Column of :func:`identities` rows: true for the baseline's history, false for the detection window.
@@ -80,7 +80,7 @@ def _identities(frame: DataFrame, baseline: Baseline) -> DataFrame:
     return frame if IN_BASELINE in frame.columns else identities(frame, baseline)
 
 
-def unusual_listeners(flat: DataFrame, baseline: Baseline) -> DataFrame:
+def unusual_listeners(flat: DataFrame, baseline: Baseline, *, ordered: bool = True) -> DataFrame:
     """A principal with a history acting over a listener that history never saw.
 
     Columns: principal, listener, first, last, events, baselineListeners.
@@ -96,15 +96,15 @@ def unusual_listeners(flat: DataFrame, baseline: Baseline) -> DataFrame:
         .groupBy("principal", "listener")
         .agg(F.min("first").alias("first"), F.max("last").alias("last"), F.sum("events").alias("events"))
     )
-    return (
+    unusual = (
         recent.join(history, "principal")
         .filter(~F.array_contains("baselineListeners", F.col("listener")))
         .select("principal", "listener", "first", "last", "events", "baselineListeners")
-        .orderBy("first", "principal", "listener")
     )
+    return in_order(unusual, ordered, "first", "principal", "listener")
 
 
-def first_seen_pairs(flat: DataFrame, baseline: Baseline) -> DataFrame:
+def first_seen_pairs(flat: DataFrame, baseline: Baseline, *, ordered: bool = True) -> DataFrame:
     """(principal, client address) pairs of the detection window that the baseline never saw.
 
     Columns: principal, clientAddress, first, last, events, listeners, date.
@@ -122,9 +122,9 @@ def first_seen_pairs(flat: DataFrame, baseline: Baseline) -> DataFrame:
             F.sort_array(F.collect_set("listener")).alias("listeners"),
         )
     )
-    return (
+    pairs = (
         recent.join(known, ["principal", "clientAddress"], "left_anti")
         .withColumn("date", F.to_date("first"))
         .select("principal", "clientAddress", "first", "last", "events", "listeners", "date")
-        .orderBy("first", "principal", "clientAddress")
     )
+    return in_order(pairs, ordered, "first", "principal", "clientAddress")

@@ -15,12 +15,12 @@ by that lookup, and its quarantine directory (``batch=<n>``) is rewritten.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
@@ -52,8 +52,21 @@ class IngestStats:
     duplicates: int = 0
     stored: int = 0
 
+    #: the Spark job groups this run's streaming query ran its micro-batches in (its run id)
+    job_groups: list[str] = field(default_factory=list)
+    #: the time span of the records this run read (microseconds since the epoch; None before any record)
+    first_us: int | None = None
+    last_us: int | None = None
+
+    def span(self, first_us: int | None, last_us: int | None) -> None:
+        """Widen the time span by that of one more write's records."""
+        if first_us is not None:
+            self.first_us = first_us if self.first_us is None else min(self.first_us, first_us)
+        if last_us is not None:
+            self.last_us = last_us if self.last_us is None else max(self.last_us, last_us)
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k not in ("first_us", "last_us", "job_groups")}
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -80,6 +93,10 @@ def read_quarantine(spark: SparkSession, path: str) -> DataFrame:
         return empty_frame(spark, QUARANTINE_SCHEMA)
 
 
+#: Names of the observed time span of a write's records (microseconds since the epoch).
+FIRST_US, LAST_US = "firstUs", "lastUs"
+
+#: Every Parquet read here names its schema: without one, Spark runs a job to read a file's footer.
 #: Where a batch's single write puts each parsed line (``_work/ingest/kind=<kind>/date=<date>/``).
 KIND = "kind"
 RECORD, REPEATED, QUARANTINED = "record", "repeated", "quarantined"
@@ -138,7 +155,7 @@ def _repeated_ids_against_store(spark: SparkSession, lines: DataFrame, layout: L
         record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin")
     )
     new.write.mode("overwrite").parquet(layout.work("new-ids"))
-    new_ids = spark.read.parquet(layout.work("new-ids"))
+    new_ids = spark.read.schema(new.schema).parquet(layout.work("new-ids"))
     row = new_ids.agg(F.collect_set("date"), F.count_distinct("origin")).first()
     dates, origins = ([], 0) if row is None else (list(row[0]), int(row[1]))
     ids = new_ids.filter(F.col("id").isNotNull()).select("id").unionAll(_stored_ids(spark, layout, dates))
@@ -149,13 +166,23 @@ def _stored_ids(spark: SparkSession, layout: Layout, dates: list[Any]) -> DataFr
     return read_store(spark, layout.records).filter(F.col("date").isin(dates)).select("id")
 
 
-def _kind_counts(spark: SparkSession, work: str) -> dict[str, int]:
-    """Lines written per kind; none when the lines were all blank (a partitioned write of no rows leaves no file to read)."""
-    try:
-        written = spark.read.parquet(work)
-    except AnalysisException:
-        return {}
-    return {str(k): int(n) for k, n in written.groupBy(KIND).count().collect()}
+def _observed_kinds(frame: DataFrame) -> tuple[DataFrame, Observation]:
+    """``frame`` counting its rows per kind, and the time span of its records, as the write goes:
+    no second pass over what it wrote."""
+    observation = Observation("ingest")
+    stored = F.col(KIND) != F.lit(QUARANTINED)
+    counted = frame.observe(
+        observation,
+        *[F.count(F.when(F.col(KIND) == F.lit(kind), True)).alias(kind) for kind in (RECORD, REPEATED, QUARANTINED)],
+        F.min(F.when(stored, F.unix_micros("time"))).alias(FIRST_US),
+        F.max(F.when(stored, F.unix_micros("time"))).alias(LAST_US),
+    )
+    return counted, observation
+
+
+def _counted(frame: DataFrame) -> tuple[DataFrame, Observation]:
+    observation = Observation("rows")
+    return frame.observe(observation, F.count(F.lit(1)).alias("rows")), observation
 
 
 def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: IngestStats, *, incremental: bool, quarantine: str) -> None:
@@ -185,27 +212,36 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
         stats.origins += origins
     else:
         repeated_ids = _repeated_ids_of_batch(lines)
-    repeated_ids.write.mode("overwrite").parquet(layout.work("duplicated-ids"))
-    repeated = spark.read.parquet(layout.work("duplicated-ids")).withColumn("_repeated", F.lit(True))
+    counted_ids, ids_seen = _counted(repeated_ids)
+    counted_ids.write.mode("overwrite").parquet(layout.work("duplicated-ids"))
+    repeated_count = int(ids_seen.get["rows"])
     parsed = parse(lines)
-    flagged = parsed.join(F.broadcast(repeated) if repeated.count() <= RARE_DUPLICATES else repeated, "id", "left")
+    if repeated_count == 0:
+        flagged = parsed.withColumn("_repeated", F.lit(None).cast("boolean"))
+    else:
+        repeated = spark.read.schema(repeated_ids.schema).parquet(layout.work("duplicated-ids")).withColumn("_repeated", F.lit(True))
+        flagged = parsed.join(F.broadcast(repeated) if repeated_count <= RARE_DUPLICATES else repeated, "id", "left")
     kind = (
         F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.lit(QUARANTINED))
         .when(F.col("_repeated").isNotNull(), F.lit(REPEATED))
         .otherwise(F.lit(RECORD))
     )
     columns: list[Column | str] = [*RECORD_SCHEMA.fieldNames(), PROBLEM_COLUMN, F.when(F.col(PROBLEM_COLUMN).isNotNull(), F.col("origin")).alias("origin"), "value"]
-    flagged.select(*columns, F.to_date("time").alias("date"), kind.alias(KIND)).write.mode("overwrite").partitionBy(KIND, "date").parquet(work)
-    counts = _kind_counts(spark, work)
-    records = counts.get(RECORD, 0) + counts.get(REPEATED, 0)
-    kept = counts.get(RECORD, 0)
-    if counts.get(REPEATED):
+    written, observation = _observed_kinds(flagged.select(*columns, F.to_date("time").alias("date"), kind.alias(KIND)))
+    written.write.mode("overwrite").partitionBy(KIND, "date").parquet(work)
+    observed = observation.get
+    counts = {k: int(observed[k]) for k in (RECORD, REPEATED, QUARANTINED)}
+    stats.span(observed[FIRST_US], observed[LAST_US])
+    records = counts[RECORD] + counts[REPEATED]
+    kept = counts[RECORD]
+    if counts[REPEATED]:
         source = f"{work}/{KIND}={REPEATED}"
         once = deduplicate(spark.read.schema(STORE_SCHEMA).option("basePath", source).parquet(source))
         if incremental:
             once = once.join(_stored_ids(spark, layout, dates), "id", "left_anti")
+        once, kept_once = _counted(once)
         once.write.mode("overwrite").partitionBy("date").parquet(layout.work("repeated"))
-        kept += spark.read.schema(STORE_SCHEMA).parquet(layout.work("repeated")).count()
+        kept += int(kept_once.get["rows"])
     if incremental:
         # before the store changes: the kept tables (spark_audit/tables.py) must follow it on these dates
         moving = _partition_dates(spark, f"{work}/{KIND}={RECORD}")
@@ -215,15 +251,15 @@ def _single_write(spark: SparkSession, lines: DataFrame, layout: Layout, stats: 
         _move_files(spark, f"{work}/{KIND}={RECORD}", layout.records)
     else:
         hadoop_fs.move(spark, f"{work}/{KIND}={RECORD}", layout.records)
-    if counts.get(REPEATED):
+    if counts[REPEATED]:
         _move_files(spark, layout.work("repeated"), layout.records)
-    if counts.get(QUARANTINED):
-        spark.read.parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(quarantine)
+    if counts[QUARANTINED]:
+        spark.read.schema(QUARANTINE_SCHEMA).parquet(f"{work}/{KIND}={QUARANTINED}").select(*QUARANTINE_COLUMNS).write.mode("overwrite").json(quarantine)
     elif not incremental:
         empty_frame(spark, QUARANTINE_SCHEMA).write.mode("overwrite").json(quarantine)
     stats.lines += sum(counts.values())
     stats.records += records
-    stats.malformed += counts.get(QUARANTINED, 0)
+    stats.malformed += counts[QUARANTINED]
     stats.stored += kept
     stats.duplicates += records - kept
 
@@ -261,6 +297,7 @@ def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str, *, fi
     writer = _BatchWriter(layout)
     query = stream.writeStream.foreachBatch(writer).trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
     query.awaitTermination()
+    writer.stats.job_groups.append(str(query.runId))
     if files and writer.batch_ids:
         writer.stats.origins = _files_listed(stream.sparkSession, checkpoint, writer.batch_ids)
     return writer.stats

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from spark_audit import (
@@ -17,21 +17,22 @@ from spark_audit import (
     acl_page,
     collect,
     denial_reports,
-    explain,
     hadoop_fs,
     identity_reports,
-    report_basics,
+    page_parts,
     request_reports,
+    spark_jobs,
     table_state,
     tables,
 )
-from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
+from spark_audit.chain_integrity import chain_parts, conclude, load_public_keys, raw_lines
+from spark_audit.collect import gather
 from spark_audit.html_report import render
 from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
 from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
-from spark_audit.report_data import ReportData
+from spark_audit.report_data import ReportData, Table
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
@@ -74,14 +75,20 @@ class Window:
     baseline: identity_reports.Baseline
 
     @classmethod
-    def of(cls, flat: DataFrame, options: ReportOptions) -> Window:
-        bounds = flat.agg(F.min(F.unix_micros("time")), F.max(F.unix_micros("time"))).first()
-        first_us = None if bounds is None or bounds[0] is None else int(bounds[0])
-        last_us = None if bounds is None or bounds[1] is None else int(bounds[1])
+    def of(cls, spark: SparkSession, store: DataFrame, stats: IngestStats, options: ReportOptions) -> tuple[Window, int]:
+        """The store's time span and its records' number: observed as a batch run wrote the store, else one query."""
+        if stats.mode == "batch":
+            first_us, last_us, count = stats.first_us, stats.last_us, stats.stored
+        else:
+            bounds = store.agg(F.min(F.unix_micros("time")), F.max(F.unix_micros("time")), F.count(F.lit(1))).first()
+            assert bounds is not None
+            first_us = None if bounds[0] is None else int(bounds[0])
+            last_us = None if bounds[1] is None else int(bounds[1])
+            count = int(bounds[2])
         end = options.baseline_end_us
         if end is None and last_us is not None:
             end = last_us - options.detection_window_seconds * 1_000_000
-        return cls(first_us, last_us, identity_reports.Baseline(options.baseline_start_us, end))
+        return cls(first_us, last_us, identity_reports.Baseline(options.baseline_start_us, end)), count
 
 
 @dataclass(frozen=True)
@@ -89,13 +96,13 @@ class Sources:
     """What the reports read: the flat view of the store, and small tables written from it.
 
     Nothing is cached, so memory does not grow with the store: ``flat`` is a projection of the
-    store (each report reads only the columns it needs), the request and alarm tables are kept
+    store (each report reads only the columns it needs), the request table is kept
     between runs under ``_tables/`` (spark_audit/tables.py), and the identities are Parquet under ``_work/``.
     """
 
     #: every record, flattened on read
     flat: DataFrame
-    #: each request's row (:func:`spark_audit.view.request_rows`), in the columns reports read
+    #: each request's row (:func:`spark_audit.view.request_rows`) and the alarming connection events, in the columns reports read
     requests: DataFrame
     #: the request rows and connection events that are a denial or an authentication failure:
     #: everything the denial reports, the bursts and the denial timeline look at
@@ -113,31 +120,54 @@ class Sources:
         follows = incremental and state.built and tables.kept(spark, layout)
         kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
-        identity_reports.identities(flat, baseline).write.mode("overwrite").parquet(layout.work("identities"))
-        return cls(flat, kept.requests, kept.alarms, spark.read.parquet(layout.work("identities")), kept.rewritten)
+        identities = identity_reports.identities(flat, baseline)
+        identities.write.mode("overwrite").parquet(layout.work("identities"))
+        # read with its schema: without one, Spark runs a job to read a file's footer
+        return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
 
-def _report_frames(sources: Sources, options: ReportOptions, window: Window) -> dict[str, DataFrame]:
+def _frames(spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout) -> page_parts.Frames:
+    """Every report's frame, unsorted: Parquet keeps no order, and a global sort before a write is a job of its own."""
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
     requests, alarms = sources.requests, sources.alarms
+    bucket = f"{options.bucket_seconds} seconds"
+    return page_parts.Frames(
+        requests=request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local, ordered=False),
+        who_did_what=request_reports.who_did_what(requests, bucket=bucket, include_local=options.include_local, ordered=False),
+        denial_details=denial_reports.denial_details(alarms),
+        denial_ranking=denial_reports.denial_ranking(alarms, ordered=False),
+        bursts=denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False),
+        change_details=request_reports.sensitive_change_details(requests, ordered=False),
+        impersonation=identity_reports.impersonation(requests, ordered=False),
+        unusual_listeners=identity_reports.unusual_listeners(sources.identities, window.baseline, ordered=False),
+        first_seen_pairs=identity_reports.first_seen_pairs(sources.identities, window.baseline, ordered=False),
+        intents_without_outcome=request_reports.intents_without_outcome(requests, before_us=grace_before, ordered=False),
+        latency=request_reports.latency(requests, ordered=False),
+        alarms=alarms,
+        quarantine=read_quarantine(spark, layout.quarantine),
+        bucket=bucket,
+    )
+
+
+def _reports(frames: page_parts.Frames) -> dict[str, DataFrame]:
+    """The Parquet reports (besides who-did-what) and their frames."""
     return {
-        "requests": request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local),
-        "denials": denial_reports.denials(alarms),
-        "denial_ranking": denial_reports.denial_ranking(alarms),
-        "bursts": denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold),
-        "sensitive_changes": request_reports.sensitive_changes(requests),
-        "impersonation": identity_reports.impersonation(requests),
-        "unusual_listeners": identity_reports.unusual_listeners(sources.identities, window.baseline),
-        "first_seen_pairs": identity_reports.first_seen_pairs(sources.identities, window.baseline),
-        "intents_without_outcome": request_reports.intents_without_outcome(requests, before_us=grace_before),
-        "latency": request_reports.latency(requests),
+        "requests": frames.requests,
+        "denials": denial_reports.denials(frames.alarms, ordered=False),
+        "denial_ranking": frames.denial_ranking,
+        "bursts": frames.bursts,
+        "sensitive_changes": frames.change_details.select(*request_reports.SENSITIVE_CHANGE_COLUMNS),
+        "impersonation": frames.impersonation,
+        "unusual_listeners": frames.unusual_listeners,
+        "first_seen_pairs": frames.first_seen_pairs,
+        "intents_without_outcome": frames.intents_without_outcome,
+        "latency": frames.latency,
     }
 
 
-def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions, layout: Layout, state: TableState) -> DataFrame:
+def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState) -> None:
     """The who-did-what report; where the kept partitions were computed with these options, only the dates
     whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
-    bucket = f"{options.bucket_seconds} seconds"
     path = layout.report("who_did_what")
     rewritten = sources.rewritten
     if (
@@ -146,112 +176,59 @@ def _who_did_what(spark: SparkSession, sources: Sources, options: ReportOptions,
         or tables.DAY.total_seconds() % options.bucket_seconds != 0
         or not hadoop_fs.exists(spark, path)
     ):
-        return _write(spark, request_reports.who_did_what(sources.requests, bucket=bucket, include_local=options.include_local), path, by_date=True)
-    frame = request_reports.who_did_what(
-        sources.requests.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])),
-        bucket=bucket,
-        include_local=options.include_local,
-    )
+        frame.write.mode("overwrite").partitionBy("date").parquet(path)
+        return
     if not rewritten:
-        return spark.read.schema(frame.schema).parquet(path)
+        return
     staging = layout.work("who_did_what-update")
-    frame.write.mode("overwrite").partitionBy("date").parquet(staging)
+    frame.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])).write.mode("overwrite").partitionBy("date").parquet(staging)
     tables.replace_partitions(spark, staging, path, rewritten)
-    return spark.read.schema(frame.schema).parquet(path)
 
 
-def _write(spark: SparkSession, frame: DataFrame, path: str, *, by_date: bool) -> DataFrame:
-    """Write a report and read it back: later steps use the small Parquet output, not the lineage."""
-    writer = frame.write.mode("overwrite")
+def _write(frame: DataFrame, path: str, *, by_date: bool) -> int:
+    """Write a report; its rows are counted as they are written (``observe``), so nothing reads it back."""
+    observation = Observation("rows")
+    writer = frame.observe(observation, F.count(F.lit(1)).alias("rows")).write.mode("overwrite")
     if by_date:
         writer = writer.partitionBy("date")
     writer.parquet(path)
-    return spark.read.schema(frame.schema).parquet(path)
+    return int(observation.get["rows"])
 
 
-def _denial_timeline(flat: DataFrame, bucket: str) -> list[tuple[str, str, int]]:
-    events = report_basics.closing_events(flat).filter(F.col("isDenial") | F.col("isAuthFailure"))
-    kind = F.when(F.col("isAuthFailure"), F.lit(denial_reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(denial_reports.DENIAL))
-    grouped = events.groupBy(F.window("time", bucket)["start"].alias("bucket"), kind.alias("kind")).count()
-    return [(str(b), str(k), int(c)) for b, k, c in collect.rows(grouped.orderBy("bucket", "kind"))]
-
-
-def _collect(
-    spark: SparkSession, sources: Sources, written: dict[str, DataFrame], options: ReportOptions, layout: Layout
-) -> ReportData:
-    top = options.top
-    alarms = sources.alarms
-    who = written["who_did_what"]
-    ranking = written["denial_ranking"].filter(F.col("rank") <= 10).orderBy("dimension", "rank")
-    ranked: dict[str, list[tuple[str, int]]] = {}
-    for dimension, key, denials in collect.rows(ranking.select("dimension", "key", "denials")):
-        ranked.setdefault(str(dimension), []).append((str(key), int(denials)))
-    latency = collect.rows(written["latency"].select("method", "totalP50", "totalP90", "totalP99", "totalMax").limit(25))
-    tables = {
-        "requests": collect.table(written["requests"], max(top, 50)),
-        "who_did_what": collect.table(
-            who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource")
-            .drop("date")
-            .withColumnRenamed("requests", "requests on this resource")
-            .withColumnRenamed("denied", "denied on this resource"),
-            top,
-        ),
-        # the page's words for them: who denied, why, what changed (the Parquet reports keep every column)
-        "denials": explain.denial_table(denial_reports.denial_details(alarms), top),
-        "bursts": collect.table(written["bursts"].drop("date"), top),
-        "sensitive_changes": explain.change_table(request_reports.sensitive_change_details(sources.requests), top),
-        "impersonation": collect.table(written["impersonation"], top),
-        "unusual_listeners": collect.table(written["unusual_listeners"], top),
-        "first_seen_pairs": collect.table(written["first_seen_pairs"].drop("date"), top),
-        "intents_without_outcome": collect.table(written["intents_without_outcome"].drop("date"), top),
-        "latency": collect.table(written["latency"], top),
-        "quarantine": collect.table(read_quarantine(spark, layout.quarantine).select("origin", "problem", "value"), min(top, 10)),
+def _whatif(spark: SparkSession, flat: DataFrame, options: JobOptions, layout: Layout, top: int) -> tuple[dict[str, Any], dict[str, Table]]:
+    assert options.whatif is not None
+    result = replay(spark, flat, options.whatif)
+    shown: dict[str, Table] = {}
+    for name, frame, by_date in (("changes", result.changes, True), ("counts", result.counts, False)):
+        total = _write(frame, layout.whatif(name), by_date=by_date)
+        written = spark.read.schema(frame.schema).parquet(layout.whatif(name))
+        shown[f"whatif_{name}"] = collect.table(written.drop("date") if by_date else written, top, total=total)
+    summary = {
+        "authorizer": options.whatif.authorizer,
+        "acls": len(options.whatif.acls),
+        **result.stats,
+        "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
     }
-    for name in ("whatif_counts", "whatif_changes"):
-        if name in written:
-            tables[name] = collect.table(written[name].drop("date") if name == "whatif_changes" else written[name], top)
-    bucket = f"{options.bucket_seconds} seconds"
-    denied_by = [(str(by), int(n)) for by, n in collect.rows(denial_reports.denials_by(alarms))]
-    return ReportData(
-        summary={},
-        denied_by=denied_by,
-        bucket=_seconds_label(options.bucket_seconds),
-        activity=[(str(b), str(p), int(n)) for b, p, n in collect.counted(who, ["bucket", "principal"], "requests")],
-        heat=[(str(p), str(m), int(n)) for p, m, n in collect.counted(who, ["principal", "method"], "requests")],
-        denial_timeline=_denial_timeline(alarms, bucket),
-        ranking=ranked,
-        latency=[(str(m), float(a), float(b), float(c), float(d)) for m, a, b, c, d in latency],
-        tables=tables,
-    )
+    result.release()
+    return summary, shown
 
 
 def _summary(
-    options: JobOptions,
-    layout: Layout,
-    stats: IngestStats,
-    window: Window,
-    written: dict[str, DataFrame],
-    data: ReportData,
-    store_count: int,
-    quarantined: int,
-    baseline_empty: bool,
+    options: JobOptions, layout: Layout, stats: IngestStats, window: Window, data: ReportData, counts: dict[str, Any], names: list[str]
 ) -> dict[str, Any]:
     def count(name: str) -> int:
         table = data.tables.get(name)
         return int(table.total or 0) if table is not None else 0
 
     ro = options.reports
-    summary: dict[str, Any] = {
+    baseline_empty = counts.pop("baseline_empty")
+    return {
         "generated_at": format_instant(int(datetime.now(UTC).timestamp() * 1_000_000)),
         "mode": stats.mode,
         "source": source_label(options),
         "time_range": {"first": format_instant(window.first_us), "last": format_instant(window.last_us)},
-        "records": store_count,
-        "malformed": quarantined,
+        **counts,
         "duplicates_dropped": stats.duplicates,
-        "requests": sum(int(row[3]) for row in collect.rows(written["requests"])),
-        # who_did_what's rows: a request counts once per resource it names (a CreateTopics of two topics twice)
-        "request_resources": sum(n for _, _, n in data.activity),
         "denials_by": dict(data.denied_by),
         "denials": count("denials"),
         "sensitive_changes": count("sensitive_changes"),
@@ -272,12 +249,24 @@ def _summary(
         "outputs": {
             "records": layout.records,
             "quarantine": layout.quarantine,
-            "reports": {name: layout.report(name) for name in written if not name.startswith("whatif")},
+            "reports": {name: layout.report(name) for name in names},
             "summary": layout.summary,
             "html": layout.html if options.html else None,
         },
     }
-    return summary
+
+
+def _store_parts(flat: DataFrame, window: Window, stats: IngestStats, quarantine: DataFrame) -> dict[str, DataFrame]:
+    """The summary's counts over the store that no report gives: probes, the baseline's history, and in
+    incremental mode the quarantine (which grows across runs)."""
+    history = traffic(flat).filter(window.baseline.history(F.unix_micros("time")))
+    parts = {
+        "probes": probe_requests(flat).agg(F.count(F.lit(1)).alias("n")),
+        "history": history.select("time").limit(1).agg(F.count(F.lit(1)).alias("n")),
+    }
+    if stats.mode != "batch":
+        parts["quarantined"] = quarantine.agg(F.count(F.lit(1)).alias("n"))
+    return parts
 
 
 def _write_text(path: str, text: str) -> None:
@@ -290,38 +279,50 @@ def _write_text(path: str, text: str) -> None:
 
 def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> dict[str, Any]:
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
+    ro = options.reports
     store = read_store(spark, layout.records)
-    window = Window.of(flatten(store), options.reports)
+    window, store_count = Window.of(spark, store, stats, ro)
     state = table_state.load(layout.table_state)
     sources = Sources.write(spark, store, layout, window.baseline, state, incremental=stats.mode == "incremental")
     flat = sources.flat
-    written = {"who_did_what": _who_did_what(spark, sources, options.reports, layout, state)}
-    for name, frame in _report_frames(sources, options.reports, window).items():
-        written[name] = _write(spark, frame, layout.report(name), by_date=name in BY_DATE)
-    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(options.reports)))
+    frames = _frames(spark, sources, ro, window, layout)
+    _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
+    totals = {name: _write(frame, layout.report(name), by_date=name in BY_DATE) for name, frame in _reports(frames).items()}
+    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro)))
     whatif_summary: dict[str, Any] | None = None
-    if options.whatif is not None:
-        result = replay(spark, flat, options.whatif)
-        written["whatif_changes"] = _write(spark, result.changes, layout.whatif("changes"), by_date=True)
-        written["whatif_counts"] = _write(spark, result.counts, layout.whatif("counts"), by_date=False)
-        whatif_summary = {
-            "authorizer": options.whatif.authorizer,
-            "acls": len(options.whatif.acls),
-            **result.stats,
-            "outputs": {"changes": layout.whatif("changes"), "counts": layout.whatif("counts")},
-        }
-        result.release()
-    acls = None if options.acls is None else acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, options.reports.top)
-    data = _collect(spark, sources, written, options.reports, layout)
-    auth_failures = report_basics.closing_events(sources.alarms).filter(F.col("isAuthFailure")).count()
-    baseline_empty = traffic(flat).filter(window.baseline.history(F.unix_micros("time"))).limit(1).count() == 0
-    quarantined = read_quarantine(spark, layout.quarantine).count()
-    summary = _summary(options, layout, stats, window, written, data, store.count(), quarantined, baseline_empty)
-    summary["authentication_failures"] = auth_failures
+    whatif_tables: dict[str, Table] = {}
+    acls = None
+    with spark_jobs.as_configured(spark):
+        if options.whatif is not None:
+            whatif_summary, whatif_tables = _whatif(spark, flat, options, layout, ro.top)
+        if options.acls is not None:
+            acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
+    # the page's rows, the summary's counts and the chains' findings: one Spark query
+    wanted = {
+        **page_parts.parts(frames, ro.top),
+        **_store_parts(flat, window, stats, frames.quarantine),
+        **chain_parts(raw_lines(spark, options.input, options.kafka)),
+    }
+    found = gather(wanted)
+    quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])
+    totals["quarantine"] = quarantined
+    data = page_parts.finish(frames, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
+    data = replace(data, tables={**data.tables, **whatif_tables})
+    ((_, requests),) = found["requests_total"]
+    ((_, request_resources),) = found["who_total"]
+    counts: dict[str, Any] = {
+        "records": store_count,
+        "malformed": quarantined,
+        "requests": int(requests or 0),
+        # who_did_what's rows: a request counts once per resource it names (a CreateTopics of two topics twice)
+        "request_resources": int(request_resources or 0),
+        "baseline_empty": int(found["history"][0][0]) == 0,
+    }
+    summary = _summary(options, layout, stats, window, data, counts, ["who_did_what", *_reports(frames)])
+    summary["authentication_failures"] = int(found["auth_failures"][0][0])
     # left out of every report above: the summary says how many there were
-    summary["probes"] = probe_requests(flat).count()
-    lines = raw_lines(spark, options.input, options.kafka)
-    summary["integrity"] = check_chains(lines, load_public_keys(options.chain_public_keys))
+    summary["probes"] = int(found["probes"][0][0])
+    summary["integrity"] = conclude(found, load_public_keys(options.chain_public_keys))
     if whatif_summary is not None:
         summary["whatif"] = whatif_summary
     data = replace(data, summary=summary)
@@ -358,5 +359,12 @@ def run(
     session = spark if spark is not None else build_session(master, jars=jars)
     session.conf.set("spark.sql.session.timeZone", "UTC")
     layout = Layout(output_dir)
-    stats = ingest(session, chosen, layout)
-    return report(session, chosen, layout, stats)
+    with spark_jobs.counted(session) as jobs:
+        stats = ingest(session, chosen, layout)
+        summary = report(session, chosen, layout, stats)
+    jobs.add_groups(session, stats.job_groups)
+    summary["spark_jobs"] = jobs.count
+    _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    if chosen.print_report:
+        print(f"Spark jobs: {jobs.count}")
+    return summary

@@ -22,6 +22,12 @@ def micros(column: str = "time") -> Column:
     return F.unix_micros(F.col(column))
 
 
+def in_order(frame: DataFrame, ordered: bool, *columns: str | Column) -> DataFrame:
+    """``frame`` sorted by ``columns`` for a reader that shows it, or as it is for a write: a global sort in
+    front of a write costs a sampling job and a shuffle of every row, and Parquet readers do not keep order."""
+    return frame.orderBy(*columns) if ordered else frame
+
+
 def who(column: str = "principal") -> Column:
     """The principal as the reports show it: :data:`spark_audit.view.UNAUTHENTICATED` where none was recorded."""
     return F.coalesce(F.col(column), F.lit(UNAUTHENTICATED))

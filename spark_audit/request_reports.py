@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_audit.report_basics import described_resources, micros, who, without_local
+from spark_audit.report_basics import described_resources, in_order, micros, who, without_local
 from spark_audit.view import (
     DENIED,
     NO_OUTCOME,
@@ -37,21 +37,17 @@ LATENCY_LEVELS = (0.5, 0.9, 0.99)
 PERCENTILE_ACCURACY = 10_000
 
 
-def requests_by_principal_method_outcome(flat: DataFrame, *, include_local: bool = False) -> DataFrame:
+def requests_by_principal_method_outcome(flat: DataFrame, *, include_local: bool = False, ordered: bool = True) -> DataFrame:
     """Requests by principal, method and result status (``NO_OUTCOME`` for an intent nothing closed).
 
     Columns: principal, method, status, count; sorted by the first three.
     """
     rows = without_local(requests(flat), include_local)
-    return (
-        rows.select(who().alias("principal"), F.col("method"), F.col("status"))
-        .groupBy("principal", "method", "status")
-        .count()
-        .orderBy("principal", "method", "status")
-    )
+    counted = rows.select(who().alias("principal"), F.col("method"), F.col("status")).groupBy("principal", "method", "status").count()
+    return in_order(counted, ordered, "principal", "method", "status")
 
 
-def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool = False) -> DataFrame:
+def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool = False, ordered: bool = True) -> DataFrame:
     """Principal x method x resource per time bucket.
 
     Columns: bucket (bucket start), date, principal, method, resource
@@ -61,7 +57,7 @@ def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool
     """
     rows = with_resources(without_local(requests(flat), include_local))
     start = F.window("time", bucket)["start"]
-    return (
+    grouped = (
         rows.groupBy(
             start.alias("bucket"),
             who().alias("principal"),
@@ -75,11 +71,11 @@ def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool
         )
         .withColumn("date", F.to_date("bucket"))
         .select("bucket", "date", "principal", "method", "resource", "operation", "requests", "denied")
-        .orderBy("bucket", "principal", "method", "resource", "operation")
     )
+    return in_order(grouped, ordered, "bucket", "principal", "method", "resource", "operation")
 
 
-def sensitive_changes(flat: DataFrame) -> DataFrame:
+def sensitive_changes(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Requests that change ACLs, configs, SCRAM credentials or quotas, whatever their outcome.
 
     Columns: time, date, category (acl, config, scram-credentials, quota),
@@ -87,7 +83,7 @@ def sensitive_changes(flat: DataFrame) -> DataFrame:
     resources (``topic:orders ALTER_CONFIGS, ...``: :func:`_described_resources`), status (``NO_OUTCOME``
     when only the intent was recorded), errorCode, denied, requestId.
     """
-    return sensitive_change_details(flat).select(*SENSITIVE_CHANGE_COLUMNS)
+    return sensitive_change_details(flat, ordered=ordered).select(*SENSITIVE_CHANGE_COLUMNS)
 
 
 #: The columns of :func:`sensitive_changes` (the Parquet report); :func:`sensitive_change_details` adds the page's.
@@ -108,7 +104,7 @@ SENSITIVE_CHANGE_COLUMNS = (
 )
 
 
-def sensitive_change_details(flat: DataFrame) -> DataFrame:
+def sensitive_change_details(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """:func:`sensitive_changes` with what the page shows beside them: parameters (the change's request
     parameters as JSON text, from its intent; null where the records carry none), deniedBy
     (:func:`spark_audit.view.denied_by`), and shownCode and shownName (:func:`spark_audit.view.explaining_error`:
@@ -118,7 +114,7 @@ def sensitive_change_details(flat: DataFrame) -> DataFrame:
     rows = requests(flat).filter(F.col("method").isin(*SENSITIVE_METHODS))
     parameters = F.col(PARAMETERS) if PARAMETERS in rows.columns else F.lit(None).cast("string")
     code = explaining_error()
-    return rows.select(
+    details = rows.select(
         "time",
         "date",
         F.element_at(categories, F.col("method")).alias("category"),
@@ -136,10 +132,11 @@ def sensitive_change_details(flat: DataFrame) -> DataFrame:
         denied_by().alias("deniedBy"),
         code.alias("shownCode"),
         error_name(code).alias("shownName"),
-    ).orderBy("time", "requestId")
+    )
+    return in_order(details, ordered, "time", "requestId")
 
 
-def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFrame:
+def intents_without_outcome(flat: DataFrame, *, before_us: int | None, ordered: bool = True) -> DataFrame:
     """Requests with an intent and no closing record, written before ``before_us``.
 
     ``before_us`` leaves out requests that may still be in flight (the job
@@ -153,7 +150,7 @@ def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFr
             .select("requestId", "time", "date", "principal", "clientAddress", "listener", "method", "subject", "resources")
         )
     described = described_resources()
-    return (
+    intents = (
         requests(flat)
         .filter((F.col("status") == F.lit(NO_OUTCOME)) & (micros() <= F.lit(before_us)))
         .select(
@@ -167,11 +164,11 @@ def intents_without_outcome(flat: DataFrame, *, before_us: int | None) -> DataFr
             "subject",
             described.alias("resources"),
         )
-        .orderBy("time", "requestId")
     )
+    return in_order(intents, ordered, "time", "requestId")
 
 
-def latency(flat: DataFrame) -> DataFrame:
+def latency(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Latency percentiles per API from the outcome records' timings (milliseconds), one outcome per request.
 
     Columns: method, requests, totalP50, totalP90, totalP99, totalMax,
@@ -183,7 +180,7 @@ def latency(flat: DataFrame) -> DataFrame:
     levels = list(LATENCY_LEVELS)
     total = F.percentile_approx("totalMs", levels, PERCENTILE_ACCURACY)
     upstream = F.percentile_approx("upstreamMs", levels, PERCENTILE_ACCURACY)
-    return (
+    percentiles = (
         outcomes.groupBy("method")
         .agg(
             F.count(F.lit(1)).alias("requests"),
@@ -202,5 +199,5 @@ def latency(flat: DataFrame) -> DataFrame:
             F.col("upstream")[1].alias("upstreamP90"),
             F.col("upstream")[2].alias("upstreamP99"),
         )
-        .orderBy(F.desc("totalP99"), "method")
     )
+    return in_order(percentiles, ordered, F.desc("totalP99"), "method")

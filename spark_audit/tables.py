@@ -1,9 +1,11 @@
-"""The request and alarm tables the reports read, kept between runs and partitioned by date.
+"""The table the reports read, kept between runs and partitioned by date.
 
-``requests`` holds each request's row (:func:`spark_audit.view.request_rows`); ``alarms`` the
-request rows and connection events that are a denial or an authentication failure. Neither holds
+``requests`` holds each request's row (:func:`spark_audit.view.request_rows`, :data:`REQUEST_ROW` true)
+and the connection events that are a denial or an authentication failure (:data:`REQUEST_ROW` false):
+one table, so one Spark job writes it. The alarms (the request rows and connection events that are a
+denial or an authentication failure) are a filter of it. It holds no
 probes (:func:`spark_audit.view.traffic`). A batch run
-writes both from the whole store. An incremental run rewrites only the dates its new records
+writes it from the whole store. An incremental run rewrites only the dates its new records
 carry (``spark_audit/table_state.py`` keeps them until the tables follow the store), and patches
 the day before and after each of them: a request whose intent and outcome straddle midnight
 has its row on one side and records on both.
@@ -32,7 +34,7 @@ from spark_audit.options import ReportOptions
 from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows, traffic
 
 PAIRING_HORIZON = timedelta(hours=1)
-REQUESTS, ALARMS = "requests", "alarms"
+REQUESTS = "requests"
 DAY = timedelta(days=1)
 
 
@@ -57,8 +59,8 @@ def _is_in(column: str, dates: Iterable[date]) -> Column:
 
 
 def kept(spark: SparkSession, layout: Layout) -> bool:
-    """Both tables are there to be updated (an operator may have removed them: then they are rebuilt)."""
-    return hadoop_fs.exists(spark, layout.table(REQUESTS)) and hadoop_fs.exists(spark, layout.table(ALARMS))
+    """The table is there to be updated (an operator may have removed it: then it is rebuilt)."""
+    return hadoop_fs.exists(spark, layout.table(REQUESTS))
 
 
 def replace_partitions(spark: SparkSession, staging: str, target: str, dates: Iterable[date]) -> None:
@@ -71,8 +73,9 @@ def replace_partitions(spark: SparkSession, staging: str, target: str, dates: It
 @dataclass(frozen=True)
 class Tables:
     requests: DataFrame
+    #: the request rows and connection events that are a denial or an authentication failure: a filter of ``requests``
     alarms: DataFrame
-    #: the dates whose request rows this run rewrote; None when it wrote the tables whole
+    #: the dates whose request rows this run rewrote; None when it wrote the table whole
     rewritten: frozenset[date] | None
 
 
@@ -80,16 +83,22 @@ def _schema(store: DataFrame) -> StructType:
     return request_rows(flatten(store).select(*REPORT_COLUMNS)).schema
 
 
+def _tables(spark: SparkSession, schema: StructType, layout: Layout, rewritten: frozenset[date] | None) -> Tables:
+    table = read_table(spark, schema, layout.table(REQUESTS))
+    return Tables(table, table.filter(_alarming()), rewritten)
+
+
+def _rows(reported: DataFrame) -> DataFrame:
+    """The table's rows for ``reported`` records: each request's row, and the alarming connection events."""
+    return request_rows(reported).unionByName(_connection_alarms(reported))
+
+
 def build(spark: SparkSession, store: DataFrame, layout: Layout) -> Tables:
-    """Both tables from the whole store."""
-    # probes are left out before the columns are cut to REPORT_COLUMNS, which has no isProbe: the tables hold traffic
+    """The table from the whole store."""
+    # probes are left out before the columns are cut to REPORT_COLUMNS, which has no isProbe: the table holds traffic
     reported = traffic(flatten(store)).select(*REPORT_COLUMNS)
-    rows = request_rows(reported)
-    rows.write.mode("overwrite").partitionBy("date").parquet(layout.table(REQUESTS))
-    requests = read_table(spark, rows.schema, layout.table(REQUESTS))
-    alarms = requests.filter(_alarming()).unionByName(_connection_alarms(reported))
-    alarms.write.mode("overwrite").partitionBy("date").parquet(layout.table(ALARMS))
-    return Tables(requests, read_table(spark, rows.schema, layout.table(ALARMS)), None)
+    _rows(reported).write.mode("overwrite").partitionBy("date").parquet(layout.table(REQUESTS))
+    return _tables(spark, _schema(store), layout, None)
 
 
 def _near(days: Iterable[date]) -> Column:
@@ -105,47 +114,34 @@ def _near(days: Iterable[date]) -> Column:
 
 
 def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozenset[date]) -> Tables:
-    """The tables brought up to date after new records of ``dates`` joined the store.
+    """The table brought up to date after new records of ``dates`` joined the store.
 
     1. The stored records of ``dates`` and of the hour on either side of them are flattened, and the
        requests with a record on one of ``dates`` picked (``_work/touched-requests``).
     2. Their rows are computed from those records: all of a request's records are among them.
-    3. The tables' partitions of ``dates`` get those rows; in the partitions of the days next to them
-       the rows of those requests are replaced, the rest is kept.
-    4. Alarms: the alarming rows of the rewritten partitions, with the connection events of
-       ``dates`` from the store and those of the next days from the table as they were.
+    3. The table's partitions of ``dates`` get those rows and the alarming connection events of ``dates``;
+       in the partitions of the days next to them the rows of those requests are replaced, the rest
+       (other requests' rows, connection events) is kept.
     """
     schema = _schema(store)
     if not dates:
-        return Tables(read_table(spark, schema, layout.table(REQUESTS)), read_table(spark, schema, layout.table(ALARMS)), frozenset())
+        return _tables(spark, schema, layout, frozenset())
     neighbours = frozenset(d + step for d in dates for step in (-DAY, DAY)) - dates
     rewritten = dates | neighbours
     scoped = traffic(flatten(store.filter(_is_in("date", rewritten)).filter(_near(dates)))).select(*REPORT_COLUMNS)
     touched_path = layout.work("touched-requests")
-    scoped.filter(_is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct().write.mode("overwrite").parquet(
-        touched_path
+    touched_ids = scoped.filter(_is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct()
+    touched_ids.write.mode("overwrite").parquet(touched_path)
+    touched = spark.read.schema(touched_ids.schema).parquet(touched_path)
+    rows = request_rows(scoped.join(touched, "requestId", "left_semi")).unionByName(
+        _connection_alarms(scoped.filter(_is_in("date", dates)))
     )
-    touched = spark.read.parquet(touched_path)
-    rows = request_rows(scoped.join(touched, "requestId", "left_semi"))
-    old = read_table(spark, schema, layout.table(REQUESTS))
-    kept = old.filter(_is_in("date", neighbours)).join(touched, "requestId", "left_anti")
-    staged_requests = layout.work("requests-update")
-    rows.unionByName(kept).write.mode("overwrite").partitionBy("date").parquet(staged_requests)
-    new_requests = read_table(spark, schema, staged_requests)
-    old_alarms = read_table(spark, schema, layout.table(ALARMS))
-    kept_connections = old_alarms.filter(_is_in("date", neighbours) & ~F.col(REQUEST_ROW))
-    staged_alarms = layout.work("alarms-update")
-    (
-        new_requests.filter(_alarming())
-        .unionByName(_connection_alarms(scoped.filter(_is_in("date", dates))))
-        .unionByName(kept_connections)
-        .write.mode("overwrite")
-        .partitionBy("date")
-        .parquet(staged_alarms)
-    )
-    replace_partitions(spark, staged_requests, layout.table(REQUESTS), rewritten)
-    replace_partitions(spark, staged_alarms, layout.table(ALARMS), rewritten)
-    return Tables(read_table(spark, schema, layout.table(REQUESTS)), read_table(spark, schema, layout.table(ALARMS)), rewritten)
+    old = read_table(spark, schema, layout.table(REQUESTS)).filter(_is_in("date", neighbours))
+    kept = old.filter(F.col(REQUEST_ROW)).join(touched, "requestId", "left_anti").unionByName(old.filter(~F.col(REQUEST_ROW)))
+    staged = layout.work("requests-update")
+    rows.unionByName(kept).write.mode("overwrite").partitionBy("date").parquet(staged)
+    replace_partitions(spark, staged, layout.table(REQUESTS), rewritten)
+    return _tables(spark, schema, layout, rewritten)
 
 
 def date_partitioned_options(options: ReportOptions) -> dict[str, int | bool]:

@@ -12,11 +12,12 @@ Zipf-skewed principals, connections, brute-force bursts, every edge case), then,
 the other in the same run, each process with the resident memory of its whole tree (Python
 driver, JVM, Python workers) sampled every 0.2 s:
 
-- floors.py, one process: session_start (from the process's start until the job's Spark session
-  is ready), then ingest_floor (every line read with the job's fixed schema into the noop sink:
-  a plain ingest) and parquet_floor (the same read written once as Parquet), each reported with
-  the session's time added, as a process doing only that would take;
-- spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML).
+- floors.py, three processes, each a fresh JVM as the job is: session_start (the process's
+  start until the job's Spark session is ready), ingest_floor (every line read with the job's
+  fixed schema into the noop sink: a plain ingest) and parquet_floor (the same read written once
+  as Parquet: a cold JSON -> Parquet), each the whole process's time, session start included;
+- spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML), with
+  Spark's event log on: ``spark_jobs`` counts its jobs there (SparkListenerJobStart events).
 
 With ``--incremental``: the job with ``--incremental`` over the input (first run), again after one
 more day of files arrived (generate.py's traffic for the following day, at the same rate), and a
@@ -24,7 +25,8 @@ full batch run over all the files; ``rerun_over_full_run`` is the second increme
 over the full run's, and ``same_counts_as_full_run`` says whether their summaries agree.
 
 ``ratios`` divide the job's time by each floor's; ``scaling`` compares the largest size with
-the smallest (time ratio and peak memory). ``--compare`` adds two reports computed straight
+the smallest (time ratio, the job's increase over the JSON -> Parquet floor's, peak memory);
+``targets`` puts issue 55's targets beside what was measured. ``--compare`` adds two reports computed straight
 from the JSON by Spark and by DuckDB (pip install -e '.[bench]') and checks they agree.
 Not part of the test suite: timings depend on the machine.
 """
@@ -63,9 +65,9 @@ def _mb(value: int) -> float:
     return round(value / 1024 / 1024, 1)
 
 
-def _step(name: str, command: list[str], records: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _step(name: str, command: list[str], records: int, env: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     print(f"bench: {name} ...", file=sys.stderr, flush=True)
-    result = measure.run(command, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    result = measure.run(command, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
     summary: dict[str, Any] = {
         "seconds": round(result.seconds, 2),
         "records_per_second": round(records / result.seconds) if result.seconds else None,
@@ -138,10 +140,66 @@ def _generate(source: Path, records: int, seed: int) -> dict[str, Any]:
     return info
 
 
+def event_log_env(directory: Path) -> dict[str, str]:
+    """The environment that has a PySpark process write Spark's event log, uncompressed, into ``directory``."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": directory.as_uri(), "spark.eventLog.compress": "false"}
+    return {"PYSPARK_SUBMIT_ARGS": " ".join(f"--conf {key}={value}" for key, value in conf.items()) + " pyspark-shell"}
+
+
+def spark_jobs_logged(directory: Path) -> int | None:
+    """Spark jobs an event log in ``directory`` records (its SparkListenerJobStart events); None when there is none."""
+    logs = [path for path in directory.rglob("*") if path.is_file() and not path.name.startswith(".")]
+    if not logs:
+        return None
+    return sum(1 for path in logs for line in path.open(encoding="utf-8") if '"Event":"SparkListenerJobStart"' in line)
+
+
 def _ratio(a: dict[str, Any], b: dict[str, Any], key: str = "seconds") -> float | None:
     if "error" in a or "error" in b or not b.get(key) or a.get(key) is None:
         return None
     return round(a[key] / b[key], 2)
+
+
+#: Issue 55's targets: Spark jobs per batch run; the job over the cold JSON -> Parquet floor at 1M and at 5M
+#: and beyond; the job's increase from the smallest to the largest size over the floor's; a rerun adding one day
+#: over that day's cold JSON -> Parquet floor; peak memory of the job's process tree.
+MOST_SPARK_JOBS = 20
+PARQUET_FLOOR_RATIO = {1_000_000: 2.0, 5_000_000: 1.5}
+INCREASE_RATIO = 1.5
+RERUN_OVER_DAY_FLOOR = 3.0
+PEAK_MB = 1.5 * 1024
+
+
+def _increase_ratio(first: dict[str, Any], last: dict[str, Any]) -> float | None:
+    try:
+        job = last["spark_job"]["seconds"] - first["spark_job"]["seconds"]
+        floor = last["parquet_floor"]["seconds"] - first["parquet_floor"]["seconds"]
+    except (KeyError, TypeError):
+        return None
+    return round(job / floor, 2) if floor > 0 else None
+
+
+def _target(measured: float | int | None, bound: float) -> dict[str, Any]:
+    return {"measured": measured, "target": bound, "met": None if measured is None else measured <= bound}
+
+
+def targets(runs: list[dict[str, Any]], scaling: dict[str, Any] | None) -> dict[str, Any]:
+    """Each of issue 55's targets this run measured, beside its bound."""
+    found: dict[str, Any] = {}
+    for run in runs:
+        size = run["records"]
+        found[f"spark_jobs_{size}"] = _target(run["spark_job"].get("spark_jobs"), MOST_SPARK_JOBS)
+        bound = PARQUET_FLOOR_RATIO.get(size, min(PARQUET_FLOOR_RATIO.values()) if size > min(PARQUET_FLOOR_RATIO) else max(PARQUET_FLOOR_RATIO.values()))
+        found[f"job_over_parquet_floor_{size}"] = _target(run["ratios"]["job_over_parquet_floor"], bound)
+        found[f"peak_rss_mb_{size}"] = _target(run["spark_job"].get("peak_rss_mb"), PEAK_MB)
+        incremental = run.get("incremental")
+        if incremental is not None:
+            found[f"rerun_over_day_parquet_floor_{size}"] = _target(incremental.get("rerun_over_day_parquet_floor"), RERUN_OVER_DAY_FLOOR)
+    if scaling is not None:
+        found["job_increase_over_parquet_floor_increase"] = _target(scaling.get("job_increase_over_parquet_floor_increase"), INCREASE_RATIO)
+    return found
 
 
 def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -152,24 +210,17 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
     python = sys.executable
     floors = HERE / "floors.py"
     result: dict[str, Any] = {"records": records, "input": info}
-    process, seconds = _step(
-        "floors (session, plain ingest, JSON -> Parquet)",
-        [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master],
-        records,
-    )
-    if seconds is None:
-        result["session_start"] = result["ingest_floor"] = result["parquet_floor"] = process
-    else:
-        result["floors_process"] = process
-        cpu = seconds.get("cpu", {})
-        result["session_start"] = _timing(seconds["session"], records, cpu.get("session"))
-        result["ingest_floor"] = _timing(seconds["session"] + seconds["ingest"], records, cpu.get("session", 0) + cpu.get("ingest", 0))
-        result["parquet_floor"] = _timing(seconds["session"] + seconds["parquet"], records, cpu.get("session", 0) + cpu.get("parquet", 0))
-    shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
+    for floor, name in (("session", "session_start"), ("ingest", "ingest_floor"), ("parquet", "parquet_floor")):
+        command = [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master, "--floor", floor]
+        # the whole process: a fresh JVM, its start and its work, as the job's own process is measured
+        result[name], _ = _step(f"floor: {floor}, in a fresh JVM", command, records)
+        shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
     job_command = [python, "-m", "spark_audit", "--input", str(source), "--output", str(out), "--master", args.master, "--quiet"]
     if args.no_html:
         job_command.append("--no-html")
-    result["spark_job"], _ = _step("spark_job", job_command, records)
+    events = workdir / f"events-{records}"
+    result["spark_job"], _ = _step("spark_job", job_command, records, env=event_log_env(events))
+    result["spark_job"]["spark_jobs"] = spark_jobs_logged(events)
     summary_path = out / "summary.json"
     if summary_path.exists() and "error" not in result["spark_job"]:
         summary = json.loads(summary_path.read_text())
@@ -246,6 +297,10 @@ def _incremental(records: int, workdir: Path, source: Path, args: argparse.Names
         a, b = json.loads(summary_path.read_text()), json.loads(full_summary.read_text())
         keys = ("records", "requests", "denials", "authentication_failures", "sensitive_changes", "bursts", "intents_without_outcome")
         result["same_counts_as_full_run"] = {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+    floor = [python, str(HERE / "floors.py"), str(more), "--output", str(workdir / "floor-day"), "--master", args.master, "--floor", "parquet"]
+    result["day_parquet_floor"], _ = _step("floor: the new day's JSON -> Parquet, in a fresh JVM", floor, info["lines"])
+    shutil.rmtree(workdir / "floor-day", ignore_errors=True)
+    result["rerun_over_day_parquet_floor"] = _ratio(result["rerun_one_more_day"], result["day_parquet_floor"])
     result["rerun_over_full_run"] = _ratio(result["rerun_one_more_day"], result["full_run"])
     result["rerun_cpu_over_full_run_cpu"] = _ratio(result["rerun_one_more_day"], result["full_run"], "cpu_seconds")
     if not args.keep:
@@ -321,8 +376,10 @@ def main(argv: list[str] | None = None) -> int:
             result["scaling"] = {
                 "sizes": [first["records"], last["records"]],
                 "job_time_ratio": _ratio(last["spark_job"], first["spark_job"]),
+                "job_increase_over_parquet_floor_increase": _increase_ratio(first, last),
                 "peak_rss_mb": [first["spark_job"]["peak_rss_mb"], last["spark_job"]["peak_rss_mb"]],
             }
+        result["targets"] = targets(runs, result.get("scaling"))
         print(json.dumps(result, indent=2))
         return 0 if all("error" not in run["spark_job"] for run in runs) else 1
     finally:

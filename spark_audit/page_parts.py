@@ -1,0 +1,128 @@
+"""The page's rows, the summary's counts and the report tables' first rows: small frames gathered in one Spark query
+(:func:`spark_audit.collect.gather`), then finished on the driver into :class:`spark_audit.report_data.ReportData`.
+
+Every frame here is built from the job's sources (the kept request table, the store), never from a written report:
+reading a report back would be one more Spark job for each, and the frames are small aggregates or a sorted
+``limit`` of the few rows the page shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_audit import denial_reports, explain, report_basics
+from spark_audit.report_data import ReportData, Table
+
+#: Rows the page's ranking charts show per dimension.
+RANKED = 10
+#: APIs the latency chart shows.
+LATENCY_CHART = 25
+#: Rows of the requests table the page shows at least (it is the one table a reader scans whole).
+REQUESTS_SHOWN = 50
+#: Quarantined lines the page shows at most.
+QUARANTINE_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The reports' frames as computed from the sources (unsorted), and what the page needs beside them."""
+
+    requests: DataFrame
+    who_did_what: DataFrame
+    denial_details: DataFrame
+    denial_ranking: DataFrame
+    bursts: DataFrame
+    change_details: DataFrame
+    impersonation: DataFrame
+    unusual_listeners: DataFrame
+    first_seen_pairs: DataFrame
+    intents_without_outcome: DataFrame
+    latency: DataFrame
+    #: the alarm rows (the request table's denials and authentication failures)
+    alarms: DataFrame
+    quarantine: DataFrame
+    bucket: str
+
+
+def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
+    """Every small frame the page and the summary read, by name."""
+    f = frames
+    who = f.who_did_what
+    events = report_basics.closing_events(f.alarms)
+    kind = F.when(F.col("isAuthFailure"), F.lit(denial_reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(denial_reports.DENIAL))
+    timeline = events.filter(F.col("isDenial") | F.col("isAuthFailure")).groupBy(
+        F.window("time", f.bucket)["start"].alias("bucket"), kind.alias("kind")
+    )
+    return {
+        "requests": f.requests.orderBy("principal", "method", "status").limit(max(top, REQUESTS_SHOWN)),
+        "requests_total": f.requests.agg(F.count(F.lit(1)).alias("rows"), F.sum("count").alias("requests")),
+        "who_did_what": who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource")
+        .drop("date")
+        .withColumnRenamed("requests", "requests on this resource")
+        .withColumnRenamed("denied", "denied on this resource")
+        .limit(top),
+        "who_total": who.agg(F.count(F.lit(1)).alias("rows"), F.sum("requests").alias("requests")),
+        "activity": who.groupBy("bucket", "principal").agg(F.sum("requests").alias("total")),
+        "heat": who.groupBy("principal", "method").agg(F.sum("requests").alias("total")),
+        "denials": explain.newest_denials(f.denial_details, top),
+        "ranking": f.denial_ranking.filter(F.col("rank") <= RANKED).select("dimension", "rank", "key", "denials"),
+        "denied_by": denial_reports.denials_by(f.alarms, ordered=False),
+        "timeline": timeline.count(),
+        "auth_failures": events.filter(F.col("isAuthFailure")).agg(F.count(F.lit(1)).alias("n")),
+        "bursts": f.bursts.orderBy("start", "clientAddress", "kind").drop("date").limit(top),
+        "sensitive_changes": explain.newest_changes(f.change_details, top),
+        "impersonation": f.impersonation.orderBy("forwardingPrincipal", "principal").limit(top),
+        "unusual_listeners": f.unusual_listeners.orderBy("first", "principal", "listener").limit(top),
+        "first_seen_pairs": f.first_seen_pairs.orderBy("first", "principal", "clientAddress").drop("date").limit(top),
+        "intents_without_outcome": f.intents_without_outcome.orderBy("time", "requestId").drop("date").limit(top),
+        "latency": f.latency.orderBy(F.desc("totalP99"), "method").limit(max(top, LATENCY_CHART)),
+        "quarantine": f.quarantine.select("origin", "problem", "value").limit(min(top, QUARANTINE_SHOWN)),
+    }
+
+
+def _in_order(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Rows sorted by their key columns (all but the last) as Spark sorts them: nulls first, strings by code point.
+
+    The gathered parts are aggregates in no order: a sort in Spark would be a range partitioning, which samples
+    its input in a job of its own."""
+    return sorted(rows, key=lambda row: [(value is not None, value) for value in row[:-1]])
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: int, total: int) -> Table:
+    return Table(columns=list(columns), rows=[tuple(r) for r in rows[:limit]], total=total)
+
+
+def finish(
+    frames: Frames, found: Mapping[str, Sequence[Sequence[Any]]], totals: Mapping[str, int], top: int, bucket_label: str
+) -> ReportData:
+    """The page's data from the gathered rows; ``totals`` are the written reports' row counts (observed as they were written)."""
+    p = parts(frames, top)
+    ranked: dict[str, list[tuple[str, int]]] = {}
+    for dimension, _, key, denials in sorted(found["ranking"], key=lambda row: (row[0], row[1])):
+        ranked.setdefault(str(dimension), []).append((str(key), int(denials)))
+    ((who_rows, _),) = found["who_total"]
+    tables = {
+        name: _table(p[name].columns, found[name], top if name not in ("requests",) else max(top, REQUESTS_SHOWN), totals[name])
+        for name in ("requests", "bursts", "impersonation", "unusual_listeners", "first_seen_pairs", "intents_without_outcome", "latency")
+    }
+    tables["who_did_what"] = _table(p["who_did_what"].columns, found["who_did_what"], top, int(who_rows))
+    tables["denials"] = explain.denial_table_of(found["denials"], totals["denials"])
+    tables["sensitive_changes"] = Table(explain.CHANGE_COLUMNS, explain.change_rows(found["sensitive_changes"]), totals["sensitive_changes"])
+    tables["quarantine"] = _table(p["quarantine"].columns, found["quarantine"], top, totals["quarantine"])
+    latency = [(str(m), float(a), float(b), float(c), float(d)) for m, _, a, b, c, d, *_ in found["latency"][:LATENCY_CHART]]
+    return ReportData(
+        summary={},
+        denied_by=sorted(((str(by), int(n)) for by, n in found["denied_by"]), key=lambda row: (-row[1], row[0])),
+        bucket=bucket_label,
+        activity=[(str(b), str(p_), int(n)) for b, p_, n in _in_order(found["activity"])],
+        heat=[(str(p_), str(m), int(n)) for p_, m, n in _in_order(found["heat"])],
+        denial_timeline=[(str(b), str(k), int(c)) for b, k, c in _in_order(found["timeline"])],
+        ranking=ranked,
+        latency=latency,
+        tables=tables,
+    )
