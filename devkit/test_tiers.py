@@ -17,6 +17,9 @@ The main tier's output streams as it runs; the others' are printed whole when al
 to every pytest run; the exit status is the first non-zero one.
 """
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,7 +80,12 @@ def _command(tier: str, basetemp: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, f"--basetemp={basetemp / tier}", f"--tier={tier}", *extra]
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(128 + signum)  # SystemExit: the tiers are stopped on the way out, as on Ctrl-C
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     started = time.monotonic()
     codes: dict[str, int] = {}
     seconds: dict[str, float] = {}
@@ -90,7 +98,8 @@ def main(argv: list[str]) -> int:
                 if tier == STREAMED:
                     continue
                 logs[tier] = (root / f"{tier}.log").open("wb")
-                running[tier] = subprocess.Popen(_command(tier, root, argv), stdout=logs[tier], stderr=subprocess.STDOUT)
+                # a session of its own, so that stopping the tier stops its xdist workers and what they started
+                running[tier] = subprocess.Popen(_command(tier, root, argv), stdout=logs[tier], stderr=subprocess.STDOUT, start_new_session=True)
             codes[STREAMED] = subprocess.call(_command(STREAMED, root, argv))
             seconds[STREAMED] = time.monotonic() - started
             for tier, process in running.items():
@@ -98,7 +107,8 @@ def main(argv: list[str]) -> int:
                 seconds[tier] = time.monotonic() - started  # an upper bound: when it was seen to be done
         except BaseException:
             for process in running.values():
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
             raise
         finally:
