@@ -27,7 +27,7 @@ from envelope.codec import decode_response_body, encode_request, peek_correlatio
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
-from proxy.net.connection import DeadlineWatch
+from proxy.net.connection import DeadlineWatch, send_all
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.machine import reauthentication_delay
 from proxy.upstream.settings import UpstreamSettings
@@ -132,7 +132,7 @@ class Link:
         watched = watch is not None and watch.watch(self, deadline)
         try:
             if watched:
-                await stream.send_all(encode_frame(build(correlation_id)))
+                await send_all(stream, encode_frame(build(correlation_id)))  # no run loop pass when the kernel takes it
                 reader = self._reader  # `_next_frame`, inline: one coroutine less on every forwarded request
                 while (answer := reader.next_frame()) is None:
                     data = await stream.receive_some(_RECEIVE_SIZE)
@@ -143,7 +143,7 @@ class Link:
                 finished = True
             else:
                 with trio.move_on_at(deadline):
-                    await stream.send_all(encode_frame(build(correlation_id)))
+                    await send_all(stream, encode_frame(build(correlation_id)))
                     frame = await self._next_frame(stream)
                     finished = True
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
