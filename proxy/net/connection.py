@@ -58,33 +58,31 @@ async def send_all(stream: trio.abc.Stream, data: bytes) -> None:
 
 
 async def receive_some(stream: trio.abc.Stream, max_bytes: int) -> bytes | bytearray:
-    """`stream.receive_some(max_bytes)`, with the same passes of the run loop and less Python around the read.
+    """`stream.receive_some(max_bytes)`, with the same passes of the run loop and less work around the read.
 
-    trio's socket receive goes through a context manager that translates errors, an async one that tries the read, and
-    two coroutines, on each of the two reads a request waits for (its frame, the Envelope's answer). Here a plain TCP
-    stream is read directly, the trio way otherwise: a delivered cancellation first, then the read; what is there at
-    once is returned after one pass of the run loop (as trio does: a client that pipelines cannot keep the run loop,
-    and the frames of one read are handled before the next), else the read waits until the socket is readable.
-    Errors are trio's stream errors. `stream.receive_some` is its oracle.
+    trio's socket receive first tries the read, and on a request's two reads (its frame, the Envelope's answer) the
+    bytes are nearly never there yet: a failed system call and a BlockingIOError each (about 5 µs), then the wait,
+    then the read, through an error-translating context manager, an async one and two coroutines. Here a plain TCP
+    stream waits until it is readable first, then reads: one pass of the run loop either way, as trio takes (bytes
+    there at once are returned after one pass, so a client that pipelines cannot keep the run loop, and the frames
+    of one read are handled before the next). The wait raises a delivered cancellation before anything is read, and
+    ClosedResourceError when the socket is closed under it; other errors are trio's stream errors. Any other stream
+    reads the trio way: `stream.receive_some`, the oracle of this.
     """
     if type(stream) is not trio.SocketStream:
         return await stream.receive_some(max_bytes)
-    await trio.lowlevel.checkpoint_if_cancelled()
     sock = stream.socket
-    try:
+    if sock.fileno() == -1:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        raise trio.ClosedResourceError("this socket was already closed")
+    while True:
+        await trio.lowlevel.wait_readable(sock)
         try:
-            data = os.read(sock.fileno(), max_bytes)
+            return os.read(sock.fileno(), max_bytes)
         except BlockingIOError:
-            while True:
-                await trio.lowlevel.wait_readable(sock)
-                try:
-                    return os.read(sock.fileno(), max_bytes)
-                except BlockingIOError:
-                    continue
-    except OSError as exc:
-        raise _stream_error(exc) from (None if exc.errno in _CLOSED_ERRNOS else exc)
-    await trio.lowlevel.cancel_shielded_checkpoint()
-    return data
+            continue  # readable, yet nothing to read: wait again, as trio does
+        except OSError as exc:
+            raise _stream_error(exc) from (None if exc.errno in _CLOSED_ERRNOS else exc)
 
 
 def _stream_error(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
