@@ -1,7 +1,9 @@
 """One accepted Kafka connection: framed reads under a deadline, serialized writes."""
 
+import errno
 import itertools
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +20,76 @@ _RECEIVE_CHUNK = 65536
 # before set it (`send`), a few microseconds earlier than the wait would.
 _DEADLINE_SLACK = 0.001
 _connection_ids = itertools.count(1)
+# What trio's SocketStream reads as "this socket was closed here" rather than "the peer broke the connection".
+_CLOSED_ERRNOS = frozenset({errno.EBADF, errno.ENOTSOCK})
+
+
+async def send_all(stream: trio.abc.Stream, data: bytes) -> None:
+    """`stream.send_all(data)`, less the run loop's pass that trio takes after a send the kernel took at once.
+
+    trio's socket send yields to the scheduler after every send that did not block, so that it looks as if it had:
+    on the request path that is two passes of the run loop a request (the Envelope's send upstream, the answer's to
+    the client) that wait for nothing, each a poll of the selector and a batch of the run loop. Here a plain TCP
+    stream is written to directly: a cancellation already delivered is raised before anything is sent, as trio does;
+    what the kernel cannot take waits for the socket to be writable, as trio does; errors are trio's stream errors
+    (ClosedResourceError for a socket closed here, BrokenResourceError for a broken connection). The task still
+    yields at every receive, so no task can keep the run loop. Callers send one frame at a time on a stream (the
+    connection's send lock, a link's one exchange), which trio's own conflict check would otherwise enforce.
+    Any other stream (TLS, the PROXY protocol's wrapper) sends the trio way: `stream.send_all`, the oracle of this.
+    """
+    if type(stream) is not trio.SocketStream:
+        await stream.send_all(data)
+        return
+    await trio.lowlevel.checkpoint_if_cancelled()
+    sock = stream.socket
+    if sock.did_shutdown_SHUT_WR:
+        raise trio.ClosedResourceError("can't send data after sending EOF")
+    view = memoryview(data)
+    try:
+        while view:
+            try:
+                sent = os.write(sock.fileno(), view)
+            except BlockingIOError:
+                await sock.wait_writable()
+                continue
+            view = view[sent:]
+    except OSError as exc:
+        raise _stream_error(exc) from (None if exc.errno in _CLOSED_ERRNOS else exc)
+
+
+async def receive_some(stream: trio.abc.Stream, max_bytes: int) -> bytes | bytearray:
+    """`stream.receive_some(max_bytes)`, with the same passes of the run loop and less work around the read.
+
+    trio's socket receive first tries the read, and on a request's two reads (its frame, the Envelope's answer) the
+    bytes are nearly never there yet: a failed system call and a BlockingIOError each (about 5 µs), then the wait,
+    then the read, through an error-translating context manager, an async one and two coroutines. Here a plain TCP
+    stream waits until it is readable first, then reads: one pass of the run loop either way, as trio takes (bytes
+    there at once are returned after one pass, so a client that pipelines cannot keep the run loop, and the frames
+    of one read are handled before the next). The wait raises a delivered cancellation before anything is read, and
+    ClosedResourceError when the socket is closed under it; other errors are trio's stream errors. Any other stream
+    reads the trio way: `stream.receive_some`, the oracle of this.
+    """
+    if type(stream) is not trio.SocketStream:
+        return await stream.receive_some(max_bytes)
+    sock = stream.socket
+    if sock.fileno() == -1:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        raise trio.ClosedResourceError("this socket was already closed")
+    while True:
+        await trio.lowlevel.wait_readable(sock)
+        try:
+            return os.read(sock.fileno(), max_bytes)
+        except BlockingIOError:
+            continue  # readable, yet nothing to read: wait again, as trio does
+        except OSError as exc:
+            raise _stream_error(exc) from (None if exc.errno in _CLOSED_ERRNOS else exc)
+
+
+def _stream_error(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
+    """trio's SocketStream's stream error for a socket's OSError."""
+    if exc.errno in _CLOSED_ERRNOS:
+        return trio.ClosedResourceError("this socket was already closed")
+    return trio.BrokenResourceError(f"socket connection broken: {exc}")
 
 
 class _Expiring(Protocol):
@@ -171,7 +243,7 @@ class KafkaConnection:
         reader = self.reader
         try:
             while (frame := reader.next_frame()) is None:
-                data = await self.stream.receive_some(_RECEIVE_CHUNK)
+                data = await receive_some(self.stream, _RECEIVE_CHUNK)
                 if not data:
                     break
                 reader.feed(bytes(data))
@@ -199,7 +271,7 @@ class KafkaConnection:
 
     async def _next_frame(self) -> bytes | None:
         while (frame := self.reader.next_frame()) is None:
-            data = await self.stream.receive_some(_RECEIVE_CHUNK)
+            data = await receive_some(self.stream, _RECEIVE_CHUNK)
             if not data:
                 return None
             self.reader.feed(bytes(data))
@@ -246,7 +318,7 @@ class KafkaConnection:
     async def send(self, payload: bytes, *, timeout: float = 30.0) -> None:
         """Send one frame; TooSlowError after `timeout`, or inside `serving()` after the idle timeout."""
         # Uncontended (the usual case: one request at a time), the lock is taken without the scheduler pass
-        # that `async with` costs; send_all checkpoints anyway.
+        # that `async with` costs; `send_all` takes none either when the kernel takes the frame at once.
         try:
             self._send_lock.acquire_nowait()
         except trio.WouldBlock:
@@ -257,11 +329,11 @@ class KafkaConnection:
                 if self._watch is None or not self._watch.watch(self, due):
                     self._deadlines.deadline = due
                 self._sending = True
-                await self.stream.send_all(encode_frame(payload))
+                await send_all(self.stream, encode_frame(payload))
                 self._sending = False
                 return
             with trio.CancelScope(deadline=trio.current_time() + timeout) as sending:
-                await self.stream.send_all(encode_frame(payload))
+                await send_all(self.stream, encode_frame(payload))
         finally:
             self._send_lock.release()
         if sending.cancelled_caught:

@@ -27,7 +27,7 @@ from envelope.codec import decode_response_body, encode_request, peek_correlatio
 from envelope.errors import ProtocolError
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.addresses import ControllerAddress
-from proxy.net.connection import DeadlineWatch
+from proxy.net.connection import DeadlineWatch, receive_some, send_all
 from proxy.net.sasl.client import LoginFailed
 from proxy.net.sasl.machine import reauthentication_delay
 from proxy.upstream.settings import UpstreamSettings
@@ -132,10 +132,10 @@ class Link:
         watched = watch is not None and watch.watch(self, deadline)
         try:
             if watched:
-                await stream.send_all(encode_frame(build(correlation_id)))
+                await send_all(stream, encode_frame(build(correlation_id)))  # no run loop pass when the kernel takes it
                 reader = self._reader  # `_next_frame`, inline: one coroutine less on every forwarded request
                 while (answer := reader.next_frame()) is None:
-                    data = await stream.receive_some(_RECEIVE_SIZE)
+                    data = await receive_some(stream, _RECEIVE_SIZE)
                     if not data:
                         raise trio.BrokenResourceError(f"{self.server.address} closed the connection")
                     reader.feed(bytes(data))
@@ -143,7 +143,7 @@ class Link:
                 finished = True
             else:
                 with trio.move_on_at(deadline):
-                    await stream.send_all(encode_frame(build(correlation_id)))
+                    await send_all(stream, encode_frame(build(correlation_id)))
                     frame = await self._next_frame(stream)
                     finished = True
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
@@ -170,7 +170,7 @@ class Link:
         if stream is None or self.broken:
             return "connection closed"
         try:
-            data = await stream.receive_some(_RECEIVE_SIZE)
+            data = await receive_some(stream, _RECEIVE_SIZE)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             return f"connection lost: {exc!r}"
         finally:
@@ -203,7 +203,7 @@ class Link:
 
     async def _next_frame(self, stream: trio.abc.Stream) -> bytes:
         while (frame := self._reader.next_frame()) is None:
-            data = await stream.receive_some(_RECEIVE_SIZE)
+            data = await receive_some(stream, _RECEIVE_SIZE)
             if not data:
                 raise trio.BrokenResourceError(f"{self.server.address} closed the connection")
             self._reader.feed(bytes(data))
