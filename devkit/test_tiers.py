@@ -8,10 +8,11 @@ tests/conftest.py applies it to `pytest --tier NAME`. They share nothing a test 
 each tier has its own `--basetemp` and no cache, and the session fixtures (Kafka nodes, the KDC, Keycloak) pick
 free ports, so a node the interop tier starts is never one the main tier uses.
 
-Each tier runs its tests on WORKERS pytest-xdist workers (`--dist loadgroup`). `group_of` keeps a test file on
-one worker, and every test that uses a fixture of SHARED_FIXTURES on one worker (one Keycloak, one three-node
-quorum per tier: those take the longest to start); `schedule_rank` starts the files that measured slowest first,
-so that no long file starts last. Fixtures of session scope start once per worker that needs them.
+Each tier runs its tests on WORKERS pytest-xdist workers (`--dist loadfile`: a test file stays on one worker, so
+its module fixtures start once); `schedule_rank` starts the files that measured slowest first, so that no long
+file starts last. Fixtures of session scope start once per worker that needs them. (Not `--dist loadgroup`:
+pytest-xdist 3.8 marks a group in the test's id in a way pytest 9 no longer reads, so every test would be
+scheduled alone.)
 
 The main tier's output streams as it runs; the others' are printed whole when all are done. Arguments are passed
 to every pytest run; the exit status is the first non-zero one.
@@ -24,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -32,7 +32,6 @@ TIERS = ("main", "interop", "spark")
 STREAMED = "main"
 INTEROP_FOLDER = "tests/interop/"
 WORKERS = {"main": 2, "interop": 2, "spark": 2}
-SHARED_FIXTURES = ("keycloak_server", "kafka_quorum")
 # The slowest files of each tier as measured (2026-11-28, `--durations`), longest first: a scheduling hint only.
 # A file missing here runs after these, in collection order; a stale entry costs nothing but balance.
 STARTS_FIRST = (
@@ -64,19 +63,13 @@ def tier_of(path: str, markers: set[str]) -> str:
     return "main"
 
 
-def group_of(path: str, fixtures: Iterable[str]) -> str:
-    """The xdist group of a test at `path` that uses `fixtures`: the shared fixture it needs, else its file."""
-    shared = sorted(set(fixtures).intersection(SHARED_FIXTURES))
-    return shared[0] if shared else path
-
-
 def schedule_rank(path: str) -> int:
     """Where a test file's group starts: the measured slow files first, in their order, then the rest."""
     return STARTS_FIRST.index(path) if path in STARTS_FIRST else len(STARTS_FIRST)
 
 
 def _command(tier: str, basetemp: Path, extra: list[str]) -> list[str]:
-    workers = ["-n", str(WORKERS[tier]), "--dist", "loadgroup", "--no-loadscope-reorder"]
+    workers = ["-n", str(WORKERS[tier]), "--dist", "loadfile", "--no-loadscope-reorder"]
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, f"--basetemp={basetemp / tier}", f"--tier={tier}", *extra]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.test_tiers import TIERS, group_of, schedule_rank, tier_of
+from devkit.test_tiers import TIERS, schedule_rank, tier_of
 from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
@@ -75,7 +75,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--tier", choices=TIERS, help="run only this tier of the suite (devkit/test_tiers.py, as `make test` does)")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(str(config.rootpath))
 
@@ -92,7 +91,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if other:
             config.hook.pytest_deselected(items=other)
             items[:] = chosen
-    if config.getoption("dist", "no") == "loadgroup":
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(group_of(path_of(item), getattr(item, "fixturenames", ()))))
-        items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
+    # the order xdist hands files to its workers in (`--no-loadscope-reorder`): the slow files first
+    items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
+
