@@ -6,6 +6,7 @@ Every request whose answer reached a client must have its intent record on disk
 (e.g. the Spark job reporting the intents without outcomes, `intents_without_outcomes`).
 """
 
+import contextlib
 import datetime
 import json
 import signal
@@ -36,7 +37,16 @@ class CrashRun:
     answered: list[str] = field(default_factory=list)
     """Topics whose CreateTopics answer a client had received when the proxy was killed."""
     staged_at_kill: list[str] = field(default_factory=list)
-    """Names of the files in <audit_dir>/.staging right after the kill."""
+    """Names of the files in <audit_dir>/.staging right after the kill that held a whole record (a file opened by a
+    rotation just before the kill may hold none: a restart removes it, as there is nothing to publish)."""
+
+
+def _a_staged_file_has_records(staging: Path) -> bool:
+    for path in staging.glob("*.jsonl"):
+        with contextlib.suppress(FileNotFoundError):  # published by a rotation since the listing
+            if path.stat().st_size > 0:
+                return True
+    return False
 
 
 def _instant(text: str) -> float:
@@ -99,13 +109,13 @@ def run_until_killed(tmp_path: Path, extra: dict[str, str] | None = None) -> Cra
         deadline = time.monotonic() + 60
         staging = run.audit_dir / ".staging"
         # Kill while a file is being written (right after a rotation there is briefly none).
-        while (len(run.answered) < ANSWERED_BEFORE_KILL or not any(staging.glob("*.jsonl"))) and time.monotonic() < deadline:
+        while (len(run.answered) < ANSWERED_BEFORE_KILL or not _a_staged_file_has_records(staging)) and time.monotonic() < deadline:
             time.sleep(0.005)
         proxy.send_signal(signal.SIGKILL)
         proxy.wait(30)
         with lock:
             run.answered = list(run.answered)  # answers after this point cannot exist: the process is gone
-        run.staged_at_kill = sorted(path.name for path in (run.audit_dir / ".staging").glob("*.jsonl"))
+        run.staged_at_kill = sorted(path.name for path in (run.audit_dir / ".staging").glob("*.jsonl") if b"\n" in path.read_bytes())
         stop.set()
         for thread in threads:
             thread.join(30)
