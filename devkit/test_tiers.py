@@ -64,7 +64,7 @@ def tier_of(path: str, markers: set[str]) -> str:
 
 
 def schedule_rank(path: str) -> int:
-    """Where a test file's group starts: the measured slow files first, in their order, then the rest."""
+    """When a test file is handed to a worker: the measured slow files first, in their order, then the rest."""
     return STARTS_FIRST.index(path) if path in STARTS_FIRST else len(STARTS_FIRST)
 
 

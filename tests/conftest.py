@@ -91,6 +91,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if other:
             config.hook.pytest_deselected(items=other)
             items[:] = chosen
-    # the order xdist hands files to its workers in (`--no-loadscope-reorder`): the slow files first
-    items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
+    # in an xdist worker, whose collection is the order the files are handed out in (`--no-loadscope-reorder`):
+    # the slow files first; a run without workers keeps pytest's order
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
 
