@@ -48,14 +48,19 @@ def _why(denied_by: Any, principal: Any, forwarder: Any, reason: Any, detail: An
     return said or ("refused by the proxy" if denied_by == BY_PROXY_EDGE else "refused by the proxy (connection)")
 
 
-#: The columns of :func:`spark_audit.denial_reports.denial_details` the page reads.
-DENIAL_DETAIL_COLUMNS = (
+#: Who did what, where and when: the first columns of both detail tables below.
+_WHO_COLUMNS = (
     "time",
     "principal",
     "clientAddress",
     "listener",
     "forwardingPrincipal",
     "method",
+)
+
+#: The columns of :func:`spark_audit.denial_reports.denial_details` the page reads.
+DENIAL_DETAIL_COLUMNS = (
+    *_WHO_COLUMNS,
     "subject",
     "deniedResources",
     "deniedBy",
@@ -120,12 +125,7 @@ def change_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
 
 #: The columns of :func:`spark_audit.request_reports.sensitive_change_details` the page reads.
 CHANGE_DETAIL_COLUMNS = (
-    "time",
-    "principal",
-    "clientAddress",
-    "listener",
-    "forwardingPrincipal",
-    "method",
+    *_WHO_COLUMNS,
     "resources",
     "parameters",
     "status",
