@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
         "--local-dir", metavar="DIR", help="Spark's scratch space for shuffle and spill files (spark.local.dir; default: /tmp)"
     )
     p.add_argument(
-        "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default: 8 locally, Spark's on a cluster)"
+        "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default locally: 2 for up to 64 MiB of JSON, else 8; Spark's on a cluster)"
     )
     mode = p.add_argument_group("incremental mode")
     mode.add_argument(
@@ -313,7 +313,10 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     succeeded = False
     archive = None
     try:
-        spark = build_session(master, jars=jars, shuffle_partitions=args.shuffle_partitions, resources=resources)
+        partitions = args.shuffle_partitions
+        if partitions is None and master is not None and master.startswith("local"):
+            partitions = run_size.local_shuffle_partitions(options.input, args.output, incremental=options.incremental)
+        spark = build_session(master, jars=jars, shuffle_partitions=partitions, resources=resources)
         if resources.create_class_archive:
             archive = class_archive.writing(spark)
         for path in args.py_file:

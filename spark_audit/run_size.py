@@ -1,4 +1,5 @@
-"""How much a run will parse and read, for choosing the driver JVM's compilers before it starts.
+"""How much a run will parse and read, for choosing the driver JVM's compilers and a local run's shuffle partitions
+before it starts.
 
 A JVM compiles hot code twice, quickly (C1) and then well (C2). On two cores the second compiler
 competes with the job for a core. C2 pays back in the JSON parse of a large input (a 1M-record
@@ -22,6 +23,13 @@ SHORT_RUN_BYTES = 384 * 1024 * 1024
 SHORT_RUN_STORE_BYTES = 1536 * 1024 * 1024
 #: the store's Parquet holds about a tenth of the JSON lines it came from
 PARQUET_TO_JSON = 10
+#: A local run over at most this much JSON (parsed and stored together) shuffles into SMALL_RUN_PARTITIONS, not
+#: LOCAL_PARTITIONS: every shuffle partition is a task in each of a run's some 75 stages, and on a small input the
+#: tasks' fixed cost is the run (20 records: 54 s with 2 partitions against 63 to 68 s with 8, cold, side by side).
+#: Larger inputs keep 8, so that no one task's share of an aggregation outgrows a small heap.
+SMALL_RUN_BYTES = 64 * 1024 * 1024
+SMALL_RUN_PARTITIONS = 2
+LOCAL_PARTITIONS = 8
 
 
 def _files_bytes(directory: str, pattern: str) -> int:
@@ -56,6 +64,14 @@ def json_bytes(input_dir: str | None, output: str, *, incremental: bool) -> int 
     """
     sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
     return None if sizes is None else sizes[0]
+
+
+def local_shuffle_partitions(input_dir: str | None, output: str, *, incremental: bool) -> int:
+    """spark.sql.shuffle.partitions for a run on this machine: a few for a small input, else LOCAL_PARTITIONS
+    (also when the size cannot be told: Kafka, a remote file system)."""
+    sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
+    small = sizes is not None and sum(sizes) <= SMALL_RUN_BYTES
+    return SMALL_RUN_PARTITIONS if small else LOCAL_PARTITIONS
 
 
 def is_short(input_dir: str | None, output: str, *, incremental: bool) -> bool:

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from spark_audit import class_archive
 from spark_audit.local_fs import CLASS_PATH, local_file_system_conf
+from spark_audit.run_size import LOCAL_PARTITIONS
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -129,7 +130,7 @@ def build_session(
     partitions = shuffle_partitions
     if partitions is None and master is not None and master.startswith("local"):
         # Spark's 200 shuffle partitions cost more than they help on one machine.
-        partitions = 8
+        partitions = LOCAL_PARTITIONS
     if partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     if jars:

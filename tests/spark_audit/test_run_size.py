@@ -77,3 +77,23 @@ def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest
     assert [resources.short_run for resources in chosen] == [True, False]
     assert [QUICK_COMPILER_ONLY in resources.conf()["spark.driver.extraJavaOptions"] for resources in chosen] == [True, False]
     assert not any(resources.create_class_archive for resources in chosen)  # only make_class_archive writes one
+
+
+def test_a_small_local_run_shuffles_into_few_partitions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    chosen: list[int | None] = []
+
+    class Stop(Exception):
+        pass
+
+    def build_session(*_: object, shuffle_partitions: int | None, **__: object) -> None:
+        chosen.append(shuffle_partitions)
+        raise Stop
+
+    monkeypatch.setattr(cli, "build_session", build_session)
+    audit = tmp_path / "audit"
+    for size, extra in ((1000, []), (2 * run_size.SMALL_RUN_BYTES, []), (1000, ["--shuffle-partitions", "5"])):
+        _sized(audit / "a.jsonl", size)
+        with pytest.raises(Stop):
+            cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]", *extra])
+    assert chosen == [run_size.SMALL_RUN_PARTITIONS, run_size.LOCAL_PARTITIONS, 5]  # the operator's number wins
+    assert run_size.local_shuffle_partitions(None, str(tmp_path), incremental=False) == run_size.LOCAL_PARTITIONS  # Kafka
