@@ -48,6 +48,7 @@ STARTS_FIRST = (
     "tests/interop/test_kafka_tools.py",
     "tests/interop/test_client_matrix.py",
     "tests/deploy/test_deploy_guide.py",
+    "tests/deploy/test_deploy_guide_container.py",
     "tests/images/test_images.py",
     "tests/integration/test_audit_crash.py",
     "tests/integration/test_hostile_table.py",

@@ -1,192 +1,17 @@
-"""docs/deploy.md's host path, run as written against a real Apache Kafka 4.3.1 (issue 50).
-
-The guide's own shell blocks, those marked `<!-- host-path -->` (tests/deploy/guide_blocks.py), run in the
-guide's order by one bash on an empty directory, as a newcomer pastes them into one terminal: passwords and a
-development PKI, SCRAM users, Kafka's node (broker and controller, one voter) formatted and started with Kafka's
-jars, the proxy's ACLs granted at the controller, the proxy started (as a process; or in its image with
-tools/container/engine), admin granting alice through the proxy, alice creating, configuring and describing her
-topic, bob refused, the proxy and Kafka stopped, and the Spark audit job over what the proxy wrote.
-
-Nothing of the commands is changed: only the variables the guide defines at its top (`WORKDIR`, `VENV`,
-`KAFKA_LIB`, the ports, the container's name) are set, to a temporary directory, the test's own environment,
-the cached Kafka jars and free loopback ports. Every wait in the guide is bounded, the whole run too, and
-every process it started is killed at the end. Marker `interop`: needs Java 17+ (and Maven until the Kafka
-jars are cached) and curl; skipped without them, failed when CI=true.
-"""
+"""docs/deploy.md's host path with the proxy as a process (tests/deploy/guide_run.py says how it is run)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, missing_tools
-from devkit.processes import free_port, skip_or_fail
-from tests.audit_records import assert_valid, records_under
-from tests.deploy.deploy_files import ROOT
-from tests.deploy.guide_blocks import host_path_blocks, host_path_script
+from tests.deploy.guide_blocks import host_path_blocks
+from tests.deploy.guide_run import PORTS, check_the_walkthrough, kafka_lib, run_guide
 
 pytestmark = pytest.mark.interop
-
-GUIDE_TIMEOUT = 900.0  # the whole host path; about 3 minutes on a busy 2-core machine, most of it the Spark job
-PORTS = ("CLIENT_PORT", "CONTROLLER_PORT", "BROKER_PORT", "PROXY_PORT", "METRICS_PORT")
-
-
-@pytest.fixture(scope="module")
-def kafka_lib() -> Path:
-    if "java" in missing_tools():
-        skip_or_fail("java not installed: the guide's Kafka node needs Java 17+")
-    if shutil.which("curl") is None:
-        skip_or_fail("curl not installed: the guide waits for the proxy's /readyz with it")
-    if not (Path(sys.prefix) / "bin" / "envelope-proxy").is_file():
-        # the guide's VENV is this test's environment: without envelope-proxy in it, the guide would pip-install into it
-        skip_or_fail(f"no envelope-proxy in {sys.prefix}: run the tests from the environment `make test` makes")
-    try:
-        return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
-        skip_or_fail(str(exc))
-        raise
-
-
-@dataclass
-class GuideRun:
-    workdir: Path
-    output: str
-    returncode: int
-
-    def records(self) -> list[dict[str, Any]]:
-        return records_under(self.workdir / "audit")
-
-
-def _distinct_ports() -> dict[str, str]:
-    ports: set[int] = set()
-    while len(ports) < len(PORTS):
-        ports.add(free_port())
-    return dict(zip(PORTS, map(str, sorted(ports)), strict=True))
-
-
-def _kill_leftovers(process: subprocess.Popen[bytes], workdir: Path) -> None:
-    """The bash, and whatever the guide left running: its process group (nohup'd java and proxy), then the pid files."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    for pid_file in ("proxy.pid", "kafka.pid"):
-        with contextlib.suppress(OSError, ValueError):
-            os.kill(int((workdir / pid_file).read_text().strip()), signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(10)
-
-
-@contextlib.contextmanager
-def _guide(variant: str, tmp_path: Path, kafka_lib: Path, **extra: str) -> Iterator[GuideRun]:
-    workdir = tmp_path / "envelope-proxy-host"
-    start = tmp_path / "terminal"  # an empty directory to start in; the guide's first block changes to WORKDIR
-    start.mkdir()
-    script = tmp_path / "guide.sh"
-    script.write_text(host_path_script(variant))
-    env = {
-        **{key: value for key, value in os.environ.items() if not key.startswith(("KAFKA_", "PROXY_", "PYTEST_"))},
-        "REPO": str(ROOT),
-        "WORKDIR": str(workdir),
-        "VENV": sys.prefix,  # the environment running this test has envelope-proxy (and PySpark): the guide skips pip
-        "KAFKA_LIB": str(kafka_lib),
-        **_distinct_ports(),
-        **extra,
-    }
-    log = tmp_path / "guide.log"
-    started = time.monotonic()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            ["bash", str(script)],
-            cwd=start,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        try:
-            process.wait(GUIDE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the guide's host path did not finish within {GUIDE_TIMEOUT:.0f}s:\n{_tail(log, workdir)}")
-        run = GuideRun(workdir, log.read_text(errors="replace"), process.returncode)
-        print(f"host path ({variant}): exit {run.returncode} after {time.monotonic() - started:.0f}s")
-        assert run.returncode == 0 and ">>> docs/deploy.md: host path done" in run.output, _tail(log, workdir)
-        yield run
-    finally:
-        _kill_leftovers(process, workdir)
-
-
-def _tail(log: Path, workdir: Path) -> str:
-    parts = [f"--- {log.name}\n{log.read_text(errors='replace')[-6000:]}"]
-    for name in ("proxy.log", "kafka.log"):
-        if (workdir / name).exists():
-            parts.append(f"--- {name}\n{(workdir / name).read_text(errors='replace')[-3000:]}")
-    return "\n".join(parts)
-
-
-def _outcomes(records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
-    """(principal, method, status, authorization decision) of every forwarded change's outcome and every read."""
-    return [
-        (
-            r["data"]["authenticationInfo"]["principal"],
-            r["data"]["methodName"],
-            r["data"]["result"]["status"],
-            (r["data"].get("authorizationInfo") or {}).get("decision", ""),
-        )
-        for r in records
-        if r["data"].get("stage") in ("outcome", "read")
-    ]
-
-
-def _check_the_walkthrough(run: GuideRun) -> None:
-    """What the guide says happens, from its own output, the proxy's audit records and the audit job's summary."""
-    # alice's topic, its config, and the two describes she is allowed (reads the proxy authorizes and sends to the broker)
-    assert re.search(r"Topic: orders\s+TopicId: \S+\s+PartitionCount: 3\s+ReplicationFactor: 1", run.output), run.output[-4000:]
-    assert "retention.ms=604800000" in run.output
-    assert run.output.count("refused, as expected") == 2, "bob's topic and bob's ACL are both refused"
-    assert re.search(r"^envelope_proxy_upstream_connected 1\.0$", run.output, re.M)
-
-    records = run.records()
-    assert_valid(records)
-    outcomes = _outcomes(records)
-    seen = {(principal, method, status) for principal, method, status, _ in outcomes}
-    for expected in (
-        ("User:admin", "kafka.CreateAcls", "SUCCESS"),
-        ("User:alice", "kafka.CreateTopics", "SUCCESS"),
-        ("User:alice", "kafka.IncrementalAlterConfigs", "SUCCESS"),
-        ("User:bob", "kafka.CreateTopics", "FAILURE"),  # the controller refuses it
-    ):
-        assert expected in seen, f"{expected} not among the outcomes {outcomes}"
-    # AclCommand lists the ACLs first: the proxy's edge authorizer refuses bob that read, so no CreateAcls is sent
-    assert any(o[:2] == ("User:bob", "kafka.DescribeAcls") and o[3] == "DENIED" for o in outcomes), outcomes
-    assert not any(o[:2] == ("User:bob", "kafka.CreateAcls") for o in outcomes), outcomes
-    assert {r["data"]["forwardingPrincipal"] for r in records if r["data"].get("forwardingPrincipal")} == {"User:proxy"}
-    staging = run.workdir / "audit" / "proxy-0" / ".staging"
-    assert not list(staging.glob("*.jsonl")), "a clean stop publishes the audit file"
-
-    (day,) = (run.workdir / "report").iterdir()
-    summary = json.loads((day / "summary.json").read_text())
-    assert summary["records"] == len(records) and summary["malformed"] == 0 and summary["intents_without_outcome"] == 0
-    assert summary["denials"] >= 3  # bob's two, and alice's ListPartitionReassignments (TopicCommand --describe)
-
-    # the pod's files, rendered on the host from the guide's own fragments (no cluster)
-    pod_proxy = (run.workdir / "pod-0" / "proxy" / "proxy.properties").read_text()
-    assert "node.id=1000" in pod_proxy and f"cluster.id={(run.workdir / 'cluster.id').read_text().strip()}" in pod_proxy
-    assert f'password="{(run.workdir / "proxy.password").read_text().strip()}"' in pod_proxy
+__all__ = ["kafka_lib"]  # a fixture
 
 
 def test_the_guide_marks_a_whole_host_path() -> None:
@@ -206,23 +31,7 @@ def test_the_guide_marks_a_whole_host_path() -> None:
 
 
 def test_the_host_path_as_a_process(kafka_lib: Path, tmp_path: Path) -> None:
-    with _guide("process", tmp_path, kafka_lib) as run:
-        _check_the_walkthrough(run)
+    with run_guide("process", tmp_path, kafka_lib) as run:
+        check_the_walkthrough(run)
         proxy_log = (run.workdir / "proxy.log").read_text()
         assert "active controller: 1@127.0.0.1:" in proxy_log, proxy_log[-3000:]
-
-
-def test_the_host_path_in_a_container(kafka_lib: Path, tmp_path: Path) -> None:
-    from tests.images.containers import PROXY_IMAGE, engine, require_images
-
-    require_images()
-    if os.geteuid() != 0:
-        pytest.skip("the guide runs the proxy's container as root (it hands files to uid 10001)")
-    name = f"guide-proxy-{uuid.uuid4().hex[:8]}"
-    tmp_path.chmod(0o755)  # uid 10001 reaches the mounted folders
-    try:
-        with _guide("container", tmp_path, kafka_lib, PROXY_IMAGE=PROXY_IMAGE, PROXY_CONTAINER=name) as run:
-            _check_the_walkthrough(run)
-            assert "active controller: 1@127.0.0.1:" in (run.workdir / "proxy.log").read_text()
-    finally:
-        engine("rm", "-f", name, check=False)
