@@ -64,6 +64,16 @@ def drop_torn_tail(path: Path) -> int:
     return keep
 
 
+def _write_all(handle: BinaryIO, data: bytes) -> None:
+    """All of `data` through an unbuffered file: what a buffered file's `write` and `flush` do, in one system call as a
+    rule (a write to a regular file takes all of it; a short one is written on from where it stopped, as `flush` does)."""
+    written = handle.write(data)
+    if written < len(data):
+        view = memoryview(data)
+        while written < len(data):
+            written += handle.write(view[written:])
+
+
 class FileSink:
     name = "file"
 
@@ -109,6 +119,11 @@ class FileSink:
             if line is not None:
                 return line
         return None
+
+    @property
+    def _raw(self) -> bool:
+        """Written unbuffered (flush, fsync): a commit is in the operating system's hands when `write` returns."""
+        return self.durability != DURABILITY_NONE
 
     @property
     def _fsync(self) -> bool:
@@ -188,7 +203,9 @@ class FileSink:
             self._sequence += 1
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%f")
             self._path = self.staging / f"audit-{self.node_id}-{stamp}-{self._sequence:06d}.jsonl"
-            self._file = open(self._path, "ab")
+            # `flush` and `fsync` hand every batch to the operating system at once: the file is written unbuffered, one
+            # system call a batch, without copying it into a buffer first. `none` keeps the process's buffer.
+            self._file = open(self._path, "ab", buffering=0) if self._raw else open(self._path, "ab")
             self._size = 0
             if self._fsync:
                 fsync_directory(self.staging)
@@ -199,9 +216,10 @@ class FileSink:
         """Write one batch; True when it started a new file."""
         handle, opened = self._open()
         try:
-            handle.write(data)
-            if self.durability != DURABILITY_NONE:
-                handle.flush()
+            if self._raw:
+                _write_all(handle, data)
+            else:
+                handle.write(data)
             if self._fsync:
                 os.fsync(handle.fileno())
         except OSError:
