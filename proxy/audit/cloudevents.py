@@ -313,7 +313,7 @@ class AuditLevels:
 DEFAULT_LIMITS = RecordLimits()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class AuditEntry:
     line: bytes
     """The record as one JSON line, `\n` terminated: what files and the spool hold. The writer adds the chain
@@ -321,8 +321,17 @@ class AuditEntry:
     key: str
     """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
     stage: str
-    done: trio.Event = field(default_factory=trio.Event)
     error: BaseException | None = None
+    _done: trio.Event | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> trio.Event:
+        """Set once the writer has committed the entry or given up on it. Made when first asked for: an entry committed
+        on the caller's turn (the usual request record) never waits for the writer, so it never needs one."""
+        done = self._done
+        if done is None:
+            done = self._done = trio.Event()
+        return done
 
     @classmethod
     def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":
