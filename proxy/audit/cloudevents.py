@@ -49,6 +49,8 @@ INSTANCE = f"{os.getpid()}-{secrets.token_hex(4)}"
 
 _second = -1
 _second_text = ""
+_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1001))  # 1000: as the format wrote a float product that rounds up
+"""`utc_now`'s last part for each millisecond, formatted once."""
 
 
 def new_id() -> str:
@@ -64,7 +66,7 @@ def utc_now() -> str:
     if second != _second:
         _second_text = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
         _second = second
-    return f"{_second_text}{int((now - second) * 1000):03d}Z"
+    return _second_text + _MILLISECONDS[int((now - second) * 1000)]
 
 
 def source(node_id: int) -> str:
