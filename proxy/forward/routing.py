@@ -20,6 +20,7 @@ UNKNOWN_SERVER_ERROR.
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -74,10 +75,10 @@ def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange], rea
     return _FORWARD
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What one request is answered with: how it ended (for the record and the metrics), the bytes to send, if
-    any, and what to raise after them, if anything (CloseConnection, or the ProtocolError that closes the connection)."""
+    any, and what to raise after them, if anything (CloseConnection, or the ProtocolError that closes the connection).
+    A named tuple: immutable, and made per request for half what a frozen dataclass costs."""
 
     outcome: Outcome
     frame: bytes | None = None
