@@ -169,7 +169,7 @@ class FileSink:
 
     def commit_now(self, batch: Sequence[AuditEntry]) -> bool:
         """The pipeline's commit on the caller's turn: done when it needs no thread (flush/none, the file open)."""
-        data = b"".join(entry.line for entry in batch)
+        data = batch[0].line if len(batch) == 1 else b"".join(entry.line for entry in batch)  # one record, as a rule
         if self._needs_thread(len(data)):
             return False
         self._append(data)
