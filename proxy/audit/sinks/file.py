@@ -170,6 +170,21 @@ class FileSink:
     def commit_now(self, batch: Sequence[AuditEntry]) -> bool:
         """The pipeline's commit on the caller's turn: done when it needs no thread (flush/none, the file open)."""
         data = batch[0].line if len(batch) == 1 else b"".join(entry.line for entry in batch)  # one record, as a rule
+        handle = self._file
+        if handle is None or self.durability != DURABILITY_FLUSH or self._needs_thread(len(data)):
+            return self._commit_now_otherwise(data, batch)
+        # `_append` at `flush` with the file open and room in it (every request record on the caller's turn), inline.
+        try:
+            _write_all(handle, data)
+        except OSError:
+            self._abandon_file()
+            raise
+        self._size += len(data)  # below max_file_bytes: `_needs_thread` leaves a batch that fills the file to the writer
+        self._count(batch)
+        return True
+
+    def _commit_now_otherwise(self, data: bytes, batch: Sequence[AuditEntry]) -> bool:
+        """`commit_now` at `none` (its buffer), or False where the batch needs the writer's thread."""
         if self._needs_thread(len(data)):
             return False
         self._append(data)

@@ -93,3 +93,22 @@ def test_a_failed_unbuffered_write_cuts_the_file_back_to_its_committed_records(t
     with pytest.raises(OSError):
         sink._append(b'{"n":2}\n')
     assert b"".join(p.read_bytes() for p in tmp_path.glob("*.jsonl")) == b'{"n":1}\n'
+
+
+@pytest.mark.parametrize("durability", ["flush", "none"])
+def test_a_commit_on_the_callers_turn_writes_what_append_writes(tmp_path: Path, durability: str) -> None:
+    """`commit_now`'s inline write at `flush` (and its `none` way) against `_append`, the writer's, as the oracle: the
+    same bytes, one batch of one record or of several; a batch that would fill the file is left to the writer."""
+    inline, oracle = FileSink(tmp_path / "inline", 100, durability=durability), FileSink(tmp_path / "oracle", 100, durability=durability)
+    entries = _entries(30)
+    for sink in (inline, oracle):
+        sink._append(entries[0].line)
+    for start in range(1, 30, 3):
+        batch = entries[start : start + (1 if start % 2 else 3)]
+        assert inline.commit_now(batch)
+        oracle._append(b"".join(entry.line for entry in batch))
+    inline.max_file_bytes = inline._size + 10
+    assert not inline.commit_now(entries[:1])  # would fill the file: rotation is the writer's, in its thread
+    for sink in (inline, oracle):
+        sink.rotate()
+    assert [p.read_bytes() for p in (tmp_path / "inline").glob("*.jsonl")] == [p.read_bytes() for p in (tmp_path / "oracle").glob("*.jsonl")]
