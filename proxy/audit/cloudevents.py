@@ -49,6 +49,8 @@ INSTANCE = f"{os.getpid()}-{secrets.token_hex(4)}"
 
 _second = -1
 _second_text = ""
+_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1001))  # 1000: as the format wrote a float product that rounds up
+"""`utc_now`'s last part for each millisecond, formatted once."""
 
 
 def new_id() -> str:
@@ -64,7 +66,7 @@ def utc_now() -> str:
     if second != _second:
         _second_text = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
         _second = second
-    return f"{_second_text}{int((now - second) * 1000):03d}Z"
+    return _second_text + _MILLISECONDS[int((now - second) * 1000)]
 
 
 def source(node_id: int) -> str:
@@ -313,7 +315,7 @@ class AuditLevels:
 DEFAULT_LIMITS = RecordLimits()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class AuditEntry:
     line: bytes
     """The record as one JSON line, `\n` terminated: what files and the spool hold. The writer adds the chain
@@ -321,8 +323,17 @@ class AuditEntry:
     key: str
     """The Kafka message key: the request id, so intent and outcome land in one partition, in order."""
     stage: str
-    done: trio.Event = field(default_factory=trio.Event)
     error: BaseException | None = None
+    _done: trio.Event | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> trio.Event:
+        """Set once the writer has committed the entry or given up on it. Made when first asked for: an entry committed
+        on the caller's turn (the usual request record) never waits for the writer, so it never needs one."""
+        done = self._done
+        if done is None:
+            done = self._done = trio.Event()
+        return done
 
     @classmethod
     def of(cls, record: dict[str, Any], limits: RecordLimits = DEFAULT_LIMITS, *, within: bool | None = None) -> "AuditEntry":

@@ -143,6 +143,7 @@ class AuditLog:
         self._on_the_spot = self.sinks[0].commit_now if len(self.sinks) == 1 else None
         # Its labelled series, looked up once: two records per forwarded request are committed on the spot.
         self._commit_time_on_the_spot = metrics.audit_commit_time.labels(self.sinks[0].name) if metrics is not None and self._on_the_spot else None
+        self._commit_batch = metrics.audit_commit_batch.labels() if metrics is not None else None
         if metrics is not None:
             metrics.audit_queue_depth.set_function(lambda: float(self._send.statistics().current_buffer_used))
 
@@ -218,8 +219,8 @@ class AuditLog:
                 self.metrics.audit_write_errors.labels(self.sinks[0].name).inc()
             log.warning("audit sink %s could not commit a record on the spot (%s): handing it to the writer", self.sinks[0].name, exc)
             return False
-        if self.metrics is not None and self._commit_time_on_the_spot is not None:
-            self.metrics.audit_commit_batch.observe(1)
+        if self._commit_time_on_the_spot is not None and self._commit_batch is not None:
+            self._commit_batch.observe(1)
             self._commit_time_on_the_spot.observe(time.perf_counter() - started)
         self.records_written += 1
         return True

@@ -15,7 +15,7 @@ spliced: one with anything to cut (a long string, too many resources, a line ove
 `audit.record.max.bytes`) is left to the dict-and-encoder way, which cuts it and says so in `data.truncated`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,8 @@ _REQUEST_END = b"}}\n"
 
 _CACHED_CALLERS = 4096
 """Sessions whose parts are kept (a bounded cache: a session over the bound is encoded again, no more)."""
+_CACHED_PARTS = 256
+"""Results without rows and upstreams kept encoded (bounded: the codes come from the controller's answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ class RecordLines:
         self._apis: dict[tuple[int, int], bytes] = {}
         self._resources: dict[tuple[Any, Any, Any], tuple[bytes, bytes]] = {}
         self._forwarding: tuple[Forwarding | None, bytes] = (None, _FORWARDING + b"null")
+        self._results: dict[tuple[int, int], bytes] = {}
+        self._upstreams: dict[tuple[str, int | None, int, int | None], bytes] = {}
 
     def _caller(self, caller: Caller) -> _CallerParts:
         # By identity: a session makes its Caller once (again at ApiVersions and at a login), so its parts follow it.
@@ -191,21 +195,42 @@ class RecordLines:
         # The id and the time are this module's own ASCII (cloudevents.new_id, utc_now): quoted, not escaped.
         return (_HEAD, cloudevents.new_id().encode(), _TYPE, self._source, _TIME, cloudevents.utc_now().encode(), _SUBJECT, shared.subject, _DATA, _dumps(request_id), stage, shared.middle)
 
-    def intent(
-        self, limits: RecordLimits, shared: SharedLine, request_id: str, upstream: dict[str, Any], request: dict[str, Any] | None
-    ) -> bytes | None:
-        """The intent's line; None when it is over `audit.record.max.bytes`. `request`: its parameters, within the limits."""
+    def intent(self, limits: RecordLimits, shared: SharedLine, request_id: str, upstream: bytes, request: dict[str, Any] | None) -> bytes | None:
+        """The intent's line; None when it is over `audit.record.max.bytes`. `upstream`: its part, encoded (`upstream`);
+        `request`: its parameters, within the limits."""
         head = self._head(shared, request_id, _INTENT)
         if request is None:
-            return self._line(limits, (*head, _INTENT_TAIL, _dumps(upstream), _END))
-        return self._line(limits, (*head, _INTENT_TAIL, _dumps(upstream), _REQUEST, _dumps(request), _REQUEST_END))
+            return self._line(limits, (*head, _INTENT_TAIL, upstream, _END))
+        return self._line(limits, (*head, _INTENT_TAIL, upstream, _REQUEST, _dumps(request), _REQUEST_END))
 
     def outcome(
-        self, limits: RecordLimits, shared: SharedLine, request_id: str, result: dict[str, Any], timings: dict[str, float], upstream: dict[str, Any]
+        self, limits: RecordLimits, shared: SharedLine, request_id: str, result: bytes, timings: dict[str, float], upstream: bytes
     ) -> bytes | None:
-        """The outcome's line, its result's rows within the limits; None when it is over `audit.record.max.bytes`."""
+        """The outcome's line, its result's rows within the limits; None when it is over `audit.record.max.bytes`.
+        `result` and `upstream`: their parts, encoded (`result`, `upstream`)."""
         head = self._head(shared, request_id, _OUTCOME)
-        return self._line(limits, (*head, _OUTCOME_RESULT, _dumps(result), _TIMINGS, _dumps(timings), _UPSTREAM, _dumps(upstream), _END))
+        return self._line(limits, (*head, _OUTCOME_RESULT, result, _TIMINGS, _dumps(timings), _UPSTREAM, upstream, _END))
+
+    def result(self, key: tuple[int, int] | None, result: Callable[[], dict[str, Any]]) -> bytes:
+        """An outcome's `result()`, encoded. `key`: the envelope's and the answer's codes of a result without rows, the same
+        for most answers, so built and encoded once (a few such pairs in all; past `_CACHED_PARTS`, each time)."""
+        return self._cached(self._results, key, result)
+
+    def upstream(self, key: tuple[str, int | None, int, int | None] | None, upstream: Callable[[], dict[str, Any]]) -> bytes:
+        """A record's `upstream()`, encoded. `key`: its address, node id, number of attempts and the one controller it
+        went to (None when none yet), for an envelope sent once or not yet, as nearly all are: encoded once per controller."""
+        return self._cached(self._upstreams, key, upstream)
+
+    @staticmethod
+    def _cached(parts: dict[Any, bytes], key: Any, build: Callable[[], dict[str, Any]]) -> bytes:
+        if key is None:
+            return _dumps(build())
+        part = parts.get(key)
+        if part is None:
+            part = _dumps(build())
+            if len(parts) < _CACHED_PARTS:
+                parts[key] = part
+        return part
 
 
 _BY_NODE: dict[int, RecordLines] = {}

@@ -12,6 +12,7 @@ calls `record` and then `count` before the answer is sent.
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -91,7 +92,7 @@ class RequestAudit:
 
     def delivered(self, attempts: Sequence[ControllerAddress], server: ControllerAddress, queued: float) -> None:
         """One envelope answered by `server` (NOT_CONTROLLER included): every node it went to, and how long it waited."""
-        self.attempts.extend(attempt.node_id for attempt in attempts)
+        self.attempts += [attempt.node_id for attempt in attempts]  # a list made at once: a generator costs more for one
         self.answered_by = server
         self.queued += queued
 
@@ -162,6 +163,20 @@ class RequestAudit:
             "controllers": list(self.attempts),
         }
 
+    def _upstream_part(self) -> bytes:
+        """`_upstream()` encoded: once per controller for an envelope sent once or not yet (nearly all)."""
+        attempts = self.attempts
+        if len(attempts) > 1:
+            return self._lines.upstream(None, self._upstream)
+        server = self.answered_by
+        key: tuple[str, int | None, int, int | None]
+        if server is None:
+            assert self.forwarding is not None
+            key = (self.forwarding.upstream_address, None, len(attempts), attempts[0] if attempts else None)
+        else:
+            key = (server.address, server.node_id, len(attempts), attempts[0] if attempts else None)
+        return self._lines.upstream(key, self._upstream)
+
     def _timings(self, *, forwarded: bool = False) -> dict[str, float]:
         """Forwarded: queue is the wait for a controller connection, upstream the rest after the intent (round
         trips, failovers). Answered by the proxy: all of it is the total."""
@@ -205,7 +220,7 @@ class RequestAudit:
         request, bounds = self.parameters(body)
         if bounds is None or bounds.within:
             shared = self._shared_line()
-            line = None if shared is None else self._lines.intent(self.log.limits, shared, self.request_id, self._upstream(), request)
+            line = None if shared is None else self._lines.intent(self.log.limits, shared, self.request_id, self._upstream_part(), request)
             if line is not None:
                 await self.log.write_line(line, self.request_id, "intent", self.caller.principal, required=True)
                 return
@@ -238,10 +253,11 @@ class RequestAudit:
         failed = [r for r in results if r.error_code != ErrorCode.none]
         limits = self.log.limits
         if len(failed) <= limits.max_resources:
-            result = _forwarded_result(envelope_error, top, failed)
-            shared = self._shared_line() if rows_within(result["errors"], limits, _ERROR_TEXTS) else None
+            result = partial(_forwarded_result, envelope_error, top, failed)
+            shared = self._shared_line() if not failed or rows_within(result()["errors"], limits, _ERROR_TEXTS) else None
             if shared is not None:
-                line = self._lines.outcome(limits, shared, self.request_id, result, self._timings(forwarded=True), self._upstream())
+                encoded = self._lines.result(None if failed else (envelope_error, top), result)
+                line = self._lines.outcome(limits, shared, self.request_id, encoded, self._timings(forwarded=True), self._upstream_part())
                 if line is not None:
                     await self.log.write_line(line, self.request_id, "outcome", self.caller.principal)
                     return

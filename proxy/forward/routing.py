@@ -20,6 +20,7 @@ UNKNOWN_SERVER_ERROR.
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -51,11 +52,15 @@ class Routed:
     """Why a request is refused (its audit record's reason); None otherwise."""
 
 
+# The routes without a reason, made once: every request is routed (a frozen dataclass each time cost about 0.3 µs).
+_API_VERSIONS, _LOCAL, _READ, _FORWARD = Routed(Route.API_VERSIONS), Routed(Route.LOCAL), Routed(Route.READ), Routed(Route.FORWARD)
+
+
 def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange], reads: Container[int]) -> Routed:
     """`reads`: the APIs the proxy answers through its edge authorizer (proxy/forward/read_routes.py)."""
     key = header.api_key
     if key == ApiKey.API_VERSIONS:
-        return Routed(Route.API_VERSIONS)
+        return _API_VERSIONS
     if key == ApiKey.ENVELOPE:
         return Routed(Route.REFUSE, "Envelope is not accepted from clients")
     served = advertised.get(key)
@@ -64,16 +69,16 @@ def route(header: RequestHeaderInfo, advertised: Mapping[int, VersionRange], rea
     if not served.min <= header.api_version <= served.max:
         return Routed(Route.REFUSE, f"version {header.api_version} of {api_name(key)} is not in {served.min}..{served.max}")
     if key in LOCAL_APIS:
-        return Routed(Route.LOCAL)
+        return _LOCAL
     if key in reads:
-        return Routed(Route.READ)
-    return Routed(Route.FORWARD)
+        return _READ
+    return _FORWARD
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What one request is answered with: how it ended (for the record and the metrics), the bytes to send, if
-    any, and what to raise after them, if anything (CloseConnection, or the ProtocolError that closes the connection)."""
+    any, and what to raise after them, if anything (CloseConnection, or the ProtocolError that closes the connection).
+    A named tuple: immutable, and made per request for half what a frozen dataclass costs."""
 
     outcome: Outcome
     frame: bytes | None = None

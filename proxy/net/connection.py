@@ -116,10 +116,11 @@ class DeadlineWatch:
         self._alarm: trio.CancelScope | None = None
         """The task's sleep until the earliest deadline; None while the task is not running (waits keep their own scope)."""
 
-    def watch(self, waiting: _Expiring, deadline: float) -> bool:
-        """Note a wait until `deadline`; False when the task is not running (the caller keeps its own scope)."""
+    def watch(self, waiting: _Expiring, deadline: float, now: float | None = None) -> bool:
+        """Note a wait until `deadline`; False when the task is not running (the caller keeps its own scope). `now`: trio's
+        time, when the caller has just read it (to make `deadline` of it), so that it is not read again."""
         alarm = self._alarm
-        if alarm is None or deadline <= trio.current_time():
+        if alarm is None or deadline <= (trio.current_time() if now is None else now):
             return False  # a deadline already past: the scope cancels before anything is sent, as it always did
         self._due[waiting] = deadline
         if deadline < alarm.deadline:
@@ -232,9 +233,10 @@ class KafkaConnection:
         if deadlines is None:
             return await self._receive_alone(wait)
         # Inside `serving()`, every request's wait: the frame read here, not in two more coroutines.
-        deadline = trio.current_time() + wait
+        now = trio.current_time()
+        deadline = now + wait
         watch = self._watch
-        watched = watch is not None and watch.watch(self, deadline)
+        watched = watch is not None and watch.watch(self, deadline, now)
         # Else the answer just sent set about this deadline already (see `send`): a deadline moved costs a third
         # of a new cancel scope, one left alone costs nothing.
         if not watched and abs(deadlines.deadline - deadline) > _DEADLINE_SLACK:
@@ -325,8 +327,9 @@ class KafkaConnection:
             await self._send_lock.acquire()
         try:
             if self._deadlines is not None:
-                due = trio.current_time() + self.idle_timeout
-                if self._watch is None or not self._watch.watch(self, due):
+                now = trio.current_time()
+                due = now + self.idle_timeout
+                if self._watch is None or not self._watch.watch(self, due, now):
                     self._deadlines.deadline = due
                 self._sending = True
                 await send_all(self.stream, encode_frame(payload))

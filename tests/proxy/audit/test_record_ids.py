@@ -38,3 +38,14 @@ def test_the_cached_second_changes_with_the_clock(monkeypatch: pytest.MonkeyPatc
         "2023-11-14T22:13:21.500Z",
         "2023-11-14T23:13:20.250Z",
     ]
+
+
+def test_the_milliseconds_formatted_once_are_the_formats_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`utc_now` takes its milliseconds from a table made once: the text the f-string made for every instant (each
+    millisecond of a second, its edges and random instants), the oracle computed here the old way."""
+    instants = [1_700_000_000 + ms / 1000 + shift for ms in range(1000) for shift in (0.0, 0.0004, 0.0009999)]
+    instants += [1_764_370_800.9999999, 1_764_370_800.0000001, 2_000_000_000.5]
+    for now in instants:
+        monkeypatch.setattr(ids.time, "time", lambda now=now: now)
+        second = int(now)
+        assert utc_now() == time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)) + f"{int((now - second) * 1000):03d}Z"

@@ -80,7 +80,13 @@ def _oracle(audit: RequestAudit, data: dict[str, Any], subject: str | None, with
 
 
 async def _pair(
-    limits: RecordLimits, caller: Caller, header: RequestHeaderInfo, named: list[ResourceAccess], body: Any, answer: tuple[int, int, list[ResourceError]]
+    limits: RecordLimits,
+    caller: Caller,
+    header: RequestHeaderInfo,
+    named: list[ResourceAccess],
+    body: Any,
+    answer: tuple[int, int, list[ResourceError]],
+    deliveries: tuple[tuple[list[ControllerAddress], ControllerAddress], ...] = (([CONTROLLER], CONTROLLER),),
 ) -> tuple[list[AuditEntry], bytes, bytes]:
     """What the request path wrote for one forwarded request, and the dict way's two lines for the same request."""
     sink = FlakySink(failures=0)
@@ -91,7 +97,8 @@ async def _pair(
         audit.started = 0.0
         await audit.intent(body)
         intent = _oracle(audit, *audit.intent_record(*audit.parameters(body)))
-        audit.delivered([CONTROLLER], CONTROLLER, 0.0015)
+        for attempts, server in deliveries:
+            audit.delivered(attempts, server, 0.0015)
         await audit.outcome(*answer)
         envelope_error, top, found = answer
         outcome = _oracle(audit, *audit.outcome_record(envelope_error, top, [r for r in found if r.error_code != ErrorCode.none]))
@@ -157,3 +164,35 @@ def test_a_plain_request_is_spliced_and_one_over_the_limits_is_not(monkeypatch: 
     assert [_unsealed(entry.line) for entry in written] == [intent, outcome]
     assert len(built) == 4, "over the limits, the written records were built and cut the dict way"
     assert orjson.loads(written[0].line)["data"]["truncated"]["fields"] == ["subject", "resources.name"]
+
+
+UNNAMED = ControllerAddress("c", 9093)
+OTHER = ControllerAddress("d", 9093, 3001)
+
+
+@pytest.mark.parametrize(
+    "deliveries",
+    [
+        (([CONTROLLER], CONTROLLER),),
+        (([UNNAMED], UNNAMED),),
+        (([OTHER], OTHER),),
+        (([UNNAMED, CONTROLLER], CONTROLLER),),
+        (([OTHER], OTHER), ([CONTROLLER], CONTROLLER)),
+        (),
+    ],
+)
+def test_the_parts_encoded_once_follow_the_controllers_and_codes(
+    monkeypatch: pytest.MonkeyPatch, deliveries: tuple[tuple[list[ControllerAddress], ControllerAddress], ...]
+) -> None:
+    """The result without rows and the upstream are encoded once per codes and controller and kept: every way an
+    envelope went (a node without an id, another node, several attempts, none) and every pair of codes, each twice
+    so the second comes from what the first kept, is still the dict way's line."""
+    _frozen_clock(monkeypatch)
+    caller = Caller("User:alice", "PLAIN", "CLIENT", "SASL_PLAINTEXT", "127.0.0.1", 50000, "c-1", "librdkafka", "2.16.0")
+    header = RequestHeaderInfo(19, 7, 42, "admin", 2, 20)
+    named = [ResourceAccess(ResourceType.TOPIC, "orders", PatternType.LITERAL, Operation.CREATE)]
+    for envelope_error in (ErrorCode.none, ErrorCode.not_controller):
+        for top in (ErrorCode.none, ErrorCode.cluster_authorization_failed, 7777):
+            for _ in range(2):
+                written, intent, outcome = trio.run(_pair, WIDE, caller, header, named, None, (envelope_error, top, []), deliveries)
+                assert [_unsealed(entry.line) for entry in written] == [intent, outcome]
