@@ -1,13 +1,14 @@
 """`envelope-proxy`: run, controller, demo, audit, check-config, scram, certs."""
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,22 @@ def _describe(context: ReloadingServerContext) -> str:
     return ", ".join(f"{key}={path}" for key, path in context.settings.watched_files()) or "inline PEM"
 
 
+#: The signals a running server handles. They are held (blocked) from the start of `run` until the server's receiver
+#: is listening, so that a SIGTERM sent as soon as the start's log lines appear drains the server and exits 0,
+#: as the help says, instead of ending the process by the signal's default action.
+STOP_AND_RELOAD_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold STOP_AND_RELOAD_SIGNALS until the server's receiver listens; the mask as it was on the way out."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_AND_RELOAD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]], tls_contexts: Sequence[ReloadingServerContext] = ()) -> int:
     """Run a server until SIGTERM or SIGINT, which set its shutdown event: it drains and returns,
     publishing its audit file, and the process exits 0. A second signal cancels at once.
@@ -77,7 +94,8 @@ def _serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]], tls_cont
                 nursery.cancel_scope.cancel()  # the server is done: stop listening for signals
 
             nursery.start_soon(serve_then_stop)
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            with trio.open_signal_receiver(*STOP_AND_RELOAD_SIGNALS) as signals:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_AND_RELOAD_SIGNALS)  # held ones arrive here now
                 async for signum in signals:
                     if signum == signal.SIGHUP:
                         reload_tls(tls_contexts)
@@ -160,6 +178,11 @@ def _start(path: str, role: str) -> ProxyConfig | ControllerConfig:
 
 
 def _run_proxy(path: str) -> int:
+    with _signals_held():
+        return _serve_proxy(path)
+
+
+def _serve_proxy(path: str) -> int:
     config = _start(path, "proxy")
     assert isinstance(config, ProxyConfig)
     contexts = listener_contexts(config.listeners)
@@ -169,6 +192,11 @@ def _run_proxy(path: str) -> int:
 
 
 def _run_controller(path: str) -> int:
+    with _signals_held():
+        return _serve_controller(path)
+
+
+def _serve_controller(path: str) -> int:
     config = _start(path, "controller")
     assert isinstance(config, ControllerConfig)
     try:
