@@ -1,10 +1,10 @@
 """Turning raw lines into the record store and the quarantine, in batch or incremental mode.
 
 Both modes parse each line once and write it once (:func:`_single_write`). Batch mode
-rebuilds the store from all the input. Incremental mode runs a Structured Streaming query
-with ``trigger(availableNow=True)`` and a checkpoint: each run reads only the files (or Kafka
-offsets) the checkpoint has not seen, stops when it has caught up, and adds its records to
-the store by moving the files it wrote into the store's date partitions.
+rebuilds the store from all the input. Incremental mode reads only the files its manifest has
+not seen (spark_audit/file_manifest.py), or for a Kafka topic runs a Structured Streaming query
+with ``trigger(availableNow=True)`` over the offsets its checkpoint has not seen, and adds the
+records to the store by moving the files it wrote into the store's date partitions.
 
 Incremental de-duplication looks up the new ids among the stored ids of the new records'
 dates, not in streaming state with a watermark: a watermark would drop a late-published audit
@@ -24,9 +24,9 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
-from spark_audit import hadoop_fs, table_state
+from spark_audit import file_manifest, hadoop_fs, table_state
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -288,28 +288,39 @@ class _BatchWriter:
         _single_write(spark, lines, self.layout, self.stats, incremental=True, quarantine=f"{self.layout.quarantine}/batch={batch_id}")
 
 
-def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str, *, files: bool = False) -> IngestStats:
-    """Process what the checkpoint has not seen yet (``availableNow``), then stop.
-
-    With a file source (``files``), the origins are the files its log lists for this run's batches, as a
-    batch run counts the files it lists: a file with no line at all is read too, though no line names it.
-    """
+def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> IngestStats:
+    """A Kafka topic: process the offsets the checkpoint has not seen yet (``availableNow``), then stop."""
     writer = _BatchWriter(layout)
     query = stream.writeStream.foreachBatch(writer).trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
     query.awaitTermination()
     writer.stats.job_groups.append(str(query.runId))
-    if files and writer.batch_ids:
-        writer.stats.origins = _files_listed(stream.sparkSession, checkpoint, writer.batch_ids)
     return writer.stats
 
 
-def _files_listed(spark: SparkSession, checkpoint: str, batch_ids: list[int]) -> int:
-    """Distinct files the file source's log (``<checkpoint>/sources/0``: a version line, then one JSON entry per
-    file with its ``path`` and ``batchId``) lists for ``batch_ids``."""
-    try:
-        log = spark.read.text(f"{checkpoint}/sources/0")
-    except AnalysisException:
-        return 0
-    entry = F.from_json("value", "path string, batchId long")
-    row = log.select(entry.alias("e")).filter(F.col("e.batchId").isin(*batch_ids)).agg(F.count_distinct("e.path")).first()
-    return 0 if row is None else int(row[0])
+def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:
+    """Files: ingest each listed file the manifest does not hold (spark_audit/file_manifest.py), ``max_files`` a batch.
+
+    Each batch is ingested as a micro-batch was (:func:`_single_write`), its quarantine in ``batch=<n>``; the manifest
+    is replaced after the batch's records are in the store. The origins are the files read, empty ones included,
+    as a batch run counts the files it lists.
+    """
+    stats = IngestStats("incremental")
+    listed = file_manifest.list_files(spark, input_path)
+    before = file_manifest.with_sizes(file_manifest.load(spark, checkpoint), listed)
+    manifest = before
+    new = file_manifest.new_files(listed, manifest)
+    step = max_files or max(len(new), 1)
+    for start in range(0, len(new), step):
+        chunk = new[start : start + step]
+        stats.batches += 1
+        lines = read_paths(spark, [file_manifest.readable(f) for f in chunk])
+        _single_write(spark, lines, layout, stats, incremental=True, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
+        manifest = file_manifest.after_batch(manifest, listed, chunk)
+        file_manifest.save(spark, checkpoint, manifest)
+    if not new:
+        # nothing to read, but files the input no longer lists leave the manifest
+        pruned = file_manifest.after_batch(before, listed, [])
+        if pruned.files != before.files or hadoop_fs.read_text(spark, f"{checkpoint}/{file_manifest.MANIFEST}") is None:
+            file_manifest.save(spark, checkpoint, file_manifest.Manifest(before.next_batch, pruned.files))
+    stats.origins = len(new)
+    return stats

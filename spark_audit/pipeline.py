@@ -28,10 +28,10 @@ from spark_audit import (
 from spark_audit.chain_integrity import chain_parts, conclude, load_public_keys, raw_lines
 from spark_audit.collect import gather
 from spark_audit.html_report import render
-from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
+from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, ingest_new_files, read_quarantine, read_store
 from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
-from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
+from spark_audit.read import read_files, read_kafka, stream_kafka
 from spark_audit.report_data import ReportData, Table
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
@@ -59,11 +59,10 @@ def source_label(options: JobOptions) -> str:
 
 def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestStats:
     if options.incremental:
+        checkpoint = options.checkpoint or layout.default_checkpoint
         if options.kafka is not None:
-            stream = stream_kafka(spark, options.kafka)
-        else:
-            stream = stream_files(spark, str(options.input), max_files_per_trigger=options.max_files_per_trigger)
-        return ingest_incremental(stream, layout, options.checkpoint or layout.default_checkpoint, files=options.kafka is None)
+            return ingest_incremental(stream_kafka(spark, options.kafka), layout, checkpoint)
+        return ingest_new_files(spark, str(options.input), layout, checkpoint, max_files=options.max_files_per_trigger)
     lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
     return ingest_batch(spark, lines, layout)
 
