@@ -52,6 +52,8 @@ class Manifest:
     next_batch: int = 0
     #: every ingested file the last listing held, by key, with the size it had
     files: Mapping[str, int] = field(default_factory=dict)
+    #: the chain fields of every file in ``files`` are kept (``_tables/chain``, spark_audit/chain_integrity.py)
+    chain_kept: bool = True
 
 
 def key(uri: str) -> str:
@@ -94,7 +96,7 @@ def after_batch(manifest: Manifest, listed: Iterable[AuditFile], ingested: Itera
     present = {f.key for f in listed}
     files = {k: size for k, size in manifest.files.items() if k in present}
     files.update({f.key: f.size for f in ingested})
-    return Manifest(manifest.next_batch + 1, files)
+    return Manifest(manifest.next_batch + 1, files, manifest.chain_kept)
 
 
 def load(spark: SparkSession, checkpoint: str) -> Manifest:
@@ -108,11 +110,19 @@ def load(spark: SparkSession, checkpoint: str) -> Manifest:
     raw = json.loads(text)
     if raw.get("format") != FORMAT:
         raise ValueError(f"{checkpoint}/{MANIFEST}: format {raw.get('format')!r}, this job reads {FORMAT}")
-    return Manifest(int(raw["nextBatch"]), {str(k): int(v) for k, v in raw["files"].items()})
+    return Manifest(int(raw["nextBatch"]), {str(k): int(v) for k, v in raw["files"].items()}, bool(raw.get("chainKept", False)))
 
 
 def save(spark: SparkSession, checkpoint: str, manifest: Manifest) -> None:
-    text = json.dumps({"format": FORMAT, "nextBatch": manifest.next_batch, "files": dict(sorted(manifest.files.items()))}, indent=0)
+    text = json.dumps(
+        {
+            "format": FORMAT,
+            "nextBatch": manifest.next_batch,
+            "chainKept": manifest.chain_kept,
+            "files": dict(sorted(manifest.files.items())),
+        },
+        indent=0,
+    )
     hadoop_fs.write_text(spark, f"{checkpoint}/{MANIFEST}", text + "\n")
 
 
@@ -144,10 +154,10 @@ def _from_stream_log(spark: SparkSession, checkpoint: str) -> Manifest:
             if int(entry.get("batchId", number)) <= last:
                 # the log does not hold the size: the next run's listing gives it (a file is not read again for it)
                 files[key(str(entry["path"]))] = -1
-    return Manifest(last + 1, files)
+    return Manifest(last + 1, files, chain_kept=False)
 
 
 def with_sizes(manifest: Manifest, listed: Iterable[AuditFile]) -> Manifest:
     """A migrated manifest's entries given their listed sizes (the stream log has none)."""
     sizes = {f.key: f.size for f in listed}
-    return Manifest(manifest.next_batch, {k: (sizes.get(k, v) if v < 0 else v) for k, v in manifest.files.items()})
+    return Manifest(manifest.next_batch, {k: (sizes.get(k, v) if v < 0 else v) for k, v in manifest.files.items()}, manifest.chain_kept)

@@ -15,7 +15,7 @@ by that lookup, and its quarantine directory (``batch=<n>``) is rewritten.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit import file_manifest, hadoop_fs, table_state
+from spark_audit.chain_integrity import chain_fields
 from spark_audit.layout import Layout
 from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
@@ -297,6 +298,21 @@ def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> In
     return writer.stats
 
 
+#: The kept chain fields of the ingested files (``_tables/chain/batch=<n>``): the hash chains' check reads them,
+#: not every audit file's text again (spark_audit/chain_integrity.py).
+CHAIN = "chain"
+
+
+def _keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
+    """The chain fields of ``files``' lines, written to ``target`` (rewritten whole when a batch is run again).
+
+    A second read of the new files' text only: its cost follows the new files, where the check over every file's
+    text grew with the history. A line's position is its order within its file, as the check over the text has it.
+    """
+    lines = read_paths(spark, [file_manifest.readable(f) for f in files])
+    chain_fields(lines.withColumn("position", F.monotonically_increasing_id())).write.mode("overwrite").parquet(target)
+
+
 def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:
     """Files: ingest each listed file the manifest does not hold (spark_audit/file_manifest.py), ``max_files`` a batch.
 
@@ -307,20 +323,27 @@ def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, check
     stats = IngestStats("incremental")
     listed = file_manifest.list_files(spark, input_path)
     before = file_manifest.with_sizes(file_manifest.load(spark, checkpoint), listed)
+    if not before.chain_kept:
+        # a checkpoint from before the kept chain fields: those of the files already ingested, once
+        held = [f for f in listed if f.key in before.files]
+        if held:
+            _keep_chain_fields(spark, held, f"{layout.table(CHAIN)}/batch=before-{before.next_batch}")
+        before = replace(before, chain_kept=True)
     manifest = before
     new = file_manifest.new_files(listed, manifest)
     step = max_files or max(len(new), 1)
     for start in range(0, len(new), step):
         chunk = new[start : start + step]
         stats.batches += 1
-        lines = read_paths(spark, [file_manifest.readable(f) for f in chunk])
-        _single_write(spark, lines, layout, stats, incremental=True, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
+        paths = [file_manifest.readable(f) for f in chunk]
+        _single_write(spark, read_paths(spark, paths), layout, stats, incremental=True, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
+        _keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
         manifest = file_manifest.after_batch(manifest, listed, chunk)
         file_manifest.save(spark, checkpoint, manifest)
     if not new:
         # nothing to read, but files the input no longer lists leave the manifest
         pruned = file_manifest.after_batch(before, listed, [])
         if pruned.files != before.files or hadoop_fs.read_text(spark, f"{checkpoint}/{file_manifest.MANIFEST}") is None:
-            file_manifest.save(spark, checkpoint, file_manifest.Manifest(before.next_batch, pruned.files))
+            file_manifest.save(spark, checkpoint, replace(pruned, next_batch=before.next_batch))
     stats.origins = len(new)
     return stats
