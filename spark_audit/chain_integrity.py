@@ -138,15 +138,19 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
 CHAIN_PARTS = ("chain_counts", "chain_totals", "chain_gaps", "chain_modified", "chain_reordered", "chain_checkpoints")
 
 
-def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
+def chain_parts(fields: DataFrame, *, kept: bool = False) -> dict[str, DataFrame]:
     """What :func:`conclude` needs, as small frames: counts, per-writer totals, and the findings (at most
-    :data:`MAX_FINDINGS` of each kind), from :func:`chain_fields`' rows."""
-    rows = _chained(fields)
+    :data:`MAX_FINDINGS` of each kind), from :func:`chain_fields`' rows.
+
+    Over the text every part shares one exchange, so the text is read once. Over ``kept`` fields (a narrow
+    Parquet table, cheap to read twice) the counts are taken before the exchange and only chained lines are
+    shuffled: lines without a chain never reach it."""
+    rows = fields if kept else _chained(fields)
     counts = rows.agg(
         F.count(F.when(F.col("writer").isNull(), True)).alias("unreadable"),
         F.count(F.when(F.col("writer").isNotNull() & F.col("seq").isNull(), True)).alias("unchained"),
     )
-    chained = rows.filter(F.col("seq").isNotNull())
+    chained = _chained(rows.filter(F.col("seq").isNotNull())) if kept else rows.filter(F.col("seq").isNotNull())
     # Kafka delivers at least once: the same line twice is one record. Two lines at one place: one was altered.
     distinct = chained.dropDuplicates(["writer", "seq", "hash"])
     conflicts = distinct.groupBy("writer", "seq").agg(F.count("*").alias("versions")).filter(F.col("versions") > 1)

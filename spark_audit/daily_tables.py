@@ -30,7 +30,7 @@ from spark_audit.identity_reports import IN_BASELINE, Baseline
 from spark_audit.layout import Layout
 from spark_audit.table_state import TableState
 from spark_audit.tables import DAY, read_table, replace_partitions
-from spark_audit.view import IS_PROBE, traffic
+from spark_audit.view import IS_PROBE, flatten, traffic
 
 DAILY, IDENTITIES = "daily", "identities"
 
@@ -88,31 +88,40 @@ def _identities(flat: DataFrame) -> DataFrame:
     )
 
 
-def build(flat: DataFrame, root: str) -> None:
-    """Every date's parts, from the whole store (``flat``: :func:`spark_audit.view.flatten` of it)."""
+def _flat(store: DataFrame, dates: Iterable[date]) -> DataFrame:
+    """The store's records of ``dates``, flattened: the filter is on the store's partition column, so only those
+    dates' files are read (:func:`spark_audit.view.flatten`'s ``date`` is computed from the time, and a filter on it
+    would read every file)."""
+    chosen = sorted(dates)
+    return flatten(store.filter(_is_in("date", chosen)) if chosen else store.limit(0))
+
+
+def build(store: DataFrame, root: str) -> None:
+    """Every date's parts, from the whole store."""
+    flat = flatten(store)
     _daily(flat).write.mode("overwrite").partitionBy("date").parquet(f"{root}/{DAILY}")
     _identities(flat).write.mode("overwrite").partitionBy("date").parquet(f"{root}/{IDENTITIES}")
 
 
-def update(spark: SparkSession, flat: DataFrame, root: str, work: str, pending: frozenset[date]) -> None:
+def update(spark: SparkSession, store: DataFrame, root: str, work: str, pending: frozenset[date]) -> None:
     """The parts of ``pending`` (and of the day after each, whose probes seen first depend on it) recomputed."""
     if not pending:
         return
     daily_dates = pending | {d + DAY for d in pending}
-    scoped = flat.filter(_is_in("date", daily_dates | {d - DAY for d in daily_dates}))
+    scoped = _flat(store, daily_dates | {d - DAY for d in daily_dates})
     _daily(scoped).filter(_is_in("date", daily_dates)).write.mode("overwrite").partitionBy("date").parquet(f"{work}/{DAILY}")
     replace_partitions(spark, f"{work}/{DAILY}", f"{root}/{DAILY}", daily_dates)
-    _identities(flat.filter(_is_in("date", pending))).write.mode("overwrite").partitionBy("date").parquet(f"{work}/{IDENTITIES}")
+    _identities(_flat(store, pending)).write.mode("overwrite").partitionBy("date").parquet(f"{work}/{IDENTITIES}")
     replace_partitions(spark, f"{work}/{IDENTITIES}", f"{root}/{IDENTITIES}", pending)
 
 
-def follow(spark: SparkSession, flat: DataFrame, layout: Layout, state: TableState) -> Parts:
+def follow(spark: SparkSession, store: DataFrame, layout: Layout, state: TableState) -> Parts:
     """The parts brought up to date with the store: updated for the pending dates where they were kept, else written whole."""
     root = layout.table("parts")
     if state.daily and hadoop_fs.exists(spark, f"{root}/{DAILY}"):
-        update(spark, flat, root, layout.work("parts-update"), state.pending)
+        update(spark, store, root, layout.work("parts-update"), state.pending)
     else:
-        build(flat, root)
+        build(store, root)
     return Parts.read(spark, root)
 
 
@@ -158,12 +167,12 @@ def _sides(baseline: Baseline, bounds: frozenset[date]) -> tuple[Column, Column]
     return history, (start >= F.lit(baseline.end_us)) & ~outside
 
 
-def identities(parts: Parts, flat: DataFrame, baseline: Baseline) -> DataFrame:
+def identities(parts: Parts, store: DataFrame, baseline: Baseline) -> DataFrame:
     """:func:`spark_audit.identity_reports.identities` of the whole store, from the parts and the bounds' dates."""
     bounds = bound_dates(baseline)
     history, detection = _sides(baseline, bounds)
     whole_dates = parts.identities.filter(history | detection).select(*IDENTITY_KEYS, history.alias(IN_BASELINE), "first", "last", "events")
-    split_dates = identity_reports.identities(flat.filter(_is_in("date", bounds)) if bounds else flat.limit(0), baseline)
+    split_dates = identity_reports.identities(_flat(store, bounds), baseline)
     return (
         whole_dates.unionByName(split_dates)
         .groupBy(*IDENTITY_KEYS, IN_BASELINE)
@@ -171,10 +180,10 @@ def identities(parts: Parts, flat: DataFrame, baseline: Baseline) -> DataFrame:
     )
 
 
-def history(parts: Parts, flat: DataFrame, baseline: Baseline) -> DataFrame:
+def history(parts: Parts, store: DataFrame, baseline: Baseline) -> DataFrame:
     """One row ``n``: 1 when the baseline's history holds a record of traffic, else 0."""
     bounds = bound_dates(baseline)
     whole, _ = _sides(baseline, bounds)
     in_whole_dates = parts.daily.filter(whole & (F.col("traffic") > 0)).select(F.lit(1).alias("one"))
-    split = traffic(flat.filter(_is_in("date", bounds)) if bounds else flat.limit(0)).filter(baseline.history(F.unix_micros("time")))
+    split = traffic(_flat(store, bounds)).filter(baseline.history(F.unix_micros("time")))
     return in_whole_dates.unionByName(split.select(F.lit(1).alias("one"))).limit(1).agg(F.count(F.lit(1)).alias("n"))

@@ -129,7 +129,7 @@ class Sources:
         follows = parts is not None and state.built and tables.kept(spark, layout)
         kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
-        identities = identity_reports.identities(flat, baseline) if parts is None else daily_tables.identities(parts, flat, baseline)
+        identities = identity_reports.identities(flat, baseline) if parts is None else daily_tables.identities(parts, store, baseline)
         identities.write.mode("overwrite").parquet(layout.work("identities"))
         # read with its schema: without one, Spark runs a job to read a file's footer
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
@@ -265,13 +265,13 @@ def _summary(
     }
 
 
-def _store_parts(flat: DataFrame, window: Window, kept: daily_tables.Parts | None, quarantine: DataFrame) -> dict[str, DataFrame]:
+def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_tables.Parts | None, quarantine: DataFrame) -> dict[str, DataFrame]:
     """The summary's counts over the store that no report gives: probes, the baseline's history, and in
     incremental mode (from the per-date parts it keeps) the quarantine (which grows across runs)."""
     if kept is not None:
         return {
             "probes": kept.probes(),
-            "history": daily_tables.history(kept, flat, window.baseline),
+            "history": daily_tables.history(kept, store, window.baseline),
             "quarantined": quarantine.agg(F.count(F.lit(1)).alias("n")),
         }
     history = traffic(flat).filter(window.baseline.history(F.unix_micros("time")))
@@ -303,7 +303,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     store = read_store(spark, layout.records)
     state = table_state.load(layout.table_state)
     incremental = stats.mode == "incremental"
-    parts = daily_tables.follow(spark, flatten(store), layout, state) if incremental else None
+    parts = daily_tables.follow(spark, store, layout, state) if incremental else None
     window, store_count = Window.of(spark, store, stats, ro, parts)
     sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
@@ -322,8 +322,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     wanted = {
         **page_parts.parts(frames, ro.top),
-        **_store_parts(flat, window, parts, frames.quarantine),
-        **chain_parts(_chain_fields(spark, options, layout, stats)),
+        **_store_parts(store, flat, window, parts, frames.quarantine),
+        **chain_parts(_chain_fields(spark, options, layout, stats), kept=stats.mode == "incremental" and options.kafka is None),
     }
     found = gather(wanted)
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])

@@ -125,7 +125,7 @@ def test_incremental_runs_check_the_chains_from_the_fields_they_kept(
     assert ingest(spark, options, layout).batches == 1
 
     keys = load_public_keys([str(public)])
-    kept = conclude(gather(chain_parts(read_table(spark, CHAIN_FIELDS, layout.table(CHAIN)))), keys)
+    kept = conclude(gather(chain_parts(read_table(spark, CHAIN_FIELDS, layout.table(CHAIN)), kept=True)), keys)
 
     expected = check_chains(raw_lines(spark, str(audit), None), keys)
     assert expected["status"] == "broken"

@@ -287,7 +287,7 @@ def test_the_per_date_parts_merge_to_what_a_scan_of_the_store_gives(
     store = read_store(spark, str(out / "records"))
     flat = flatten(store)
     layout = Layout(str(tmp_path))
-    parts = daily_tables.follow(spark, flat, layout, table_state.TableState())
+    parts = daily_tables.follow(spark, store, layout, table_state.TableState())
     first_us, last_us, records = parts.span()
     assert (format_instant(first_us), format_instant(last_us), records) == (summary["time_range"]["first"], summary["time_range"]["last"], summary["records"])
     assert _one(parts.probes()) == probe_requests(flat).count() == summary["probes"]
@@ -296,10 +296,10 @@ def test_the_per_date_parts_merge_to_what_a_scan_of_the_store_gives(
     baselines = [Baseline(None, midnight), Baseline(midnight - day, midnight + day), Baseline(midnight - 6 * 3600_000_000, midnight + 7 * 3600_000_000)]
     for _ in range(2):
         for baseline in baselines:
-            assert _sorted(daily_tables.identities(parts, flat, baseline)) == _sorted(identities(flat, baseline)), baseline
+            assert _sorted(daily_tables.identities(parts, store, baseline)) == _sorted(identities(flat, baseline)), baseline
             scanned = traffic(flat).filter(baseline.history(F.unix_micros("time"))).limit(1).count()
-            assert _one(daily_tables.history(parts, flat, baseline)) == scanned, baseline
+            assert _one(daily_tables.history(parts, store, baseline)) == scanned, baseline
         # the parts of both dates recomputed, as after new records of them: nothing changes
         state = table_state.TableState(built=True, pending=frozenset({date(2026, 11, 21), date(2026, 11, 22)}), daily=True)
-        parts = daily_tables.follow(spark, flat, layout, state)
+        parts = daily_tables.follow(spark, store, layout, state)
     assert _one(parts.probes()) == probe_requests(flat).count()
