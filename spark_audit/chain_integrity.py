@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_audit.collect import gather
 from spark_audit.read import KafkaSource, nonblank, read_files, read_kafka
@@ -80,27 +81,40 @@ def raw_lines(spark: SparkSession, input_dir: str | None, kafka: KafkaSource | N
     return read_files(spark, input_dir).select("value", "origin", F.monotonically_increasing_id().alias("position"))
 
 
-def _chained(lines: DataFrame) -> DataFrame:
-    """Each nonblank line's chain fields, shuffled once by writer: every part of :func:`chain_parts` groups or
-    orders within a writer, so they all reuse this one exchange and the text is read once, with nothing cached."""
+def chain_fields(lines: DataFrame) -> DataFrame:
+    """Each nonblank line's chain fields (:func:`raw_lines`' rows in, a narrow row out): all the check reads of a
+    line. An incremental run keeps them for the lines it ingests (:func:`kept_chain_fields`), so that its check
+    reads them instead of every audit file's text again."""
     text = F.col("value")
     kind = F.get_json_object(text, "$.type")
-    return (
-        lines.filter(nonblank(text))
-        .select(
-            "origin",
-            "position",
-            F.get_json_object(text, "$.source").alias("writer"),
-            F.get_json_object(text, "$.chainseq").cast("long").alias("seq"),
-            F.get_json_object(text, "$.chainprev").alias("prev"),
-            F.get_json_object(text, "$.time").alias("time"),
-            kind.alias("type"),
-            F.sha2(text, SHA256_BITS).alias("hash"),
-            # only a checkpoint's text is read again (its signature): the shuffle stays narrow
-            F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
-        )
-        .repartition("writer")
+    return lines.filter(nonblank(text)).select(
+        "origin",
+        "position",
+        F.get_json_object(text, "$.source").alias("writer"),
+        F.get_json_object(text, "$.chainseq").cast("long").alias("seq"),
+        F.get_json_object(text, "$.chainprev").alias("prev"),
+        F.get_json_object(text, "$.time").alias("time"),
+        kind.alias("type"),
+        F.sha2(text, SHA256_BITS).alias("hash"),
+        # only a checkpoint's text is read again (its signature): the rows stay narrow
+        F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
     )
+
+
+#: The schema of :func:`chain_fields`' rows, to read them back without a job reading a Parquet footer.
+CHAIN_FIELDS = StructType(
+    [
+        StructField("origin", StringType()),
+        StructField("position", LongType()),
+        *[StructField(name, LongType() if name == "seq" else StringType()) for name in ("writer", "seq", "prev", "time", "type", "hash", "value")],
+    ]
+)
+
+
+def _chained(fields: DataFrame) -> DataFrame:
+    """:func:`chain_fields`' rows shuffled once by writer: every part of :func:`chain_parts` groups or orders
+    within a writer, so they all reuse this one exchange and the text is read once, with nothing cached."""
+    return fields.repartition("writer")
 
 
 def _signature_holds(row: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey]) -> tuple[bool, dict[str, Any]]:
@@ -124,15 +138,19 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
 CHAIN_PARTS = ("chain_counts", "chain_totals", "chain_gaps", "chain_modified", "chain_reordered", "chain_checkpoints")
 
 
-def chain_parts(lines: DataFrame) -> dict[str, DataFrame]:
+def chain_parts(fields: DataFrame, *, kept: bool = False) -> dict[str, DataFrame]:
     """What :func:`conclude` needs, as small frames: counts, per-writer totals, and the findings (at most
-    :data:`MAX_FINDINGS` of each kind)."""
-    rows = _chained(lines)
+    :data:`MAX_FINDINGS` of each kind), from :func:`chain_fields`' rows.
+
+    Over the text every part shares one exchange, so the text is read once. Over ``kept`` fields (a narrow
+    Parquet table, cheap to read twice) the counts are taken before the exchange and only chained lines are
+    shuffled: lines without a chain never reach it."""
+    rows = fields if kept else _chained(fields)
     counts = rows.agg(
         F.count(F.when(F.col("writer").isNull(), True)).alias("unreadable"),
         F.count(F.when(F.col("writer").isNotNull() & F.col("seq").isNull(), True)).alias("unchained"),
     )
-    chained = rows.filter(F.col("seq").isNotNull())
+    chained = _chained(rows.filter(F.col("seq").isNotNull())) if kept else rows.filter(F.col("seq").isNotNull())
     # Kafka delivers at least once: the same line twice is one record. Two lines at one place: one was altered.
     distinct = chained.dropDuplicates(["writer", "seq", "hash"])
     conflicts = distinct.groupBy("writer", "seq").agg(F.count("*").alias("versions")).filter(F.col("versions") > 1)
@@ -164,7 +182,7 @@ def chain_parts(lines: DataFrame) -> dict[str, DataFrame]:
 
 def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     """The integrity section of summary.json: per writer, what is verified, missing, modified, reordered, signed."""
-    return conclude(gather(chain_parts(lines)), keys)
+    return conclude(gather(chain_parts(chain_fields(lines))), keys)
 
 
 def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:

@@ -90,10 +90,10 @@ def parser() -> argparse.ArgumentParser:
     )
     mode = p.add_argument_group("incremental mode")
     mode.add_argument(
-        "--incremental", action="store_true", help="process only input the checkpoint has not seen (Structured Streaming, availableNow)"
+        "--incremental", action="store_true", help="process only input not seen before: files the checkpoint's manifest does not hold, Kafka offsets past the checkpoint's"
     )
     mode.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: <output>/_checkpoint)")
-    mode.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch (default: all new files in one)")
+    mode.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per batch (default: all new files in one)")
     rep = p.add_argument_group("reports")
     rep.add_argument("--bucket", default="1 hour", metavar="DURATION", help="who-did-what time bucket (default: 1 hour)")
     rep.add_argument("--baseline-start", metavar="TIME", help="first instant of the baseline (default: the first record)")

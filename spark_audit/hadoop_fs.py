@@ -46,3 +46,31 @@ def date_partitions(spark: SparkSession, source: str) -> Iterator[tuple[date, li
         if partition.isDirectory() and name.startswith("date="):
             files = [part for part in fs.listStatus(partition.getPath()) if part.isFile() and not part.getPath().getName().startswith((".", "_"))]
             yield date.fromisoformat(name.removeprefix("date=")), files
+
+
+def read_text(spark: SparkSession, source: str) -> str | None:
+    """A small file's text (UTF-8), None when there is none."""
+    path, fs = file_system(spark, source)
+    if not fs.exists(path(source)):
+        return None
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    stream = fs.open(path(source))
+    try:
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, target: str, text: str) -> None:
+    """Replace a small file by a rename: a reader sees the old text or the new, never part of one."""
+    path, fs = file_system(spark, target)
+    final, staged = path(target), path(f"{target}.tmp")
+    stream = fs.create(staged, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+    fs.delete(final, False)
+    if not fs.rename(staged, final):
+        raise OSError(f"could not move {staged} to {target}")

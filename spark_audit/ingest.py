@@ -1,10 +1,10 @@
 """Turning raw lines into the record store and the quarantine, in batch or incremental mode.
 
 Both modes parse each line once and write it once (:func:`_single_write`). Batch mode
-rebuilds the store from all the input. Incremental mode runs a Structured Streaming query
-with ``trigger(availableNow=True)`` and a checkpoint: each run reads only the files (or Kafka
-offsets) the checkpoint has not seen, stops when it has caught up, and adds its records to
-the store by moving the files it wrote into the store's date partitions.
+rebuilds the store from all the input. Incremental mode reads only the files its manifest has
+not seen (spark_audit/file_manifest.py), or for a Kafka topic runs a Structured Streaming query
+with ``trigger(availableNow=True)`` over the offsets its checkpoint has not seen, and adds the
+records to the store by moving the files it wrote into the store's date partitions.
 
 Incremental de-duplication looks up the new ids among the stored ids of the new records'
 dates, not in streaming state with a watermark: a watermark would drop a late-published audit
@@ -15,7 +15,7 @@ by that lookup, and its quarantine directory (``batch=<n>``) is rewritten.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -24,9 +24,10 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
-from spark_audit import hadoop_fs, table_state
+from spark_audit import file_manifest, hadoop_fs, table_state
+from spark_audit.chain_integrity import chain_fields
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -288,28 +289,61 @@ class _BatchWriter:
         _single_write(spark, lines, self.layout, self.stats, incremental=True, quarantine=f"{self.layout.quarantine}/batch={batch_id}")
 
 
-def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str, *, files: bool = False) -> IngestStats:
-    """Process what the checkpoint has not seen yet (``availableNow``), then stop.
-
-    With a file source (``files``), the origins are the files its log lists for this run's batches, as a
-    batch run counts the files it lists: a file with no line at all is read too, though no line names it.
-    """
+def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> IngestStats:
+    """A Kafka topic: process the offsets the checkpoint has not seen yet (``availableNow``), then stop."""
     writer = _BatchWriter(layout)
     query = stream.writeStream.foreachBatch(writer).trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
     query.awaitTermination()
     writer.stats.job_groups.append(str(query.runId))
-    if files and writer.batch_ids:
-        writer.stats.origins = _files_listed(stream.sparkSession, checkpoint, writer.batch_ids)
     return writer.stats
 
 
-def _files_listed(spark: SparkSession, checkpoint: str, batch_ids: list[int]) -> int:
-    """Distinct files the file source's log (``<checkpoint>/sources/0``: a version line, then one JSON entry per
-    file with its ``path`` and ``batchId``) lists for ``batch_ids``."""
-    try:
-        log = spark.read.text(f"{checkpoint}/sources/0")
-    except AnalysisException:
-        return 0
-    entry = F.from_json("value", "path string, batchId long")
-    row = log.select(entry.alias("e")).filter(F.col("e.batchId").isin(*batch_ids)).agg(F.count_distinct("e.path")).first()
-    return 0 if row is None else int(row[0])
+#: The kept chain fields of the ingested files (``_tables/chain/batch=<n>``): the hash chains' check reads them,
+#: not every audit file's text again (spark_audit/chain_integrity.py).
+CHAIN = "chain"
+
+
+def _keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
+    """The chain fields of ``files``' lines, written to ``target`` (rewritten whole when a batch is run again).
+
+    A second read of the new files' text only: its cost follows the new files, where the check over every file's
+    text grew with the history. A line's position is its order within its file, as the check over the text has it.
+    """
+    lines = read_paths(spark, [file_manifest.readable(f) for f in files])
+    chain_fields(lines.withColumn("position", F.monotonically_increasing_id())).write.mode("overwrite").parquet(target)
+
+
+def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:
+    """Files: ingest each listed file the manifest does not hold (spark_audit/file_manifest.py), ``max_files`` a batch.
+
+    Each batch is ingested as a micro-batch was (:func:`_single_write`), its quarantine in ``batch=<n>``; the manifest
+    is replaced after the batch's records are in the store. The origins are the files read, empty ones included,
+    as a batch run counts the files it lists.
+    """
+    stats = IngestStats("incremental")
+    listed = file_manifest.list_files(spark, input_path)
+    before = file_manifest.with_sizes(file_manifest.load(spark, checkpoint), listed)
+    if not before.chain_kept:
+        # a checkpoint from before the kept chain fields: those of the files already ingested, once
+        held = [f for f in listed if f.key in before.files]
+        if held:
+            _keep_chain_fields(spark, held, f"{layout.table(CHAIN)}/batch=before-{before.next_batch}")
+        before = replace(before, chain_kept=True)
+    manifest = before
+    new = file_manifest.new_files(listed, manifest)
+    step = max_files or max(len(new), 1)
+    for start in range(0, len(new), step):
+        chunk = new[start : start + step]
+        stats.batches += 1
+        paths = [file_manifest.readable(f) for f in chunk]
+        _single_write(spark, read_paths(spark, paths), layout, stats, incremental=True, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
+        _keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
+        manifest = file_manifest.after_batch(manifest, listed, chunk)
+        file_manifest.save(spark, checkpoint, manifest)
+    if not new:
+        # nothing to read, but files the input no longer lists leave the manifest
+        pruned = file_manifest.after_batch(before, listed, [])
+        if pruned.files != before.files or hadoop_fs.read_text(spark, f"{checkpoint}/{file_manifest.MANIFEST}") is None:
+            file_manifest.save(spark, checkpoint, replace(pruned, next_batch=before.next_batch))
+    stats.origins = len(new)
+    return stats

@@ -16,6 +16,7 @@ from spark_audit import (
     acl_hygiene,
     acl_page,
     collect,
+    daily_tables,
     denial_reports,
     hadoop_fs,
     identity_reports,
@@ -25,13 +26,13 @@ from spark_audit import (
     table_state,
     tables,
 )
-from spark_audit.chain_integrity import chain_parts, conclude, load_public_keys, raw_lines
+from spark_audit.chain_integrity import CHAIN_FIELDS, chain_fields, chain_parts, conclude, load_public_keys, raw_lines
 from spark_audit.collect import gather
 from spark_audit.html_report import render
-from spark_audit.ingest import IngestStats, ingest_batch, ingest_incremental, read_quarantine, read_store
+from spark_audit.ingest import CHAIN, IngestStats, ingest_batch, ingest_incremental, ingest_new_files, read_quarantine, read_store
 from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
-from spark_audit.read import read_files, read_kafka, stream_files, stream_kafka
+from spark_audit.read import read_files, read_kafka, stream_kafka
 from spark_audit.report_data import ReportData, Table
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
@@ -59,11 +60,10 @@ def source_label(options: JobOptions) -> str:
 
 def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestStats:
     if options.incremental:
+        checkpoint = options.checkpoint or layout.default_checkpoint
         if options.kafka is not None:
-            stream = stream_kafka(spark, options.kafka)
-        else:
-            stream = stream_files(spark, str(options.input), max_files_per_trigger=options.max_files_per_trigger)
-        return ingest_incremental(stream, layout, options.checkpoint or layout.default_checkpoint, files=options.kafka is None)
+            return ingest_incremental(stream_kafka(spark, options.kafka), layout, checkpoint)
+        return ingest_new_files(spark, str(options.input), layout, checkpoint, max_files=options.max_files_per_trigger)
     lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
     return ingest_batch(spark, lines, layout)
 
@@ -75,10 +75,13 @@ class Window:
     baseline: identity_reports.Baseline
 
     @classmethod
-    def of(cls, spark: SparkSession, store: DataFrame, stats: IngestStats, options: ReportOptions) -> tuple[Window, int]:
-        """The store's time span and its records' number: observed as a batch run wrote the store, else one query."""
+    def of(cls, spark: SparkSession, store: DataFrame, stats: IngestStats, options: ReportOptions, parts: daily_tables.Parts | None) -> tuple[Window, int]:
+        """The store's time span and its records' number: observed as a batch run wrote the store, merged from the
+        per-date parts an incremental run keeps, else one query over the store."""
         if stats.mode == "batch":
             first_us, last_us, count = stats.first_us, stats.last_us, stats.stored
+        elif parts is not None:
+            first_us, last_us, count = parts.span()
         else:
             bounds = store.agg(F.min(F.unix_micros("time")), F.max(F.unix_micros("time")), F.count(F.lit(1))).first()
             assert bounds is not None
@@ -115,12 +118,18 @@ class Sources:
 
     @classmethod
     def write(
-        cls, spark: SparkSession, store: DataFrame, layout: Layout, baseline: identity_reports.Baseline, state: TableState, *, incremental: bool
+        cls,
+        spark: SparkSession,
+        store: DataFrame,
+        layout: Layout,
+        baseline: identity_reports.Baseline,
+        state: TableState,
+        parts: daily_tables.Parts | None,
     ) -> Sources:
-        follows = incremental and state.built and tables.kept(spark, layout)
+        follows = parts is not None and state.built and tables.kept(spark, layout)
         kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
         flat = flatten(store)
-        identities = identity_reports.identities(flat, baseline)
+        identities = identity_reports.identities(flat, baseline) if parts is None else daily_tables.identities(parts, store, baseline)
         identities.write.mode("overwrite").parquet(layout.work("identities"))
         # read with its schema: without one, Spark runs a job to read a file's footer
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
@@ -256,17 +265,28 @@ def _summary(
     }
 
 
-def _store_parts(flat: DataFrame, window: Window, stats: IngestStats, quarantine: DataFrame) -> dict[str, DataFrame]:
+def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_tables.Parts | None, quarantine: DataFrame) -> dict[str, DataFrame]:
     """The summary's counts over the store that no report gives: probes, the baseline's history, and in
-    incremental mode the quarantine (which grows across runs)."""
+    incremental mode (from the per-date parts it keeps) the quarantine (which grows across runs)."""
+    if kept is not None:
+        return {
+            "probes": kept.probes(),
+            "history": daily_tables.history(kept, store, window.baseline),
+            "quarantined": quarantine.agg(F.count(F.lit(1)).alias("n")),
+        }
     history = traffic(flat).filter(window.baseline.history(F.unix_micros("time")))
-    parts = {
+    return {
         "probes": probe_requests(flat).agg(F.count(F.lit(1)).alias("n")),
         "history": history.select("time").limit(1).agg(F.count(F.lit(1)).alias("n")),
     }
-    if stats.mode != "batch":
-        parts["quarantined"] = quarantine.agg(F.count(F.lit(1)).alias("n"))
-    return parts
+
+
+def _chain_fields(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> DataFrame:
+    """What the hash chains' check reads: an incremental run over files reads the chain fields kept for every file
+    it ingested (a narrow table), a batch run (or a Kafka topic) the text."""
+    if stats.mode == "incremental" and options.kafka is None:
+        return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
+    return chain_fields(raw_lines(spark, options.input, options.kafka))
 
 
 def _write_text(path: str, text: str) -> None:
@@ -281,14 +301,16 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     """Every report over the whole store, written as Parquet, summary.json and report.html."""
     ro = options.reports
     store = read_store(spark, layout.records)
-    window, store_count = Window.of(spark, store, stats, ro)
     state = table_state.load(layout.table_state)
-    sources = Sources.write(spark, store, layout, window.baseline, state, incremental=stats.mode == "incremental")
+    incremental = stats.mode == "incremental"
+    parts = daily_tables.follow(spark, store, layout, state) if incremental else None
+    window, store_count = Window.of(spark, store, stats, ro, parts)
+    sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
     frames = _frames(spark, sources, ro, window, layout)
     _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
     totals = {name: _write(frame, layout.report(name), by_date=name in BY_DATE) for name, frame in _reports(frames).items()}
-    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro)))
+    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental))
     whatif_summary: dict[str, Any] | None = None
     whatif_tables: dict[str, Table] = {}
     acls = None
@@ -300,8 +322,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     wanted = {
         **page_parts.parts(frames, ro.top),
-        **_store_parts(flat, window, stats, frames.quarantine),
-        **chain_parts(raw_lines(spark, options.input, options.kafka)),
+        **_store_parts(store, flat, window, parts, frames.quarantine),
+        **chain_parts(_chain_fields(spark, options, layout, stats), kept=stats.mode == "incremental" and options.kafka is None),
     }
     found = gather(wanted)
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])

@@ -64,22 +64,9 @@ def read_files(spark: SparkSession, path: str) -> DataFrame:
     return lines.select("value", F.col("_metadata.file_path").alias("origin"))
 
 
-#: How much older than the newest file seen a new file may be and still be read: longer than any audit is kept.
-MAX_FILE_AGE = "36500d"
-
-
-def stream_files(spark: SparkSession, path: str, *, max_files_per_trigger: int | None = None) -> DataFrame:
-    """:func:`read_files` as a streaming source: each run sees only files it has not seen."""
-    reader = (
-        spark.readStream.option("pathGlobFilter", "*.jsonl")
-        .option("recursiveFileLookup", "false")
-        # Spark skips a new file modified more than maxFileAge (7 days) before the newest file it has seen;
-        # a proxy that restarts after a crash publishes its old staging file, and the audit must not lose it
-        .option("maxFileAge", MAX_FILE_AGE)
-    )
-    if max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
-    return reader.text(path).select("value", F.col("_metadata.file_path").alias("origin"))
+def read_paths(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The lines of the files ``paths`` names (incremental mode: the files its manifest does not hold yet)."""
+    return spark.read.text(paths).select("value", F.col("_metadata.file_path").alias("origin"))
 
 
 def _kafka_lines(frame: DataFrame) -> DataFrame:

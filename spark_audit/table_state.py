@@ -27,6 +27,8 @@ class TableState:
     pending: frozenset[date] = frozenset()
     #: the report options the kept partitions of the date-partitioned reports were computed with
     report_options: dict[str, Any] = field(default_factory=dict)
+    #: the per-date parts (spark_audit/daily_tables.py) follow the store but for ``pending``: an incremental run kept them
+    daily: bool = False
 
 
 def load(path: str) -> TableState:
@@ -39,6 +41,7 @@ def load(path: str) -> TableState:
             built=bool(raw["built"]),
             pending=frozenset(date.fromisoformat(d) for d in raw["pending"]),
             report_options=dict(raw.get("reportOptions") or {}),
+            daily=bool(raw.get("daily", False)),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return TableState()
@@ -53,6 +56,7 @@ def save(path: str, state: TableState) -> None:
             "built": state.built,
             "pending": sorted(d.isoformat() for d in state.pending),
             "reportOptions": state.report_options,
+            "daily": state.daily,
         },
         indent=2,
         sort_keys=True,

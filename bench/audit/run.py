@@ -19,10 +19,11 @@ driver, JVM, Python workers) sampled every 0.2 s:
 - spark_job: the whole job (python -m spark_audit: store, quarantine, every report, HTML), with
   Spark's event log on: ``spark_jobs`` counts its jobs there (SparkListenerJobStart events).
 
-With ``--incremental``: the job with ``--incremental`` over the input (first run), again after one
-more day of files arrived (generate.py's traffic for the following day, at the same rate), and a
-full batch run over all the files; ``rerun_over_full_run`` is the second incremental run's time
-over the full run's, and ``same_counts_as_full_run`` says whether their summaries agree.
+With ``--incremental``: at the input's daily rate, three and nine days of history, each with a first
+incremental run, then one more day of files (generate.py's traffic for the following day) and the
+timed rerun, the two reruns back to back; and the new day's cold JSON -> Parquet in a fresh JVM.
+``rerun_longest_over_shortest_history`` is the rerun over nine days' time over the rerun over three
+days', ``rerun_over_day_parquet_floor`` the nine-day rerun's over the day's floor.
 
 ``ratios`` divide the job's time by each floor's; ``scaling`` compares the largest size with
 the smallest (time ratio, the job's increase over the JSON -> Parquet floor's, peak memory);
@@ -51,38 +52,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(REPO))
 
 import generate  # noqa: E402
-import measure  # noqa: E402
+from rerun import HISTORIES, incremental  # noqa: E402
+from steps import TIMEOUT, ratio, step  # noqa: E402
 
 from spark_audit.local_fs import CLASS_PATH, JAR_ENV, KEEP_HADOOPS, local_file_system_conf  # noqa: E402
 from spark_audit.make_class_archive import archive_for  # noqa: E402
 
-TIMEOUT = 6 * 3600.0
 #: lines of the sample the class archive is made from (spark_audit/make_class_archive.py)
 CLASS_ARCHIVE_SAMPLE = 20_000
-
-
-def _mb(value: int) -> float:
-    return round(value / 1024 / 1024, 1)
-
-
-def _step(name: str, command: list[str], records: int, env: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    print(f"bench: {name} ...", file=sys.stderr, flush=True)
-    result = measure.run(command, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-    summary: dict[str, Any] = {
-        "seconds": round(result.seconds, 2),
-        "records_per_second": round(records / result.seconds) if result.seconds else None,
-        "peak_rss_mb": _mb(result.peak_rss_bytes),
-        "peak_rss_plain_sum_mb": _mb(result.peak_rss_plain_bytes),
-        "cpu_seconds": result.cpu_seconds,
-    }
-    if result.returncode != 0:
-        summary["error"] = f"exit {result.returncode}: {result.stderr.strip()[-2000:]}"
-        return summary, None
-    try:
-        output = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
-    except json.JSONDecodeError:
-        output = None
-    return summary, output
 
 
 def _timing(seconds: float, records: int, cpu_seconds: float | None = None) -> dict[str, Any]:
@@ -156,12 +133,6 @@ def spark_jobs_logged(directory: Path) -> int | None:
     return sum(1 for path in logs for line in path.open(encoding="utf-8") if '"Event":"SparkListenerJobStart"' in line)
 
 
-def _ratio(a: dict[str, Any], b: dict[str, Any], key: str = "seconds") -> float | None:
-    if "error" in a or "error" in b or not b.get(key) or a.get(key) is None:
-        return None
-    return round(a[key] / b[key], 2)
-
-
 #: Issue 55's targets: Spark jobs per batch run; the job over the cold JSON -> Parquet floor at 1M and at 5M
 #: and beyond; the job's increase from the smallest to the largest size over the floor's; a rerun adding one day
 #: over that day's cold JSON -> Parquet floor; peak memory of the job's process tree.
@@ -169,10 +140,12 @@ MOST_SPARK_JOBS = 20
 PARQUET_FLOOR_RATIO = {1_000_000: 2.0, 5_000_000: 1.5}
 INCREASE_RATIO = 1.5
 RERUN_OVER_DAY_FLOOR = 3.0
+#: a rerun adding one day over nine days of history over the same rerun over three days
+RERUN_OVER_HISTORY = 1.15
 PEAK_MB = 1.5 * 1024
 
 
-def _increase_ratio(first: dict[str, Any], last: dict[str, Any]) -> float | None:
+def _increaseratio(first: dict[str, Any], last: dict[str, Any]) -> float | None:
     try:
         job = last["spark_job"]["seconds"] - first["spark_job"]["seconds"]
         floor = last["parquet_floor"]["seconds"] - first["parquet_floor"]["seconds"]
@@ -197,6 +170,9 @@ def targets(runs: list[dict[str, Any]], scaling: dict[str, Any] | None) -> dict[
         incremental = run.get("incremental")
         if incremental is not None:
             found[f"rerun_over_day_parquet_floor_{size}"] = _target(incremental.get("rerun_over_day_parquet_floor"), RERUN_OVER_DAY_FLOOR)
+            found[f"rerun_{HISTORIES[-1]}d_over_rerun_{HISTORIES[0]}d_{size}"] = _target(
+                incremental.get("rerun_longest_over_shortest_history"), RERUN_OVER_HISTORY
+            )
     if scaling is not None:
         found["job_increase_over_parquet_floor_increase"] = _target(scaling.get("job_increase_over_parquet_floor_increase"), INCREASE_RATIO)
     return found
@@ -213,29 +189,29 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
     for floor, name in (("session", "session_start"), ("ingest", "ingest_floor"), ("parquet", "parquet_floor")):
         command = [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master, "--floor", floor]
         # the whole process: a fresh JVM, its start and its work, as the job's own process is measured
-        result[name], _ = _step(f"floor: {floor}, in a fresh JVM", command, records)
+        result[name], _ = step(f"floor: {floor}, in a fresh JVM", command, records)
         shutil.rmtree(workdir / "floor-parquet", ignore_errors=True)
     job_command = [python, "-m", "spark_audit", "--input", str(source), "--output", str(out), "--master", args.master, "--quiet"]
     if args.no_html:
         job_command.append("--no-html")
     events = workdir / f"events-{records}"
-    result["spark_job"], _ = _step("spark_job", job_command, records, env=event_log_env(events))
+    result["spark_job"], _ = step("spark_job", job_command, records, env=event_log_env(events))
     result["spark_job"]["spark_jobs"] = spark_jobs_logged(events)
     summary_path = out / "summary.json"
     if summary_path.exists() and "error" not in result["spark_job"]:
         summary = json.loads(summary_path.read_text())
         result["spark_job"]["summary"] = {k: summary.get(k) for k in ("records", "malformed", "duplicates_dropped", "requests", "denials")}
     result["ratios"] = {
-        "job_over_ingest_floor": _ratio(result["spark_job"], result["ingest_floor"]),
-        "job_over_parquet_floor": _ratio(result["spark_job"], result["parquet_floor"]),
+        "job_over_ingest_floor": ratio(result["spark_job"], result["ingest_floor"]),
+        "job_over_parquet_floor": ratio(result["spark_job"], result["parquet_floor"]),
         # CPU seconds of the process trees: steadier than wall time on a machine shared with other work
-        "job_cpu_over_ingest_floor_cpu": _ratio(result["spark_job"], result["ingest_floor"], "cpu_seconds"),
-        "job_cpu_over_parquet_floor_cpu": _ratio(result["spark_job"], result["parquet_floor"], "cpu_seconds"),
+        "job_cpu_over_ingest_floor_cpu": ratio(result["spark_job"], result["ingest_floor"], "cpu_seconds"),
+        "job_cpu_over_parquet_floor_cpu": ratio(result["spark_job"], result["parquet_floor"], "cpu_seconds"),
     }
     if args.incremental:
-        result["incremental"] = _incremental(records, workdir, source, args)
+        result["incremental"] = incremental(records, workdir, source, args)
     if args.compare:
-        spark_reports, spark_out = _step(
+        spark_reports, spark_out = step(
             "spark_reports", [python, str(HERE / "spark_reports.py"), str(source), "--master", args.master], records
         )
         result["spark_reports"] = spark_reports
@@ -243,69 +219,11 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
             result["duckdb_reports"] = {"skipped": "duckdb is not installed: pip install -e '.[bench]'"}
             result["results_match"] = None
         else:
-            duck, duck_out = _step("duckdb_reports", [python, str(HERE / "duckdb_reports.py"), str(source)], records)
+            duck, duck_out = step("duckdb_reports", [python, str(HERE / "duckdb_reports.py"), str(source)], records)
             result["duckdb_reports"] = duck
             result["results_match"] = _compare(spark_out, duck_out)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
-    return result
-
-
-def _one_more_day(records: int, workdir: Path, seed: int) -> tuple[Path, dict[str, Any]]:
-    """A day of traffic after generate.py's default days, at the same rate: what arrives between two runs."""
-    days = generate.Traffic().days
-    more = workdir / f"audit-{records}-day-{days + 1}"
-    marker = more / "_generated.json"
-    if marker.exists():
-        return more, json.loads(marker.read_text())
-    shutil.rmtree(more, ignore_errors=True)
-    lines = records // days
-    counts = generate.write(more, lines, seed=seed + 1000, traffic=generate.Traffic(days=1, start_day=days))
-    info = {"lines": lines, "files": counts.files, "good": counts.records}
-    marker.write_text(json.dumps(info))
-    return more, info
-
-
-def _incremental(records: int, workdir: Path, source: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """--incremental over the input, then again after one more day of files arrived, beside a full run over both.
-
-    The audit directory is made of hard links to the generated files, so nothing is copied.
-    """
-    more, info = _one_more_day(records, workdir, args.seed)
-    audit, out = workdir / f"incremental-{records}", workdir / f"out-incremental-{records}"
-    shutil.rmtree(audit, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
-    audit.mkdir()
-    for path in sorted(source.glob("*.jsonl")):
-        os.link(path, audit / path.name)
-    python = sys.executable
-    job = [python, "-m", "spark_audit", "--input", str(audit), "--master", args.master, "--quiet", "--no-html"]
-    result: dict[str, Any] = {"one_more_day": info}
-    result["first_run"], _ = _step("incremental, first run", [*job, "--output", str(out), "--incremental"], records)
-    for path in sorted(more.glob("*.jsonl")):
-        os.link(path, audit / path.name)
-    total = records + info["lines"]
-    result["rerun_one_more_day"], _ = _step("incremental, one more day", [*job, "--output", str(out), "--incremental"], info["lines"])
-    summary_path = out / "summary.json"
-    if summary_path.exists():
-        summary = json.loads(summary_path.read_text())
-        result["rerun_one_more_day"]["summary"] = {k: summary.get(k) for k in ("records", "requests", "denials", "run")}
-    full_out = workdir / f"out-full-{records}"
-    result["full_run"], _ = _step("full run over the same files", [*job, "--output", str(full_out)], total)
-    full_summary = full_out / "summary.json"
-    if full_summary.exists() and summary_path.exists():
-        a, b = json.loads(summary_path.read_text()), json.loads(full_summary.read_text())
-        keys = ("records", "requests", "denials", "authentication_failures", "sensitive_changes", "bursts", "intents_without_outcome")
-        result["same_counts_as_full_run"] = {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
-    floor = [python, str(HERE / "floors.py"), str(more), "--output", str(workdir / "floor-day"), "--master", args.master, "--floor", "parquet"]
-    result["day_parquet_floor"], _ = _step("floor: the new day's JSON -> Parquet, in a fresh JVM", floor, info["lines"])
-    shutil.rmtree(workdir / "floor-day", ignore_errors=True)
-    result["rerun_over_day_parquet_floor"] = _ratio(result["rerun_one_more_day"], result["day_parquet_floor"])
-    result["rerun_over_full_run"] = _ratio(result["rerun_one_more_day"], result["full_run"])
-    result["rerun_cpu_over_full_run_cpu"] = _ratio(result["rerun_one_more_day"], result["full_run"], "cpu_seconds")
-    if not args.keep:
-        for path in (audit, out, full_out):
-            shutil.rmtree(path, ignore_errors=True)
     return result
 
 
@@ -352,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--incremental",
         action="store_true",
-        help="also --incremental over the input, again after one more day of files, and a full run over both (the rerun's time over the full run's)",
+        help="also an incremental rerun adding one day over three and over nine days of history, and that day's cold JSON -> Parquet",
     )
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.records.split(",") if size.strip()]
@@ -375,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             first, last = runs[0], runs[-1]
             result["scaling"] = {
                 "sizes": [first["records"], last["records"]],
-                "job_time_ratio": _ratio(last["spark_job"], first["spark_job"]),
-                "job_increase_over_parquet_floor_increase": _increase_ratio(first, last),
+                "job_time_ratio": ratio(last["spark_job"], first["spark_job"]),
+                "job_increase_over_parquet_floor_increase": _increaseratio(first, last),
                 "peak_rss_mb": [first["spark_job"]["peak_rss_mb"], last["spark_job"]["peak_rss_mb"]],
             }
         result["targets"] = targets(runs, result.get("scaling"))

@@ -55,10 +55,12 @@ def test_bench_prints_json(tmp_path: Path) -> None:
         assert run["spark_job"]["summary"]["malformed"] == given["malformed"]
         assert run["ratios"]["job_over_ingest_floor"] > 0 and run["ratios"]["job_cpu_over_ingest_floor_cpu"] > 0
         incremental = run["incremental"]
-        assert 0 < incremental["rerun_one_more_day"]["summary"]["run"]["lines"] <= incremental["one_more_day"]["lines"]  # blank lines not counted
-        assert incremental["rerun_one_more_day"]["summary"]["records"] == given["good"] + incremental["one_more_day"]["good"]
-        assert incremental["same_counts_as_full_run"] is True and incremental["rerun_over_full_run"] > 0
-        assert incremental["rerun_over_day_parquet_floor"] > 0
+        for days in (3, 9):  # one more day over three and over nine days of history, at the input's daily rate
+            rerun = incremental[f"rerun_{days}d"]
+            assert 0 < rerun["summary"]["run"]["lines"] <= rerun["one_more_day"]["lines"]  # blank lines not counted
+            assert rerun["summary"]["records"] == rerun["one_more_day"]["history"]["good"] + rerun["one_more_day"]["good"]
+        assert incremental["rerun_longest_over_shortest_history"] > 0 and incremental["rerun_over_day_parquet_floor"] > 0
+        assert result["targets"]["rerun_9d_over_rerun_3d_1000"]["measured"] == incremental["rerun_longest_over_shortest_history"]
         if compare:
             assert run["results_match"]["latency_requests_per_api"] is True
             assert run["results_match"]["denials_by_principal"] is True

@@ -12,10 +12,14 @@ from pyspark.sql import SparkSession
 
 from envelope_proxy.audit_verify_cli import public_keys
 from proxy.audit.chain_verify import verify_lines
-from spark_audit.chain_integrity import check_chains, load_public_keys, raw_lines
+from spark_audit.chain_integrity import CHAIN_FIELDS, chain_parts, check_chains, conclude, load_public_keys, raw_lines
+from spark_audit.collect import gather
+from spark_audit.ingest import CHAIN
 from spark_audit.integrity_banner import integrity_banner
+from spark_audit.layout import Layout
 from spark_audit.options import JobOptions
-from spark_audit.pipeline import run
+from spark_audit.pipeline import ingest, run
+from spark_audit.tables import read_table
 from tests.proxy.audit.chain_trail import drop_lines, edit_line, lines_of, published, swap_lines, write_key_pair, write_run
 
 pytestmark = pytest.mark.spark
@@ -100,3 +104,29 @@ def test_the_job_puts_a_broken_trail_in_the_summary_and_a_red_banner_on_top_of_t
 def test_the_banner_of_a_whole_trail_says_whether_signatures_were_checked() -> None:
     whole = {"status": "whole", "signatures_checked": False, "writers": [{"records": 3, "status": "whole"}]}
     assert "NOT checked" in integrity_banner(whole) and integrity_banner(None) == ""
+
+
+def test_incremental_runs_check_the_chains_from_the_fields_they_kept(
+    spark: SparkSession, trails: tuple[dict[str, Path], Path], tmp_path: Path
+) -> None:
+    """Two incremental ingests, one of a file published late into the first run's trail: the check over the chain
+    fields they kept finds what the check over every file's text finds (a truncated tail, claimed by a later start)."""
+    directories, public = trails
+    source = directories["truncate tail"]
+    audit, out = tmp_path / "audit", tmp_path / "out"
+    shutil.copytree(source, audit)
+    late = published(audit)[1]
+    held_back = tmp_path / late.name
+    late.rename(held_back)
+    options = JobOptions(input=str(audit), incremental=True, print_report=False, html=False)
+    layout = Layout(str(out))
+    assert ingest(spark, options, layout).batches == 1
+    held_back.rename(late)
+    assert ingest(spark, options, layout).batches == 1
+
+    keys = load_public_keys([str(public)])
+    kept = conclude(gather(chain_parts(read_table(spark, CHAIN_FIELDS, layout.table(CHAIN)), kept=True)), keys)
+
+    expected = check_chains(raw_lines(spark, str(audit), None), keys)
+    assert expected["status"] == "broken"
+    assert kept == expected

@@ -52,6 +52,7 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     # a file still being written is not read
     write_jsonl(source / ".staging" / "audit-1-c.jsonl", ["{partial"])
 
+    kept_manifest = (out / "_checkpoint" / "files.json").read_text()
     second = run(None, str(out), spark=spark, options=options)
 
     new = len(RECORDS) - 4
@@ -73,11 +74,11 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     quarantined = spark.read.json(str(out / "quarantine")).collect()
     assert [(r["value"], r["batch"]) for r in quarantined] == [("{not json", 1)]
 
-    # as if the run had died after updating the store, before the checkpoint committed its batch
-    commits = out / "_checkpoint" / "commits"
-    assert sorted(path.name for path in commits.iterdir() if not path.name.startswith(".")) == ["0", "1"]
-    for path in (commits / "1", commits / ".1.crc"):
-        path.unlink(missing_ok=True)
+    # as if the run had died after updating the store, before the manifest was replaced
+    manifest = out / "_checkpoint" / "files.json"
+    assert json.loads(manifest.read_text())["nextBatch"] == 2
+    manifest.write_text(kept_manifest)
+    (manifest.parent / ".files.json.crc").unlink(missing_ok=True)  # Hadoop's checksum of the text replaced
 
     again = run(None, str(out), spark=spark, options=options)
 
@@ -95,14 +96,18 @@ def test_rerun_reads_only_new_files(spark: SparkSession, tmp_path: Path) -> None
     assert (blank["run"]["batches"], blank["run"]["lines"], blank["run"]["stored"], blank["records"]) == (1, 0, 0, len(RECORDS))
     assert blank["run"]["origins"] == 2  # the file of blank lines and the empty file were read, as a batch run counts them
 
-    # an operator removed a kept table: the next run rebuilds it from the store
+    # an operator removed a kept table: the next run rebuilds it from the store; retention removed an audit file:
+    # its name leaves the manifest, which holds no more than the input lists
     shutil.rmtree(out / "_tables" / "requests")
+    (source / "audit-2-empty.jsonl").unlink()
 
     third = run(None, str(out), spark=spark, options=options)
 
     assert (third["run"]["batches"], third["run"]["stored"], third["records"]) == (0, 0, len(RECORDS))
     assert third["requests"] == blank["requests"] > 0
     assert json.loads((out / "summary.json").read_text())["run"]["batches"] == 0
+    listed = sorted(f"file://{path}" for path in source.glob("*.jsonl"))
+    assert sorted(json.loads(manifest.read_text())["files"]) == listed
 
 
 
