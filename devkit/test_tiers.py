@@ -8,7 +8,7 @@ tests/conftest.py applies it to `pytest --tier NAME`. They share nothing a test 
 each tier has its own `--basetemp` and no cache, and the session fixtures (Kafka nodes, the KDC, Keycloak) pick
 free ports, so a node the interop tier starts is never one the main tier uses.
 
-Each tier runs its tests on WORKERS pytest-xdist workers (`--dist loadfile`: a test file stays on one worker, so
+Each tier runs its tests on its WORKERS pytest-xdist workers (`--dist loadfile`: a test file stays on one worker, so
 its module fixtures start once); `schedule_rank` starts the files that measured slowest first, so that no long
 file starts last. Fixtures of session scope start once per worker that needs them. (Not `--dist loadgroup`:
 pytest-xdist 3.8 marks a group in the test's id in a way pytest 9 no longer reads, so every test would be
@@ -31,14 +31,16 @@ from typing import IO
 TIERS = ("main", "interop", "spark")
 STREAMED = "main"
 INTEROP_FOLDER = "tests/interop/"
-WORKERS = {"main": 2, "interop": 2, "spark": 2}
+# The Spark tier is the longest, and its tests wait on JVMs more than they compute: a third worker there.
+WORKERS = {"main": 2, "interop": 2, "spark": 3}
 # The slowest files of each tier as measured (2026-11-28, `--durations`), longest first: a scheduling hint only.
 # A file missing here runs after these, in collection order; a stale entry costs nothing but balance.
 STARTS_FIRST = (
-    "tests/spark_audit/test_bench.py",
+    "tests/spark_audit/test_bench_incremental.py",
     "tests/spark_audit/test_memory_wall.py",
-    "tests/spark_audit/test_incremental.py",
     "tests/spark_audit/test_standalone.py",
+    "tests/spark_audit/test_bench.py",
+    "tests/spark_audit/test_incremental.py",
     "tests/spark_audit/test_differential.py",
     "tests/spark_audit/test_class_archive.py",
     "tests/spark_audit/test_local_fs.py",

@@ -1,6 +1,6 @@
 """On-demand benchmark of the audit job on realistic records, side by side with its floors.
 
-Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare] [--incremental]
+Run: .venv/bin/python bench/audit/run.py [--records 1000000,5000000] [--master local[2]] [--workdir DIR] [--compare] [--incremental | --incremental-only]
 (or `make bench-audit`). Prints one JSON object on stdout; progress goes to stderr.
 
 Before anything is timed it makes the driver JVM's class archive where there is none
@@ -163,16 +163,20 @@ def targets(runs: list[dict[str, Any]], scaling: dict[str, Any] | None) -> dict[
     found: dict[str, Any] = {}
     for run in runs:
         size = run["records"]
-        found[f"spark_jobs_{size}"] = _target(run["spark_job"].get("spark_jobs"), MOST_SPARK_JOBS)
-        bound = PARQUET_FLOOR_RATIO.get(size, min(PARQUET_FLOOR_RATIO.values()) if size > min(PARQUET_FLOOR_RATIO) else max(PARQUET_FLOOR_RATIO.values()))
-        found[f"job_over_parquet_floor_{size}"] = _target(run["ratios"]["job_over_parquet_floor"], bound)
-        found[f"peak_rss_mb_{size}"] = _target(run["spark_job"].get("peak_rss_mb"), PEAK_MB)
         incremental = run.get("incremental")
         if incremental is not None:
             found[f"rerun_over_day_parquet_floor_{size}"] = _target(incremental.get("rerun_over_day_parquet_floor"), RERUN_OVER_DAY_FLOOR)
             found[f"rerun_{HISTORIES[-1]}d_over_rerun_{HISTORIES[0]}d_{size}"] = _target(
                 incremental.get("rerun_longest_over_shortest_history"), RERUN_OVER_HISTORY
             )
+        if "spark_job" not in run:
+            continue  # --incremental-only
+        found[f"spark_jobs_{size}"] = _target(run["spark_job"].get("spark_jobs"), MOST_SPARK_JOBS)
+        bound = PARQUET_FLOOR_RATIO.get(
+            size, min(PARQUET_FLOOR_RATIO.values()) if size > min(PARQUET_FLOOR_RATIO) else max(PARQUET_FLOOR_RATIO.values())
+        )
+        found[f"job_over_parquet_floor_{size}"] = _target(run["ratios"]["job_over_parquet_floor"], bound)
+        found[f"peak_rss_mb_{size}"] = _target(run["spark_job"].get("peak_rss_mb"), PEAK_MB)
     if scaling is not None:
         found["job_increase_over_parquet_floor_increase"] = _target(scaling.get("job_increase_over_parquet_floor_increase"), INCREASE_RATIO)
     return found
@@ -186,6 +190,9 @@ def measure_size(records: int, workdir: Path, args: argparse.Namespace) -> dict[
     python = sys.executable
     floors = HERE / "floors.py"
     result: dict[str, Any] = {"records": records, "input": info}
+    if args.incremental_only:
+        result["incremental"] = incremental(records, workdir, source, args)
+        return result
     for floor, name in (("session", "session_start"), ("ingest", "ingest_floor"), ("parquet", "parquet_floor")):
         command = [python, str(floors), str(source), "--output", str(workdir / "floor-parquet"), "--master", args.master, "--floor", floor]
         # the whole process: a fresh JVM, its start and its work, as the job's own process is measured
@@ -272,7 +279,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also an incremental rerun adding one day over three and over nine days of history, and that day's cold JSON -> Parquet",
     )
+    parser.add_argument(
+        "--incremental-only",
+        action="store_true",
+        help="only the incremental reruns and their day's floor (no batch job, no batch floors)",
+    )
     args = parser.parse_args(argv)
+    args.incremental = args.incremental or args.incremental_only
     sizes = [int(size) for size in args.records.split(",") if size.strip()]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -289,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": {**machine, "class_archive": archive},
             "runs": runs,
         }
-        if len(runs) > 1:
+        if len(runs) > 1 and not args.incremental_only:
             first, last = runs[0], runs[-1]
             result["scaling"] = {
                 "sizes": [first["records"], last["records"]],
@@ -299,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         result["targets"] = targets(runs, result.get("scaling"))
         print(json.dumps(result, indent=2))
-        return 0 if all("error" not in run["spark_job"] for run in runs) else 1
+        return 0 if all("error" not in run.get("spark_job", {}) for run in runs) else 1
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -55,3 +56,28 @@ def run_job(
         cwd=REPO_ROOT,
         env=env,
     )
+
+
+def run_bench(tmp_path: Path, *options: str) -> dict[str, Any]:
+    """bench/audit/run.py over a thousand records with `options`: its JSON, once it exited 0."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "audit" / "run.py"),
+            "--records",
+            "1000",
+            "--workdir",
+            str(tmp_path),
+            "--master",
+            "local[2]",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout)
+    assert [run["records"] for run in result["runs"]] == [1000]
+    return result

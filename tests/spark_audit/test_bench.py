@@ -1,16 +1,15 @@
-"""Smoke test of bench/audit/run.py: a thousand records, one JSON object out."""
+"""Smoke test of bench/audit/run.py: a thousand records, one JSON object out (its incremental reruns:
+test_bench_incremental.py, a file of its own so that the two run side by side)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.spark_audit.harness import bench_generator
+from tests.spark_audit.harness import bench_generator, run_bench
 
 pytestmark = pytest.mark.spark
 
@@ -20,28 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def test_bench_prints_json(tmp_path: Path) -> None:
     # --compare checks Spark's reports against DuckDB's (the bench extra); without DuckDB it would only time a Spark run.
     compare = importlib.util.find_spec("duckdb") is not None
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "bench" / "audit" / "run.py"),
-            "--records",
-            "1000",
-            "--workdir",
-            str(tmp_path),
-            "--master",
-            "local[2]",
-            *(["--compare"] if compare else []),
-            "--incremental",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
-    assert [run["records"] for run in result["runs"]] == [1000]
+    result = run_bench(tmp_path, *(["--compare"] if compare else []))
     for run in result["runs"]:
         given = run["input"]
         assert given["good"] + given["malformed"] + given["blank"] + given["duplicates"] == run["records"]
@@ -54,13 +32,6 @@ def test_bench_prints_json(tmp_path: Path) -> None:
         assert run["spark_job"]["summary"]["records"] == given["good"]
         assert run["spark_job"]["summary"]["malformed"] == given["malformed"]
         assert run["ratios"]["job_over_ingest_floor"] > 0 and run["ratios"]["job_cpu_over_ingest_floor_cpu"] > 0
-        incremental = run["incremental"]
-        for days in (3, 9):  # one more day over three and over nine days of history, at the input's daily rate
-            rerun = incremental[f"rerun_{days}d"]
-            assert 0 < rerun["summary"]["run"]["lines"] <= rerun["one_more_day"]["lines"]  # blank lines not counted
-            assert rerun["summary"]["records"] == rerun["one_more_day"]["history"]["good"] + rerun["one_more_day"]["good"]
-        assert incremental["rerun_longest_over_shortest_history"] > 0 and incremental["rerun_over_day_parquet_floor"] > 0
-        assert result["targets"]["rerun_9d_over_rerun_3d_1000"]["measured"] == incremental["rerun_longest_over_shortest_history"]
         if compare:
             assert run["results_match"]["latency_requests_per_api"] is True
             assert run["results_match"]["denials_by_principal"] is True
@@ -105,10 +76,22 @@ def test_generated_directory_has_the_shape_of_real_traffic(tmp_path: Path) -> No
     top = principals.most_common(1)[0][1]
     assert len(principals) > 100 and top > 20 * sorted(principals.values())[len(principals) // 2]  # skewed
     stages = Counter(record["data"]["stage"] for record in records)
-    assert set(stages) >= {"intent", "outcome", "read", "local", "refused", "connected", "authenticated", "authentication-failed", "disconnected"}
+    assert set(stages) >= {
+        "intent",
+        "outcome",
+        "read",
+        "local",
+        "refused",
+        "connected",
+        "authenticated",
+        "authentication-failed",
+        "disconnected",
+    }
     assert {record["data"]["authenticationInfo"]["listener"] for record in records} == {"CLIENT", "INTERNAL", "MTLS", "LEGACY"}
     assert {record["data"]["forwardingPrincipal"] for record in records if record["data"]["stage"] == "intent"} == {"User:envelope-proxy"}
-    by_request = Counter((record["data"]["requestId"], record["data"]["stage"]) for record in records if record["data"]["stage"] in ("intent", "outcome"))
+    by_request = Counter(
+        (record["data"]["requestId"], record["data"]["stage"]) for record in records if record["data"]["stage"] in ("intent", "outcome")
+    )
     request_ids = {rid for rid, _ in by_request}
     assert any((rid, "intent") not in by_request for rid in request_ids)  # an outcome without its intent
     assert any((rid, "outcome") not in by_request for rid in request_ids)  # an intent without its outcome
