@@ -13,6 +13,7 @@ from spark_audit.report_basics import MICROS, closing_events, in_order, micros, 
 from spark_audit.view import (
     DENIED,
     NO_RESOURCE,
+    WHO_COLUMNS,
     denied_by,
     error_name,
     explaining_error,
@@ -75,12 +76,7 @@ def denial_details(flat: DataFrame) -> DataFrame:
         closing_events(flat)
         .filter(F.col("isDenial"))
         .select(
-            "time",
-            "principal",
-            "clientAddress",
-            "listener",
-            "forwardingPrincipal",
-            "method",
+            *WHO_COLUMNS,
             "subject",
             F.array_distinct(F.transform(denied, resource_label)).alias("deniedResources"),
             "status",

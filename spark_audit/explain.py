@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from spark_audit import changes, collect
 from spark_audit.report_data import Table
-from spark_audit.view import BY_CONTROLLER, BY_PROXY_EDGE, BY_PROXY_RIGHTS, UNAUTHENTICATED
+from spark_audit.view import BY_CONTROLLER, BY_PROXY_EDGE, BY_PROXY_RIGHTS, UNAUTHENTICATED, WHO_COLUMNS
 
 #: The page's columns.
 DENIAL_COLUMNS = ("time", "principal", "from", "method", "resource", "denied by", "error", "status", "why")
@@ -48,19 +48,10 @@ def _why(denied_by: Any, principal: Any, forwarder: Any, reason: Any, detail: An
     return said or ("refused by the proxy" if denied_by == BY_PROXY_EDGE else "refused by the proxy (connection)")
 
 
-#: Who did what, where and when: the first columns of both detail tables below.
-_WHO_COLUMNS = (
-    "time",
-    "principal",
-    "clientAddress",
-    "listener",
-    "forwardingPrincipal",
-    "method",
-)
 
 #: The columns of :func:`spark_audit.denial_reports.denial_details` the page reads.
 DENIAL_DETAIL_COLUMNS = (
-    *_WHO_COLUMNS,
+    *WHO_COLUMNS,
     "subject",
     "deniedResources",
     "deniedBy",
@@ -125,7 +116,7 @@ def change_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
 
 #: The columns of :func:`spark_audit.request_reports.sensitive_change_details` the page reads.
 CHANGE_DETAIL_COLUMNS = (
-    *_WHO_COLUMNS,
+    *WHO_COLUMNS,
     "resources",
     "parameters",
     "status",

@@ -69,6 +69,10 @@ PARAMETERS = "parameters"
 IS_PROBE = "isProbe"
 
 
+#: Who did what, where and when: the first columns of every detail table (denials, the explained requests).
+WHO_COLUMNS = ("time", "principal", "clientAddress", "listener", "forwardingPrincipal", "method")
+
+
 def is_auth_code(code: Column) -> Column:
     return code.isin(*AUTHORIZATION_ERROR_CODES)
 
