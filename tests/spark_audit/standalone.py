@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pyspark
 
+from spark_audit.session import JVM_OPTIONS, QUICK_COMPILER_ONLY
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 STARTUP_TIMEOUT = 120.0
 #: heap of the master's and each worker's own JVM: they only keep the cluster's books
 DAEMON_MEMORY = "256m"
+#: Every JVM of a test cluster (the daemons, a driver, the executors) lives for one short run: the quick
+#: compiler alone, and the job's own bounds on threads and memory (spark_audit/session.py). The optimizing
+#: compiler's work would not pay back within the run, and on two cores it competes with it for CPU.
+SHORT_LIVED_JVM = " ".join([*JVM_OPTIONS, QUICK_COMPILER_ONLY])
 #: what an executor logs as it starts each task (its stderr in the worker's work dir)
 TASK_STARTED = re.compile(r"Running task \S+ in stage \S+ \(TID \d+\)")
 
@@ -85,7 +91,7 @@ def standalone_cluster(workdir: Path, *, workers: int = 2, cores: int = 1, memor
     Each worker offers ``cores`` cores and ``memory`` to executors.
     """
     env = spark_env()
-    daemon_env = {**env, "SPARK_DAEMON_MEMORY": DAEMON_MEMORY}
+    daemon_env = {**env, "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM}
     workdir.mkdir(parents=True, exist_ok=True)
     processes: list[subprocess.Popen[bytes]] = []
     try:

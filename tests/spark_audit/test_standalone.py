@@ -23,7 +23,7 @@ from spark_audit.layout import REPORT_NAMES
 from spark_audit.pipeline import run
 from tests.spark_audit.harness import REPO_ROOT, bench_generator, edge_case_traffic
 from tests.spark_audit.records import write_jsonl
-from tests.spark_audit.standalone import SPARK_HOME, standalone_cluster, tasks_started
+from tests.spark_audit.standalone import SHORT_LIVED_JVM, SPARK_HOME, standalone_cluster, tasks_started
 
 pytestmark = pytest.mark.spark
 
@@ -73,8 +73,8 @@ def test_spark_submit_to_two_workers_gives_local_modes_results(spark: SparkSessi
         ],
     )
     options = ["--input", str(source), "--whatif-acls", str(acls), "--whatif-property", "super.users=User:admin", "--quiet"]
-    # Spark's 200 shuffle partitions on a cluster are 200 tasks a shuffle for a few thousand lines
-    cluster_options = [*options, "--shuffle-partitions", "4"]
+    # Spark's 200 shuffle partitions on a cluster are 200 tasks a shuffle for a few thousand lines: one per executor
+    cluster_options = [*options, "--shuffle-partitions", "2"]
     local_out, cluster_out = tmp_path / "local", tmp_path / "cluster-out"
     run(None, str(local_out), spark=spark, options=options_from(parser().parse_args([*options, "--output", str(local_out)])))
 
@@ -91,6 +91,10 @@ def test_spark_submit_to_two_workers_gives_local_modes_results(spark: SparkSessi
             f"spark.pyspark.python={sys.executable}",
             "--conf",
             f"spark.pyspark.driver.python={sys.executable}",
+            "--driver-java-options",
+            SHORT_LIVED_JVM,
+            "--conf",
+            f"spark.executor.extraJavaOptions={SHORT_LIVED_JVM}",
             "--conf",
             "spark.ui.enabled=false",
             # start no stage before both executors are there, so neither worker is left out by timing
