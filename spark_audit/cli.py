@@ -302,11 +302,12 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
             return 2
     owns_session = SparkSession.getActiveSession() is None
     log = log_path(args.output) if owns_session and master is not None else None
+    size = run_size.RunSize.of(options.input, args.output, incremental=options.incremental)
     resources = Resources(
         memory=args.driver_memory,
         local_dir=args.local_dir,
         log_file=log,
-        short_run=run_size.is_short(options.input, args.output, incremental=options.incremental),
+        short_run=size.short,
         create_class_archive=make_class_archive and owns_session,
     )
     spark = None
@@ -315,7 +316,7 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     try:
         partitions = args.shuffle_partitions
         if partitions is None and master is not None and master.startswith("local"):
-            partitions = run_size.local_shuffle_partitions(options.input, args.output, incremental=options.incremental)
+            partitions = size.local_shuffle_partitions
         spark = build_session(master, jars=jars, shuffle_partitions=partitions, resources=resources)
         if resources.create_class_archive:
             archive = class_archive.writing(spark)

@@ -12,6 +12,7 @@ incremental rerun that parses one more day (350 MB) over a store of 1M records 0
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from spark_audit.layout import Layout
@@ -66,14 +67,33 @@ def json_bytes(input_dir: str | None, output: str, *, incremental: bool) -> int 
     return None if sizes is None else sizes[0]
 
 
+@dataclass(frozen=True)
+class RunSize:
+    """(JSON the run parses, JSON the store holds), or None when it cannot be told (Kafka, a remote file system):
+    the input listed once for both of the choices made before the session starts."""
+
+    sizes: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, input_dir: str | None, output: str, *, incremental: bool) -> RunSize:
+        return cls(_parsed_and_stored(input_dir, output, incremental=incremental))
+
+    @property
+    def short(self) -> bool:
+        """Little to parse and a store the reports read quickly: the driver JVM compiles with C1 alone."""
+        return self.sizes is not None and self.sizes[0] <= SHORT_RUN_BYTES and self.sizes[1] <= SHORT_RUN_STORE_BYTES
+
+    @property
+    def local_shuffle_partitions(self) -> int:
+        """spark.sql.shuffle.partitions for a run on this machine: a few for a small input, else LOCAL_PARTITIONS
+        (also when the size cannot be told)."""
+        small = self.sizes is not None and sum(self.sizes) <= SMALL_RUN_BYTES
+        return SMALL_RUN_PARTITIONS if small else LOCAL_PARTITIONS
+
+
 def local_shuffle_partitions(input_dir: str | None, output: str, *, incremental: bool) -> int:
-    """spark.sql.shuffle.partitions for a run on this machine: a few for a small input, else LOCAL_PARTITIONS
-    (also when the size cannot be told: Kafka, a remote file system)."""
-    sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
-    small = sizes is not None and sum(sizes) <= SMALL_RUN_BYTES
-    return SMALL_RUN_PARTITIONS if small else LOCAL_PARTITIONS
+    return RunSize.of(input_dir, output, incremental=incremental).local_shuffle_partitions
 
 
 def is_short(input_dir: str | None, output: str, *, incremental: bool) -> bool:
-    sizes = _parsed_and_stored(input_dir, output, incremental=incremental)
-    return sizes is not None and sizes[0] <= SHORT_RUN_BYTES and sizes[1] <= SHORT_RUN_STORE_BYTES
+    return RunSize.of(input_dir, output, incremental=incremental).short
