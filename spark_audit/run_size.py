@@ -89,11 +89,3 @@ class RunSize:
         (also when the size cannot be told)."""
         small = self.sizes is not None and sum(self.sizes) <= SMALL_RUN_BYTES
         return SMALL_RUN_PARTITIONS if small else LOCAL_PARTITIONS
-
-
-def local_shuffle_partitions(input_dir: str | None, output: str, *, incremental: bool) -> int:
-    return RunSize.of(input_dir, output, incremental=incremental).local_shuffle_partitions
-
-
-def is_short(input_dir: str | None, output: str, *, incremental: bool) -> bool:
-    return RunSize.of(input_dir, output, incremental=incremental).short

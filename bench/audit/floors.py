@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--floor", choices=("session", "ingest", "parquet"), required=True)
     args = parser.parse_args()
     # the compilers the job chooses for the same input (spark_audit/run_size.py), so that the two compare like with like
-    short = run_size.is_short(args.input, args.output, incremental=False)
+    short = run_size.RunSize.of(args.input, args.output, incremental=False).short
     spark = build_session(args.master, resources=Resources(short_run=short))
     seconds = {"session": time.monotonic() - STARTED}
     cpu = {"session": _cpu()}

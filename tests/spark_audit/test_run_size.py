@@ -20,9 +20,9 @@ def test_the_input_files_decide(tmp_path: Path) -> None:
     audit = tmp_path / "audit"
     _sized(audit / "a.jsonl", run_size.SHORT_RUN_BYTES // 2)
     _sized(audit / "ignored.txt", 10 * run_size.SHORT_RUN_BYTES)  # the job reads *.jsonl only
-    assert run_size.is_short(str(audit), str(tmp_path / "out"), incremental=False)
+    assert run_size.RunSize.of(str(audit), str(tmp_path / "out"), incremental=False).short
     _sized(audit / "b.jsonl", run_size.SHORT_RUN_BYTES)
-    assert not run_size.is_short(str(audit), str(tmp_path / "out"), incremental=False)
+    assert not run_size.RunSize.of(str(audit), str(tmp_path / "out"), incremental=False).short
 
 
 def _store(out: Path, json_bytes: int) -> None:
@@ -33,28 +33,28 @@ def test_an_incremental_run_counts_what_the_store_does_not_hold_yet(tmp_path: Pa
     audit, out = tmp_path / "audit", tmp_path / "out"
     _sized(audit / "days-1-3.jsonl", run_size.SHORT_RUN_BYTES)
     _sized(audit / "day-4.jsonl", run_size.SHORT_RUN_BYTES // 2)
-    assert not run_size.is_short(str(audit), str(out), incremental=True)  # a first run parses everything
+    assert not run_size.RunSize.of(str(audit), str(out), incremental=True).short  # a first run parses everything
     _store(out, run_size.SHORT_RUN_BYTES)  # the first three days are stored
     stored = run_size.stored_json_bytes(str(out))
     assert stored > run_size.SHORT_RUN_BYTES - run_size.PARQUET_TO_JSON
     assert run_size.json_bytes(str(audit), str(out), incremental=True) == run_size.SHORT_RUN_BYTES * 3 // 2 - stored
-    assert run_size.is_short(str(audit), str(out), incremental=True)
-    assert not run_size.is_short(str(audit), str(out), incremental=False)  # a batch run parses all of its input again
+    assert run_size.RunSize.of(str(audit), str(out), incremental=True).short
+    assert not run_size.RunSize.of(str(audit), str(out), incremental=False).short  # a batch run parses all of its input again
 
 
 def test_an_incremental_run_over_a_large_store_keeps_both_compilers(tmp_path: Path) -> None:
     audit, out = tmp_path / "audit", tmp_path / "out"
     _sized(audit / "new-day.jsonl", 1024)
     _store(out, run_size.SHORT_RUN_STORE_BYTES)
-    assert run_size.is_short(str(audit), str(out), incremental=True)
+    assert run_size.RunSize.of(str(audit), str(out), incremental=True).short
     _store(out, run_size.SHORT_RUN_STORE_BYTES + 100 * run_size.PARQUET_TO_JSON)
-    assert not run_size.is_short(str(audit), str(out), incremental=True)
+    assert not run_size.RunSize.of(str(audit), str(out), incremental=True).short
     assert run_size.json_bytes(str(audit), str(out), incremental=True) == 0  # old files deleted: nothing new to parse
 
 
 def test_unknown_sizes_are_not_short(tmp_path: Path) -> None:
-    assert not run_size.is_short(None, str(tmp_path), incremental=False)  # a Kafka topic
-    assert not run_size.is_short("hdfs://namenode/audit", str(tmp_path), incremental=False)
+    assert not run_size.RunSize.of(None, str(tmp_path), incremental=False).short  # a Kafka topic
+    assert not run_size.RunSize.of("hdfs://namenode/audit", str(tmp_path), incremental=False).short
 
 
 def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -96,4 +96,4 @@ def test_a_small_local_run_shuffles_into_few_partitions(monkeypatch: pytest.Monk
         with pytest.raises(Stop):
             cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]", *extra])
     assert chosen == [run_size.SMALL_RUN_PARTITIONS, run_size.LOCAL_PARTITIONS, 5]  # the operator's number wins
-    assert run_size.local_shuffle_partitions(None, str(tmp_path), incremental=False) == run_size.LOCAL_PARTITIONS  # Kafka
+    assert run_size.RunSize.of(None, str(tmp_path), incremental=False).local_shuffle_partitions == run_size.LOCAL_PARTITIONS  # Kafka
