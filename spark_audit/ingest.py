@@ -303,7 +303,7 @@ def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> In
 CHAIN = "chain"
 
 
-def _keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
+def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
     """The chain fields of ``files``' lines, written to ``target`` (rewritten whole when a batch is run again).
 
     A second read of the new files' text only: its cost follows the new files, where the check over every file's
@@ -327,7 +327,7 @@ def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, check
         # a checkpoint from before the kept chain fields: those of the files already ingested, once
         held = [f for f in listed if f.key in before.files]
         if held:
-            _keep_chain_fields(spark, held, f"{layout.table(CHAIN)}/batch=before-{before.next_batch}")
+            keep_chain_fields(spark, held, f"{layout.table(CHAIN)}/batch=before-{before.next_batch}")
         before = replace(before, chain_kept=True)
     manifest = before
     new = file_manifest.new_files(listed, manifest)
@@ -337,7 +337,7 @@ def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, check
         stats.batches += 1
         paths = [file_manifest.readable(f) for f in chunk]
         _single_write(spark, read_paths(spark, paths), layout, stats, incremental=True, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
-        _keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
+        keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
         manifest = file_manifest.after_batch(manifest, listed, chunk)
         file_manifest.save(spark, checkpoint, manifest)
     if not new:

@@ -281,12 +281,16 @@ def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_
     }
 
 
-def _chain_fields(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> tuple[DataFrame, bool]:
-    """What the hash chains' check reads, and whether it is the kept table: an incremental run over files reads the
-    chain fields kept for every file it ingested (a narrow table), a batch run (or a Kafka topic) the text."""
+def chain_fields_of_run(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> DataFrame:
+    """The narrow table the hash chains' check reads: the chain fields an incremental run over files kept for every
+    file it ingested, else those of the text this run read, written once to ``_work/chain``. The check's parts each
+    read it again (spark_audit/chain_integrity.py), and reading the text itself again for each was most of a large
+    batch run's report time."""
     if stats.mode == "incremental" and options.kafka is None:
-        return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN)), True
-    return chain_fields(raw_lines(spark, options.input, options.kafka)), False
+        return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
+    path = layout.work("chain")
+    chain_fields(raw_lines(spark, options.input, options.kafka)).write.mode("overwrite").parquet(path)
+    return spark.read.schema(CHAIN_FIELDS).parquet(path)
 
 
 def _write_text(path: str, text: str) -> None:
@@ -320,11 +324,11 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         if options.acls is not None:
             acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
     # the page's rows, the summary's counts and the chains' findings: one Spark query
-    fields, kept = _chain_fields(spark, options, layout, stats)
+    fields = chain_fields_of_run(spark, options, layout, stats)
     wanted = {
         **page_parts.parts(frames, ro.top),
         **_store_parts(store, flat, window, parts, frames.quarantine),
-        **chain_parts(fields, kept=kept),
+        **chain_parts(fields),
     }
     found = gather(wanted)
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])
