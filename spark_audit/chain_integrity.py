@@ -69,29 +69,41 @@ def load_public_keys(paths: Sequence[str]) -> dict[str, Ed25519PublicKey]:
 def raw_lines(spark: SparkSession, input_dir: str | None, kafka: KafkaSource | None) -> DataFrame:
     """value, origin (a file, or `kafka:<topic>/<partition>`) and the line's position in it."""
     if kafka is not None:
-        lines = read_kafka(spark, kafka)
+        return positioned(read_kafka(spark, kafka), kafka=True)
+    assert input_dir is not None
+    return positioned(read_files(spark, input_dir), kafka=False)
+
+
+def positioned(lines: DataFrame, *, kafka: bool) -> DataFrame:
+    """:func:`spark_audit.read.read_files`' or :func:`spark_audit.read.read_kafka`'s lines as :func:`raw_lines` gives
+    them: a Kafka origin split into its partition and offset, a file's lines numbered as they are read."""
+    if kafka:
         return lines.select(
             "value",
             F.regexp_extract("origin", _KAFKA_ORIGIN, 1).alias("origin"),
             F.regexp_extract("origin", _KAFKA_ORIGIN, 2).cast("long").alias("position"),
         )
-    assert input_dir is not None
     # A file is read in order within its partition: the id grows with the line (files bigger than a split are cut
     # into several partitions, whose ids still grow in file order).
-    return read_files(spark, input_dir).select("value", "origin", F.monotonically_increasing_id().alias("position"))
+    return lines.select("value", "origin", F.monotonically_increasing_id().alias("position"))
 
 
-def chain_fields(lines: DataFrame) -> DataFrame:
+def chain_fields(lines: DataFrame, *, with_id: bool = False) -> DataFrame:
     """Each nonblank line's chain fields (:func:`raw_lines`' rows in, a narrow row out): all the check reads of a
     line. An incremental run keeps them for the lines it ingests (:func:`spark_audit.ingest.keep_chain_fields`), so
-    that its check reads them instead of every audit file's text again; a batch run writes them once."""
+    that its check reads them instead of every audit file's text again; a batch run writes them once, ``with_id``:
+    its ingest finds the repeated ids in that table (:data:`ID`), not in a pass of its own over the text."""
     text = F.col("value")
-    # One parse of the line for all five fields (five get_json_object calls parse it five times). A repeated key
+    # One parse of the line for all its fields (five get_json_object calls parse it five times). A repeated key
     # reads as its last value, as the proxy's verifier reads it (envelope-proxy audit verify).
+    names = (*_TOP_LEVEL, ID) if with_id else _TOP_LEVEL
     top_level = lines.filter(nonblank(text)).select(
-        "origin", "position", text, F.json_tuple(text, "source", "chainseq", "chainprev", "time", "type").alias(*_TOP_LEVEL)
+        "origin", "position", text, F.json_tuple(text, *[_KEYS[name] for name in names]).alias(*names)
     )
     kind = F.col("type")
+    # the id as the ingest's parse reads it: json_tuple refuses some lines Spark's JSON reader takes (a NaN in a
+    # number), and for those the reader's own parse says
+    line_id = [F.coalesce(F.col(ID), F.from_json(text, f"{ID} string")[ID]).alias(ID)] if with_id else []
     return top_level.select(
         "origin",
         "position",
@@ -105,10 +117,14 @@ def chain_fields(lines: DataFrame) -> DataFrame:
         F.sha2(text, SHA256_BITS).alias("hash"),
         # only a checkpoint's text is read again (its signature): the rows stay narrow
         F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
+        *line_id,
     )
 
 
-#: The names :func:`chain_fields` gives the top-level fields it reads: source, chainseq, chainprev, time, type.
+#: The record's id: :func:`chain_fields` ``with_id`` adds it.
+ID = "id"
+#: The names :func:`chain_fields` gives the top-level fields it reads, and the keys they are read from.
+_KEYS = {"writer": "source", "chainseq": "chainseq", "prev": "chainprev", "time": "time", "type": "type", ID: ID}
 _TOP_LEVEL = ("writer", "chainseq", "prev", "time", "type")
 
 

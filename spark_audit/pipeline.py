@@ -65,7 +65,7 @@ def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestSt
             return ingest_incremental(stream_kafka(spark, options.kafka), layout, checkpoint)
         return ingest_new_files(spark, str(options.input), layout, checkpoint, max_files=options.max_files_per_trigger)
     lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
-    return ingest_batch(spark, lines, layout)
+    return ingest_batch(spark, lines, layout, kafka=options.kafka is not None)
 
 
 @dataclass(frozen=True)
@@ -282,14 +282,15 @@ def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_
 
 
 def chain_fields_of_run(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> DataFrame:
-    """The narrow table the hash chains' check reads: the chain fields an incremental run over files kept for every
-    file it ingested, else those of the text this run read, written once to ``_work/chain``. The check's parts each
-    read it again (spark_audit/chain_integrity.py), and reading the text itself again for each was most of a large
-    batch run's report time."""
-    if stats.mode == "incremental" and options.kafka is None:
-        return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
-    path = layout.work("chain")
-    chain_fields(raw_lines(spark, options.input, options.kafka)).write.mode("overwrite").parquet(path)
+    """The narrow table the hash chains' check reads: the chain fields a batch run's ingest wrote in its first pass
+    over the text (``_work/chain``), those an incremental run over files kept for every file it ingested, or for an
+    incremental run over a topic those of its text, written here. The check's parts each read the table again
+    (spark_audit/chain_integrity.py): reading the text itself again for each was most of a large run's report time."""
+    path = layout.work(CHAIN)
+    if stats.mode == "incremental":
+        if options.kafka is None:
+            return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
+        chain_fields(raw_lines(spark, None, options.kafka)).write.mode("overwrite").parquet(path)
     return spark.read.schema(CHAIN_FIELDS).parquet(path)
 
 
