@@ -9,6 +9,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from spark_audit.ingest import read_store
+from spark_audit.layout import Layout
+from spark_audit.options import JobOptions
+from spark_audit.pipeline import ingest
 from spark_audit.read import (
     MALFORMED,
     NO_ID,
@@ -170,3 +174,18 @@ def test_hand_made_records_match_the_proxys_schema() -> None:
     # them all), so their shape is checked under the version the proxy writes
     problems = {r["id"]: schema_errors({**r, "schemaversion": SCHEMA_VERSION}) for r in [*RECORDS, *HISTORY, *probe_records()]}
     assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_a_repeated_record_is_stored_once_even_where_its_line_holds_a_nan(spark: SparkSession, tmp_path: Path) -> None:
+    """The batch ingest finds repeated ids in the chain fields' pass (json_tuple), which refuses a NaN that Spark's
+    JSON reader takes: the id is then read as the parse reads it, and the record is still stored once."""
+    outcome = request(1, "2026-11-21T10:00:00.010Z", "r1", "outcome", status="SUCCESS", upstream_ms=float("nan"))
+    write_jsonl(tmp_path / "in" / "a.jsonl", [outcome, request(2, "2026-11-21T10:00:00.000Z", "r1", "intent")])
+    write_jsonl(tmp_path / "in" / "b.jsonl", [outcome])
+    assert "NaN" in (tmp_path / "in" / "b.jsonl").read_text()
+    layout = Layout(str(tmp_path / "out"))
+
+    stats = ingest(spark, JobOptions(input=str(tmp_path / "in"), print_report=False), layout)
+
+    assert (stats.records, stats.duplicates, stats.malformed) == (3, 1, 0)
+    assert sorted(r["id"] for r in read_store(spark, layout.records).select("id").collect()) == [record_id(1), record_id(2)]
