@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_audit import denial_reports, explain, report_basics
@@ -49,6 +49,13 @@ class Frames:
     bucket: str
 
 
+def _who_sums() -> tuple[Column, Column]:
+    """What the parts over who-did-what sum: both of its counts, even where the page shows only the requests. Spark
+    prunes an aggregate's unused columns below its exchange; with both kept, the four parts share one exchange
+    (ReuseExchange), and the resources of every request are exploded and counted once for them, not four times."""
+    return F.sum("requests").alias("requests"), F.sum("denied").alias("denied")
+
+
 def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
     """Every small frame the page and the summary read, by name."""
     f = frames
@@ -66,9 +73,9 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         .withColumnRenamed("requests", "requests on this resource")
         .withColumnRenamed("denied", "denied on this resource")
         .limit(top),
-        "who_total": who.agg(F.count(F.lit(1)).alias("rows"), F.sum("requests").alias("requests")),
-        "activity": who.groupBy("bucket", "principal").agg(F.sum("requests").alias("total")),
-        "heat": who.groupBy("principal", "method").agg(F.sum("requests").alias("total")),
+        "who_total": who.agg(F.count(F.lit(1)).alias("rows"), *_who_sums()),
+        "activity": who.groupBy("bucket", "principal").agg(*_who_sums()),
+        "heat": who.groupBy("principal", "method").agg(*_who_sums()),
         "denials": explain.newest_denials(f.denial_details, top),
         "ranking": f.denial_ranking.filter(F.col("rank") <= RANKED).select("dimension", "rank", "key", "denials"),
         "denied_by": denial_reports.denials_by(f.alarms, ordered=False),
@@ -85,12 +92,13 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
     }
 
 
-def _in_order(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
-    """Rows sorted by their key columns (all but the last) as Spark sorts them: nulls first, strings by code point.
+def _in_order(rows: Sequence[Sequence[Any]], keys: int = -1) -> list[Sequence[Any]]:
+    """Rows sorted by their first ``keys`` columns (all but the last by default) as Spark sorts them: nulls first,
+    strings by code point.
 
     The gathered parts are aggregates in no order: a sort in Spark would be a range partitioning, which samples
     its input in a job of its own."""
-    return sorted(rows, key=lambda row: [(value is not None, value) for value in row[:-1]])
+    return sorted(rows, key=lambda row: [(value is not None, value) for value in row[:keys]])
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: int, total: int) -> Table:
@@ -105,7 +113,7 @@ def finish(
     ranked: dict[str, list[tuple[str, int]]] = {}
     for dimension, _, key, denials in sorted(found["ranking"], key=lambda row: (row[0], row[1])):
         ranked.setdefault(str(dimension), []).append((str(key), int(denials)))
-    ((who_rows, _),) = found["who_total"]
+    ((who_rows, _, _),) = found["who_total"]
     tables = {
         name: _table(p[name].columns, found[name], top if name not in ("requests",) else max(top, REQUESTS_SHOWN), totals[name])
         for name in ("requests", "bursts", "impersonation", "unusual_listeners", "first_seen_pairs", "intents_without_outcome", "latency")
@@ -119,8 +127,8 @@ def finish(
         summary={},
         denied_by=sorted(((str(by), int(n)) for by, n in found["denied_by"]), key=lambda row: (-row[1], row[0])),
         bucket=bucket_label,
-        activity=[(str(b), str(p_), int(n)) for b, p_, n in _in_order(found["activity"])],
-        heat=[(str(p_), str(m), int(n)) for p_, m, n in _in_order(found["heat"])],
+        activity=[(str(b), str(p_), int(n)) for b, p_, n, _ in _in_order(found["activity"], keys=2)],
+        heat=[(str(p_), str(m), int(n)) for p_, m, n, _ in _in_order(found["heat"], keys=2)],
         denial_timeline=[(str(b), str(k), int(c)) for b, k, c in _in_order(found["timeline"])],
         ranking=ranked,
         latency=latency,

@@ -337,7 +337,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     data = page_parts.finish(frames, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
     data = replace(data, tables={**data.tables, **whatif_tables})
     ((_, requests),) = found["requests_total"]
-    ((_, request_resources),) = found["who_total"]
+    ((_, request_resources, _),) = found["who_total"]
     counts: dict[str, Any] = {
         "records": store_count,
         "malformed": quarantined,
