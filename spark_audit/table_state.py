@@ -15,8 +15,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-#: 2: the alarms are a filter of the one kept table (spark_audit/tables.py); a state of format 1 describes two tables, so they are rebuilt
-FORMAT = 2
+#: 2: the alarms are a filter of the one kept table (spark_audit/tables.py); a state of format 1 describes two tables, so they are rebuilt.
+#: 3: the kept table is partitioned by date and alarm; a state of format 2 describes a table partitioned by date alone, rebuilt too
+FORMAT = 3
 
 
 @dataclass(frozen=True)
