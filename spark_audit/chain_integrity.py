@@ -125,7 +125,7 @@ def chain_fields(lines: DataFrame, *, with_id: bool = False) -> DataFrame:
 ID = "id"
 #: The names :func:`chain_fields` gives the top-level fields it reads, and the keys they are read from.
 _KEYS = {"writer": "source", "chainseq": "chainseq", "prev": "chainprev", "time": "time", "type": "type", ID: ID}
-_TOP_LEVEL = ("writer", "chainseq", "prev", "time", "type")
+_TOP_LEVEL = tuple(name for name in _KEYS if name != ID)
 
 
 #: The schema of :func:`chain_fields`' rows, to read them back without a job reading a Parquet footer.

@@ -27,7 +27,7 @@ from pyspark.sql.types import DateType, StringType, StructField, StructType
 from spark_audit import file_manifest, hadoop_fs, table_state
 from spark_audit.chain_integrity import ID, chain_fields, positioned
 from spark_audit.layout import Layout
-from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, nonblank, parse, read_paths
+from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
 
 STORE_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField("date", DateType(), True)])
@@ -131,10 +131,6 @@ def _move_files(spark: SparkSession, source: str, target: str) -> None:
 def _partition_dates(spark: SparkSession, source: str) -> set[date]:
     """The dates of the ``date=<d>/`` partitions under ``source`` that hold a file."""
     return {day for day, files in hadoop_fs.date_partitions(spark, source) if files}
-
-
-def _nonblank(lines: DataFrame) -> DataFrame:
-    return lines.filter(nonblank(F.col("value")))
 
 
 def _repeated_ids_of_batch(ids: DataFrame) -> DataFrame:
