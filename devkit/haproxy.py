@@ -54,7 +54,9 @@ class Door:
 
 def config_text(backends: list[Backend], doors: list[Door]) -> str:
     ports = {backend.name: backend.port for backend in backends}
-    lines = ["global", "    maxconn 256", "defaults", "    mode tcp", "    timeout connect 5s", "    timeout client 60s", "    timeout server 60s"]
+    # timeout check: without it HAProxy gives a whole check `inter` (300 ms) to be answered, and on a loaded machine
+    # three slow answers in a row mark the proxy DOWN, and HAProxy closes the next client's connection
+    lines = ["global", "    maxconn 256", "defaults", "    mode tcp", "    timeout connect 5s", "    timeout check 5s", "    timeout client 60s", "    timeout server 60s"]
     for door in doors:
         lines += [f"frontend door_{door.name}", f"    bind 127.0.0.1:{door.port}", f"    default_backend to_{door.name}"]
         lines += [f"backend to_{door.name}", f"    server lb 127.0.0.1:{ports[door.backend]} source {door.source}"]
