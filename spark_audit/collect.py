@@ -20,8 +20,7 @@ def iso(column: Column) -> Column:
     return F.date_format(column, ISO_UTC)
 
 
-def plain(frame: DataFrame) -> DataFrame:
-    """Timestamps and dates as strings, so collected rows hold no local-time datetimes."""
+def _plain_columns(frame: DataFrame) -> list[Column]:
     columns = []
     for f in frame.schema.fields:
         if isinstance(f.dataType, TimestampType):
@@ -30,7 +29,12 @@ def plain(frame: DataFrame) -> DataFrame:
             columns.append(F.col(f.name).cast("string").alias(f.name))
         else:
             columns.append(F.col(f.name))
-    return frame.select(*columns)
+    return columns
+
+
+def plain(frame: DataFrame) -> DataFrame:
+    """Timestamps and dates as strings, so collected rows hold no local-time datetimes."""
+    return frame.select(*_plain_columns(frame))
 
 
 def rows(frame: DataFrame, limit: int | None = None) -> list[tuple[Any, ...]]:
@@ -67,7 +71,8 @@ def gather(parts: Mapping[str, DataFrame]) -> dict[str, list[tuple[Any, ...]]]:
     as_json = {"ignoreNullFields": "false"}
     union: DataFrame | None = None
     for name, frame in parts.items():
-        text = plain(frame).select(F.lit(name).alias(_PART), F.to_json(F.struct(*frame.columns), as_json).alias(_ROW))
+        # one select per part: each new DataFrame is a round trip to the JVM and an analysis of its plan
+        text = frame.select(F.lit(name).alias(_PART), F.to_json(F.struct(*_plain_columns(frame)), as_json).alias(_ROW))
         union = text if union is None else union.unionAll(text)
     assert union is not None
     found: dict[str, list[tuple[Any, ...]]] = {name: [] for name in parts}

@@ -67,7 +67,6 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
     )
     return {
         "requests": f.requests.orderBy("principal", "method", "status").limit(max(top, REQUESTS_SHOWN)),
-        "requests_total": f.requests.agg(F.count(F.lit(1)).alias("rows"), F.sum("count").alias("requests")),
         "who_did_what": who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource")
         .drop("date")
         .withColumnRenamed("requests", "requests on this resource")
@@ -80,7 +79,6 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         "ranking": f.denial_ranking.filter(F.col("rank") <= RANKED).select("dimension", "rank", "key", "denials"),
         "denied_by": denial_reports.denials_by(f.alarms, ordered=False),
         "timeline": timeline.count(),
-        "auth_failures": events.filter(F.col("isAuthFailure")).agg(F.count(F.lit(1)).alias("n")),
         "bursts": f.bursts.orderBy("start", "clientAddress", "kind").drop("date").limit(top),
         "sensitive_changes": explain.newest_changes(f.change_details, top),
         "impersonation": f.impersonation.orderBy("forwardingPrincipal", "principal").limit(top),
@@ -90,6 +88,12 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         "latency": f.latency.orderBy(F.desc("totalP99"), "method").limit(max(top, LATENCY_CHART)),
         "quarantine": f.quarantine.select("origin", "problem", "value").limit(min(top, QUARANTINE_SHOWN)),
     }
+
+
+def authentication_failures(found: Mapping[str, Sequence[Sequence[Any]]]) -> int:
+    """The closing events that are authentication failures: the timeline's counts of that kind, summed (the timeline
+    groups every denial and authentication failure, a null time in a null bucket, so it counts each once)."""
+    return sum(int(count) for _, kind, count in found["timeline"] if kind == denial_reports.AUTHENTICATION_FAILURE)
 
 
 def _in_order(rows: Sequence[Sequence[Any]], keys: int = -1) -> list[Sequence[Any]]:

@@ -194,14 +194,20 @@ def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, optio
     tables.replace_partitions(spark, staging, path, rewritten)
 
 
-def _write(frame: DataFrame, path: str, *, by_date: bool) -> int:
-    """Write a report; its rows are counted as they are written (``observe``), so nothing reads it back."""
+#: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
+SUMMED = {"requests": "count"}
+
+
+def _write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None) -> dict[str, int]:
+    """Write a report; its rows (and the sum of the column ``summed``) are counted as they are written
+    (``observe``), so nothing reads it back."""
     observation = Observation("rows")
-    writer = frame.observe(observation, F.count(F.lit(1)).alias("rows")).write.mode("overwrite")
+    metrics = [F.count(F.lit(1)).alias("rows"), *([F.sum(summed).alias(summed)] if summed is not None else [])]
+    writer = frame.observe(observation, *metrics).write.mode("overwrite")
     if by_date:
         writer = writer.partitionBy("date")
     writer.parquet(path)
-    return int(observation.get["rows"])
+    return {name: int(value or 0) for name, value in observation.get.items()}
 
 
 def _whatif(spark: SparkSession, flat: DataFrame, options: JobOptions, layout: Layout, top: int) -> tuple[dict[str, Any], dict[str, Table]]:
@@ -209,7 +215,7 @@ def _whatif(spark: SparkSession, flat: DataFrame, options: JobOptions, layout: L
     result = replay(spark, flat, options.whatif)
     shown: dict[str, Table] = {}
     for name, frame, by_date in (("changes", result.changes, True), ("counts", result.counts, False)):
-        total = _write(frame, layout.whatif(name), by_date=by_date)
+        total = _write(frame, layout.whatif(name), by_date=by_date)["rows"]
         written = spark.read.schema(frame.schema).parquet(layout.whatif(name))
         shown[f"whatif_{name}"] = collect.table(written.drop("date") if by_date else written, top, total=total)
     summary = {
@@ -314,7 +320,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     flat = sources.flat
     frames = _frames(spark, sources, ro, window, layout)
     _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
-    totals = {name: _write(frame, layout.report(name), by_date=name in BY_DATE) for name, frame in _reports(frames).items()}
+    written = {name: _write(frame, layout.report(name), by_date=name in BY_DATE, summed=SUMMED.get(name)) for name, frame in _reports(frames).items()}
+    totals = {name: observed["rows"] for name, observed in written.items()}
     table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental))
     whatif_summary: dict[str, Any] | None = None
     whatif_tables: dict[str, Table] = {}
@@ -336,18 +343,17 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     totals["quarantine"] = quarantined
     data = page_parts.finish(frames, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
     data = replace(data, tables={**data.tables, **whatif_tables})
-    ((_, requests),) = found["requests_total"]
     ((_, request_resources, _),) = found["who_total"]
     counts: dict[str, Any] = {
         "records": store_count,
         "malformed": quarantined,
-        "requests": int(requests or 0),
+        "requests": written["requests"]["count"],
         # who_did_what's rows: a request counts once per resource it names (a CreateTopics of two topics twice)
         "request_resources": int(request_resources or 0),
         "baseline_empty": int(found["history"][0][0]) == 0,
     }
     summary = _summary(options, layout, stats, window, data, counts, ["who_did_what", *_reports(frames)])
-    summary["authentication_failures"] = int(found["auth_failures"][0][0])
+    summary["authentication_failures"] = page_parts.authentication_failures(found)
     # left out of every report above: the summary says how many there were
     summary["probes"] = int(found["probes"][0][0])
     summary["integrity"] = conclude(found, load_public_keys(options.chain_public_keys))
