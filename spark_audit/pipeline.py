@@ -174,6 +174,23 @@ def _reports(frames: page_parts.Frames) -> dict[str, DataFrame]:
     }
 
 
+#: The reports the page's parts read back as written, not recompute from the sources: each is one scan in the
+#: gathering query where recomputing it was its whole plan again (windows, joins, explodes, their exchanges and
+#: compiled stages), for rows that are on disk already. The rest stay computed: the page reads columns of the
+#: denials and the changes that their reports leave out.
+READ_BACK = ("requests", "who_did_what", "denial_ranking", "bursts", "impersonation", "unusual_listeners", "first_seen_pairs", "intents_without_outcome", "latency")
+
+
+def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout) -> page_parts.Frames:
+    """``frames`` with the reports of :data:`READ_BACK` read from their Parquet output (in the frames' columns and
+    order: a partition column is read last). With their schema given, reading starts no Spark job of its own."""
+    def read(frame: DataFrame, name: str) -> DataFrame:
+        return spark.read.schema(frame.schema).parquet(layout.report(name)).select(*frame.columns)
+
+    read_back: dict[str, Any] = {name: read(getattr(frames, name), name) for name in READ_BACK}
+    return replace(frames, **read_back)
+
+
 def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState) -> None:
     """The who-did-what report; where the kept partitions were computed with these options, only the dates
     whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
@@ -333,6 +350,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
             acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     fields = chain_fields_of_run(spark, options, layout, stats)
+    frames = _as_written(spark, frames, layout)
     wanted = {
         **page_parts.parts(frames, ro.top),
         **_store_parts(store, flat, window, parts, frames.quarantine),
@@ -352,7 +370,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         "request_resources": int(request_resources or 0),
         "baseline_empty": int(found["history"][0][0]) == 0,
     }
-    summary = _summary(options, layout, stats, window, data, counts, ["who_did_what", *_reports(frames)])
+    summary = _summary(options, layout, stats, window, data, counts, ["who_did_what", *written])
     summary["authentication_failures"] = page_parts.authentication_failures(found)
     # left out of every report above: the summary says how many there were
     summary["probes"] = int(found["probes"][0][0])
