@@ -110,10 +110,10 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: int, to
 
 
 def finish(
-    frames: Frames, found: Mapping[str, Sequence[Sequence[Any]]], totals: Mapping[str, int], top: int, bucket_label: str
+    p: Mapping[str, DataFrame], found: Mapping[str, Sequence[Sequence[Any]]], totals: Mapping[str, int], top: int, bucket_label: str
 ) -> ReportData:
-    """The page's data from the gathered rows; ``totals`` are the written reports' row counts (observed as they were written)."""
-    p = parts(frames, top)
+    """The page's data from :func:`parts` ``p`` and their gathered rows; ``totals`` are the written reports' row
+    counts (observed as they were written)."""
     ranked: dict[str, list[tuple[str, int]]] = {}
     for dimension, _, key, denials in sorted(found["ranking"], key=lambda row: (row[0], row[1])):
         ranked.setdefault(str(dimension), []).append((str(key), int(denials)))

@@ -351,15 +351,16 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     fields = chain_fields_of_run(spark, options, layout, stats)
     frames = _as_written(spark, frames, layout)
+    page = page_parts.parts(frames, ro.top)
     wanted = {
-        **page_parts.parts(frames, ro.top),
+        **page,
         **_store_parts(store, flat, window, parts, frames.quarantine),
         **chain_parts(fields),
     }
     found = gather(wanted)
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])
     totals["quarantine"] = quarantined
-    data = page_parts.finish(frames, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
+    data = page_parts.finish(page, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
     data = replace(data, tables={**data.tables, **whatif_tables})
     ((_, request_resources, _),) = found["who_total"]
     counts: dict[str, Any] = {
