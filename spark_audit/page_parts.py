@@ -1,9 +1,10 @@
 """The page's rows, the summary's counts and the report tables' first rows: small frames gathered in one Spark query
 (:func:`spark_audit.collect.gather`), then finished on the driver into :class:`spark_audit.report_data.ReportData`.
 
-Every frame here is built from the job's sources (the kept request table, the store), never from a written report:
-reading a report back would be one more Spark job for each, and the frames are small aggregates or a sorted
-``limit`` of the few rows the page shows.
+The frames are small aggregates or a sorted ``limit`` of the few rows the page shows, each a branch of that one
+query: of the kept request table and the store, or of a report this run has just written in full
+(spark_audit/pipeline.py's ``READ_BACK``), read with its schema, so that no branch computes a report a second time
+and none is a Spark job of its own.
 """
 
 from __future__ import annotations
@@ -91,8 +92,9 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
 
 
 def authentication_failures(found: Mapping[str, Sequence[Sequence[Any]]]) -> int:
-    """The closing events that are authentication failures: the timeline's counts of that kind, summed (the timeline
-    groups every denial and authentication failure, a null time in a null bucket, so it counts each once)."""
+    """The closing events that are authentication failures: the timeline's counts of that kind, summed. The timeline
+    groups every denial and authentication failure once by its time's bucket; a window drops a row without a time,
+    and there is none: the ingest quarantines a record without one (``NO_TIME``)."""
     return sum(int(count) for _, kind, count in found["timeline"] if kind == denial_reports.AUTHENTICATION_FAILURE)
 
 

@@ -24,6 +24,10 @@ RUN_SETTINGS = {
     # the incremental update) are of small tables, which a sort-merge join shuffles within the job. The
     # ingest's join with the repeated ids asks for a broadcast by name, and keeps it.
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # A read of a directory with more subdirectories than this lists them in a Spark job of its own (32 by
+    # default): the request table and the date-partitioned reports have one per day, so a history of more than
+    # a month would add jobs with its length. Listed on the driver, one directory a day is quick.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 
