@@ -225,7 +225,7 @@ SUMMED = {"requests": "count"}
 
 def _write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None) -> dict[str, int]:
     """Write a report; its rows (and the sum of the column ``summed``) are counted as they are written
-    (``observe``), so nothing reads it back."""
+    (``observe``), so no Spark job reads it back to count them."""
     observation = Observation("rows")
     metrics = [F.count(F.lit(1)).alias("rows"), *([F.sum(summed).alias(summed)] if summed is not None else [])]
     writer = frame.observe(observation, *metrics).write.mode("overwrite")

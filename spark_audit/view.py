@@ -75,13 +75,15 @@ IS_PROBE = "isProbe"
 WHO_COLUMNS = ("time", "principal", "clientAddress", "listener", "forwardingPrincipal", "method")
 
 
+_SQL_SAFE_NAME = re.compile(r"[A-Z0-9_]+")
+
+
 def _sql_name(name: str) -> str:
     if not _SQL_SAFE_NAME.fullmatch(name):
         raise ValueError(f"error name {name!r} is not a plain SQL string literal")
     return f"'{name}'"
 
 
-_SQL_SAFE_NAME = re.compile(r"[A-Z0-9_]+")
 #: The code-to-name table as one SQL map literal: each ``F.lit`` is a round trip to the JVM, and ``create_map`` of
 #: every code's pair cost about 1.5 s of the driver's time in each run (it is built for several reports).
 _ERROR_NAMES_SQL = "map(" + ", ".join(f"{code}, {_sql_name(name)}" for code, name in sorted(KAFKA_ERROR_NAMES.items())) + ")"
