@@ -31,6 +31,12 @@ from typing import IO
 TIERS = ("main", "interop", "spark")
 STREAMED = "main"
 INTEROP_FOLDER = "tests/interop/"
+#: every test marked `spark` lives here (tests/conftest.py refuses one elsewhere)
+SPARK_FOLDER = "tests/spark_audit/"
+#: Where a tier's tests can be, so that its processes collect only those files: collecting the whole suite costs each
+#: of the tier's processes (its controller and every worker) about 7 CPU-s, against about 3 for these folders.
+#: The main tier collects everything: its tests are everywhere else.
+TIER_FOLDERS = {"interop": INTEROP_FOLDER, "spark": SPARK_FOLDER}
 # The Spark tier is the longest, and its tests wait on JVMs more than they compute: a third worker there.
 WORKERS = {"main": 2, "interop": 2, "spark": 3}
 # The slowest files of each tier as measured (2026-11-28, `--durations`), longest first: a scheduling hint only.
@@ -71,9 +77,16 @@ def schedule_rank(path: str) -> int:
     return STARTS_FIRST.index(path) if path in STARTS_FIRST else len(STARTS_FIRST)
 
 
+def _names_tests(argument: str) -> bool:
+    """True for a command-line argument that names tests to run (a path, or a test's id), not an option."""
+    return not argument.startswith("-") and Path(argument.split("::", 1)[0]).exists()
+
+
 def _command(tier: str, basetemp: Path, extra: list[str]) -> list[str]:
     workers = ["-n", str(WORKERS[tier]), "--dist", "loadfile", "--no-loadscope-reorder"]
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, f"--basetemp={basetemp / tier}", f"--tier={tier}", *extra]
+    # tests named on the command line are collected as given, in every tier
+    folder = [TIER_FOLDERS[tier]] if tier in TIER_FOLDERS and not any(_names_tests(argument) for argument in extra) else []
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, f"--basetemp={basetemp / tier}", f"--tier={tier}", *extra, *folder]
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.test_tiers import TIERS, schedule_rank, tier_of
+from devkit.test_tiers import SPARK_FOLDER, TIERS, schedule_rank, tier_of
 from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
@@ -81,6 +81,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def path_of(item: pytest.Item) -> str:
         return Path(str(item.path)).relative_to(root).as_posix()
 
+    # the Spark tier collects only SPARK_FOLDER (devkit/test_tiers.py): a Spark test elsewhere would run in no tier
+    astray = [item.nodeid for item in items if item.get_closest_marker("spark") and not path_of(item).startswith(SPARK_FOLDER)]
+    if astray:
+        raise pytest.UsageError(f"tests marked spark must be in {SPARK_FOLDER}, so that the Spark tier collects them: {', '.join(astray)}")
     tier = config.getoption("--tier")
     if tier is not None:
         chosen: list[pytest.Item] = []
