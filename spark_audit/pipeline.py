@@ -181,26 +181,27 @@ def _reports(frames: page_parts.Frames) -> dict[str, DataFrame]:
 READ_BACK = ("requests", "who_did_what", "denial_ranking", "bursts", "impersonation", "unusual_listeners", "first_seen_pairs", "intents_without_outcome", "latency")
 
 
-def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout, *, who_whole: bool) -> page_parts.Frames:
+def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout) -> page_parts.Frames:
     """``frames`` with the reports of :data:`READ_BACK` read from their Parquet output (in the frames' columns and
     order: a partition column is read last). With their schema given (and the run's partition discovery on the
     driver, spark_audit/spark_jobs.py), reading starts no Spark job of its own.
 
-    Who-did-what is read back only where this run wrote it whole: an incremental run rewrites some of its dates
-    and keeps the rest, and the page and the summary's counts are computed from the request table, as before,
-    rather than from partitions an earlier run left."""
+    Who-did-what is read back in an incremental run too, where the run rewrote only some of its dates: a date's
+    rows come from that date's request rows alone, :func:`_who_did_what` rewrote every date whose request rows
+    changed, and the pending dates are cleared only once every report is written, so the kept dates are what a
+    full run computes (the differential test holds the two to the same rows and the same ``request_resources``).
+    Computed from the request table instead, its four parts were most of a rerun's page: 5.4 s over 3 days of
+    300,000 records a day, 8.1 s over 9 (docs/performance.md)."""
     def read(frame: DataFrame, name: str) -> DataFrame:
         return spark.read.schema(frame.schema).parquet(layout.report(name)).select(*frame.columns)
 
-    names = [name for name in READ_BACK if who_whole or name != "who_did_what"]
-    read_back: dict[str, Any] = {name: read(getattr(frames, name), name) for name in names}
+    read_back: dict[str, Any] = {name: read(getattr(frames, name), name) for name in READ_BACK}
     return replace(frames, **read_back)
 
 
-def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState) -> bool:
+def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState) -> None:
     """The who-did-what report; where the kept partitions were computed with these options, only the dates
-    whose request rows this run rewrote (a bucket that divides a day stays within its date). True when it was
-    written whole."""
+    whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
     path = layout.report("who_did_what")
     rewritten = sources.rewritten
     if (
@@ -210,13 +211,12 @@ def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, optio
         or not hadoop_fs.exists(spark, path)
     ):
         frame.write.mode("overwrite").partitionBy("date").parquet(path)
-        return True
+        return
     if not rewritten:
-        return False
+        return
     staging = layout.work("who_did_what-update")
     frame.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])).write.mode("overwrite").partitionBy("date").parquet(staging)
     tables.replace_partitions(spark, staging, path, rewritten)
-    return False
 
 
 #: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
@@ -344,7 +344,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
     frames = _frames(spark, sources, ro, window, layout)
-    who_whole = _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
+    _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
     written = {name: _write(frame, layout.report(name), by_date=name in BY_DATE, summed=SUMMED.get(name)) for name, frame in _reports(frames).items()}
     totals = {name: observed["rows"] for name, observed in written.items()}
     table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental))
@@ -358,7 +358,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
             acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
     # the page's rows, the summary's counts and the chains' findings: one Spark query
     fields = chain_fields_of_run(spark, options, layout, stats)
-    frames = _as_written(spark, frames, layout, who_whole=who_whole)
+    frames = _as_written(spark, frames, layout)
     page = page_parts.parts(frames, ro.top)
     wanted = {
         **page,
