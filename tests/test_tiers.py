@@ -28,6 +28,7 @@ def test_tests_named_on_the_command_line_are_collected_as_given() -> None:
 
 def test_a_spark_test_is_in_the_spark_tier_wherever_the_interop_marker_is() -> None:
     assert tier_of(SPARK_FOLDER + "test_job.py", {"spark"}) == "spark"
+    assert tier_of(SPARK_FOLDER + "test_job.py", {"spark", "interop"}) == "spark"
     assert tier_of(SPARK_FOLDER + "test_read.py", set()) == "main"
     assert tier_of(TIER_FOLDERS["interop"] + "test_quorum.py", {"interop"}) == "interop"
     assert tier_of("tests/deploy/test_deploy_guide.py", {"interop"}) == "main"
