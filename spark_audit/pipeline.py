@@ -181,42 +181,56 @@ def _reports(frames: page_parts.Frames) -> dict[str, DataFrame]:
 READ_BACK = ("requests", "who_did_what", "denial_ranking", "bursts", "impersonation", "unusual_listeners", "first_seen_pairs", "intents_without_outcome", "latency")
 
 
+def _read_report(spark: SparkSession, frame: DataFrame, path: str) -> DataFrame:
+    """A written report in ``frame``'s columns and order (a partition column is read last), read with its schema:
+    with the run's partition discovery on the driver (spark_audit/spark_jobs.py), no Spark job of its own."""
+    return spark.read.schema(frame.schema).parquet(path).select(*frame.columns)
+
+
+def _rows_part(name: str) -> str:
+    return f"{name}_rows"
+
+
 def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout) -> page_parts.Frames:
     """``frames`` with the reports of :data:`READ_BACK` read from their Parquet output (in the frames' columns and
     order: a partition column is read last). With their schema given (and the run's partition discovery on the
     driver, spark_audit/spark_jobs.py), reading starts no Spark job of its own.
 
     Who-did-what is read back in an incremental run too, where the run rewrote only some of its dates: a date's
-    rows come from that date's request rows alone, :func:`_who_did_what` rewrote every date whose request rows
+    rows come from that date's request rows alone, :func:`_date_local` rewrote every date whose request rows
     changed, and the pending dates are cleared only once every report is written, so the kept dates are what a
     full run computes (the differential test holds the two to the same rows and the same ``request_resources``).
     Computed from the request table instead, its four parts were most of a rerun's page: 5.4 s over 3 days of
     300,000 records a day, 8.1 s over 9 (docs/performance.md)."""
-    def read(frame: DataFrame, name: str) -> DataFrame:
-        return spark.read.schema(frame.schema).parquet(layout.report(name)).select(*frame.columns)
-
-    read_back: dict[str, Any] = {name: read(getattr(frames, name), name) for name in READ_BACK}
+    read_back: dict[str, Any] = {name: _read_report(spark, getattr(frames, name), layout.report(name)) for name in READ_BACK}
     return replace(frames, **read_back)
 
 
-def _who_did_what(spark: SparkSession, sources: Sources, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState) -> None:
-    """The who-did-what report; where the kept partitions were computed with these options, only the dates
-    whose request rows this run rewrote (a bucket that divides a day stays within its date)."""
-    path = layout.report("who_did_what")
+#: Reports whose rows of a date come from that date's request rows alone: where their kept partitions were computed
+#: with this run's options, an incremental run rewrites only the dates whose request rows it rewrote.
+DATE_LOCAL = ("who_did_what", "sensitive_changes")
+
+
+def _date_local(
+    spark: SparkSession, sources: Sources, name: str, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState
+) -> dict[str, int] | None:
+    """Write a report of :data:`DATE_LOCAL`: whole (its rows counted as they are written), or, where the kept
+    partitions were computed with these options, only the dates whose request rows this run rewrote (then None: the
+    rows of the kept dates are not counted here). Who-did-what's buckets must divide a day to stay within a date."""
+    path = layout.report(name)
     rewritten = sources.rewritten
     if (
         rewritten is None
         or state.report_options != tables.date_partitioned_options(options)
-        or tables.DAY.total_seconds() % options.bucket_seconds != 0
+        or (name == "who_did_what" and tables.DAY.total_seconds() % options.bucket_seconds != 0)
         or not hadoop_fs.exists(spark, path)
     ):
-        frame.write.mode("overwrite").partitionBy("date").parquet(path)
-        return
-    if not rewritten:
-        return
-    staging = layout.work("who_did_what-update")
-    frame.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])).write.mode("overwrite").partitionBy("date").parquet(staging)
-    tables.replace_partitions(spark, staging, path, rewritten)
+        return _write(frame, path, by_date=True)
+    if rewritten:
+        staging = layout.work(f"{name}-update")
+        frame.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])).write.mode("overwrite").partitionBy("date").parquet(staging)
+        tables.replace_partitions(spark, staging, path, rewritten)
+    return None
 
 
 #: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
@@ -344,9 +358,19 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
     frames = _frames(spark, sources, ro, window, layout)
-    _who_did_what(spark, sources, frames.who_did_what, ro, layout, state)
-    written = {name: _write(frame, layout.report(name), by_date=name in BY_DATE, summed=SUMMED.get(name)) for name, frame in _reports(frames).items()}
+    reports = {"who_did_what": frames.who_did_what, **_reports(frames)}
+    written: dict[str, dict[str, int]] = {}
+    for name, frame in reports.items():
+        observed = (
+            _date_local(spark, sources, name, frame, ro, layout, state)
+            if name in DATE_LOCAL
+            else _write(frame, layout.report(name), by_date=name in BY_DATE, summed=SUMMED.get(name))
+        )
+        if observed is not None:
+            written[name] = observed
     totals = {name: observed["rows"] for name, observed in written.items()}
+    # a report rewritten for some dates only: its rows counted in the gathering query (who-did-what's by its page part)
+    partly = {name: layout.report(name) for name in reports if name not in written and name != "who_did_what"}
     table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental))
     whatif_summary: dict[str, Any] | None = None
     whatif_tables: dict[str, Table] = {}
@@ -364,8 +388,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         **page,
         **_store_parts(store, flat, window, parts, frames.quarantine),
         **chain_parts(fields),
+        **{_rows_part(name): _read_report(spark, reports[name], path).agg(F.count(F.lit(1))) for name, path in partly.items()},
     }
     found = gather(wanted)
+    totals.update({name: int(found[_rows_part(name)][0][0]) for name in partly})
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])
     totals["quarantine"] = quarantined
     data = page_parts.finish(page, found, totals, ro.top, _seconds_label(ro.bucket_seconds))
@@ -379,7 +405,7 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         "request_resources": int(request_resources or 0),
         "baseline_empty": int(found["history"][0][0]) == 0,
     }
-    summary = _summary(options, layout, stats, window, data, counts, ["who_did_what", *written])
+    summary = _summary(options, layout, stats, window, data, counts, list(reports))
     summary["authentication_failures"] = page_parts.authentication_failures(found)
     # left out of every report above: the summary says how many there were
     summary["probes"] = int(found["probes"][0][0])
