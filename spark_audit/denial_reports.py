@@ -6,6 +6,8 @@ in Spark SQL expressions only (spark_audit/report_basics.py says why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -106,12 +108,19 @@ def denial_ranking(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     without a denied resource (a refused connection) counts under its subject,
     or ``(none)``.
     """
+    return ranked(denial_counts(flat), ordered=ordered)
+
+
+def denial_counts(flat: DataFrame, *, by: Sequence[str] = ()) -> DataFrame:
+    """:func:`denial_ranking`'s counts before the ranking, per ``by`` columns too (an incremental run keeps them per
+    date: spark_audit/report_writes.py). Columns: ``by``, dimension, key, denials, first, last."""
     events = closing_events(flat).filter(F.col("isDenial"))
     denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
     # one denial per resource it denied, however many of the request's entries name that resource
     labels = F.array_distinct(F.transform(denied, resource_label))
     fallback = F.array(F.coalesce(F.col("subject"), F.when(F.col("isConnection"), F.lit(CONNECTION)).otherwise(F.lit(NO_RESOURCE))))
     keyed = events.select(
+        *by,
         "time",
         F.array(
             F.struct(F.lit("principal").alias("dimension"), who().alias("key")),
@@ -119,13 +128,25 @@ def denial_ranking(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
         ).alias("plain"),
         F.when(F.size(labels) > 0, labels).otherwise(fallback).alias("resourceKeys"),
     )
-    plain = keyed.select("time", F.explode("plain").alias("k")).select("time", "k.dimension", "k.key")
-    by_resource = keyed.select("time", F.lit("resource").alias("dimension"), F.explode("resourceKeys").alias("key"))
-    counted = (
+    plain = keyed.select(*by, "time", F.explode("plain").alias("k")).select(*by, "time", "k.dimension", "k.key")
+    by_resource = keyed.select(*by, "time", F.lit("resource").alias("dimension"), F.explode("resourceKeys").alias("key"))
+    return (
         plain.unionByName(by_resource)
-        .groupBy("dimension", "key")
+        .groupBy(*by, "dimension", "key")
         .agg(F.count(F.lit(1)).alias("denials"), F.min("time").alias("first"), F.max("time").alias("last"))
     )
+
+
+def merged_counts(counts: DataFrame) -> DataFrame:
+    """:func:`denial_counts` kept per date, merged into the counts over every date (a sum, a min and a max: the same
+    figures as counting every denial at once)."""
+    return counts.groupBy("dimension", "key").agg(
+        F.sum("denials").alias("denials"), F.min("first").alias("first"), F.max("last").alias("last")
+    )
+
+
+def ranked(counted: DataFrame, *, ordered: bool = True) -> DataFrame:
+    """:func:`denial_counts` (or their merge) ranked within each dimension: most denials first, ties by key."""
     rank = F.row_number().over(Window.partitionBy("dimension").orderBy(F.desc("denials"), F.asc("key")))
     return in_order(counted.withColumn("rank", rank), ordered, "dimension", "rank")
 

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_audit import (
@@ -18,9 +18,9 @@ from spark_audit import (
     collect,
     daily_tables,
     denial_reports,
-    hadoop_fs,
     identity_reports,
     page_parts,
+    report_writes,
     request_reports,
     spark_jobs,
     table_state,
@@ -135,7 +135,9 @@ class Sources:
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
 
-def _frames(spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout) -> page_parts.Frames:
+def _frames(
+    spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, ranking: DataFrame
+) -> page_parts.Frames:
     """Every report's frame, unsorted: Parquet keeps no order, and a global sort before a write is a job of its own."""
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
     requests, alarms = sources.requests, sources.alarms
@@ -144,7 +146,7 @@ def _frames(spark: SparkSession, sources: Sources, options: ReportOptions, windo
         requests=request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local, ordered=False),
         who_did_what=request_reports.who_did_what(requests, bucket=bucket, include_local=options.include_local, ordered=False),
         denial_details=denial_reports.denial_details(alarms),
-        denial_ranking=denial_reports.denial_ranking(alarms, ordered=False),
+        denial_ranking=ranking,
         bursts=denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False),
         change_details=request_reports.sensitive_change_details(requests, ordered=False),
         impersonation=identity_reports.impersonation(requests, ordered=False),
@@ -197,7 +199,7 @@ def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout) 
     driver, spark_audit/spark_jobs.py), reading starts no Spark job of its own.
 
     Who-did-what is read back in an incremental run too, where the run rewrote only some of its dates: a date's
-    rows come from that date's request rows alone, :func:`_date_local` rewrote every date whose request rows
+    rows come from that date's request rows alone, :func:`spark_audit.report_writes.write_date_local` rewrote every date whose request rows
     changed, and the pending dates are cleared only once every report is written, so the kept dates are what a
     full run computes (the differential test holds the two to the same rows and the same ``request_resources``).
     Computed from the request table instead, its four parts were most of a rerun's page: 5.4 s over 3 days of
@@ -206,55 +208,12 @@ def _as_written(spark: SparkSession, frames: page_parts.Frames, layout: Layout) 
     return replace(frames, **read_back)
 
 
-#: Reports whose rows of a date come from that date's request rows alone: where their kept partitions were computed
-#: with this run's options, an incremental run rewrites only the dates whose request rows it rewrote.
-DATE_LOCAL = ("who_did_what", "sensitive_changes")
-
-
-def _date_local(
-    spark: SparkSession, sources: Sources, name: str, frame: DataFrame, options: ReportOptions, layout: Layout, state: TableState
-) -> dict[str, int] | None:
-    """Write a report of :data:`DATE_LOCAL`: whole (its rows counted as they are written), or, where the kept
-    partitions were computed with these options, only the dates whose request rows this run rewrote (then None: the
-    rows of the kept dates are not counted here). Who-did-what's buckets must divide a day to stay within a date."""
-    path = layout.report(name)
-    rewritten = sources.rewritten
-    if (
-        rewritten is None
-        or state.report_options != tables.date_partitioned_options(options)
-        or (name == "who_did_what" and tables.DAY.total_seconds() % options.bucket_seconds != 0)
-        or not hadoop_fs.exists(spark, path)
-    ):
-        return _write(frame, path, by_date=True)
-    if rewritten:
-        staging = layout.work(f"{name}-update")
-        frame.filter(F.col("date").isin(*[F.lit(d) for d in sorted(rewritten)])).write.mode("overwrite").partitionBy("date").parquet(staging)
-        tables.replace_partitions(spark, staging, path, rewritten)
-    return None
-
-
-#: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
-SUMMED = {"requests": "count"}
-
-
-def _write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None) -> dict[str, int]:
-    """Write a report; its rows (and the sum of the column ``summed``) are counted as they are written
-    (``observe``), so no Spark job reads it back to count them."""
-    observation = Observation("rows")
-    metrics = [F.count(F.lit(1)).alias("rows"), *([F.sum(summed).alias(summed)] if summed is not None else [])]
-    writer = frame.observe(observation, *metrics).write.mode("overwrite")
-    if by_date:
-        writer = writer.partitionBy("date")
-    writer.parquet(path)
-    return {name: int(value or 0) for name, value in observation.get.items()}
-
-
 def _whatif(spark: SparkSession, flat: DataFrame, options: JobOptions, layout: Layout, top: int) -> tuple[dict[str, Any], dict[str, Table]]:
     assert options.whatif is not None
     result = replay(spark, flat, options.whatif)
     shown: dict[str, Table] = {}
     for name, frame, by_date in (("changes", result.changes, True), ("counts", result.counts, False)):
-        total = _write(frame, layout.whatif(name), by_date=by_date)["rows"]
+        total = report_writes.write(frame, layout.whatif(name), by_date=by_date)["rows"]
         written = spark.read.schema(frame.schema).parquet(layout.whatif(name))
         shown[f"whatif_{name}"] = collect.table(written.drop("date") if by_date else written, top, total=total)
     summary = {
@@ -357,14 +316,15 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     window, store_count = Window.of(spark, store, stats, ro, parts)
     sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
-    frames = _frames(spark, sources, ro, window, layout)
+    ranking = report_writes.denial_ranking(spark, sources.alarms, layout, sources.rewritten, incremental=incremental, kept=state.daily)
+    frames = _frames(spark, sources, ro, window, layout, ranking)
     reports = {"who_did_what": frames.who_did_what, **_reports(frames)}
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():
         observed = (
-            _date_local(spark, sources, name, frame, ro, layout, state)
-            if name in DATE_LOCAL
-            else _write(frame, layout.report(name), by_date=name in BY_DATE, summed=SUMMED.get(name))
+            report_writes.write_date_local(spark, name, frame, layout, sources.rewritten, ro, state)
+            if name in report_writes.DATE_LOCAL
+            else report_writes.write(frame, layout.report(name), by_date=name in BY_DATE, summed=report_writes.SUMMED.get(name))
         )
         if observed is not None:
             written[name] = observed
