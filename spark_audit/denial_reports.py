@@ -94,10 +94,20 @@ def denial_details(flat: DataFrame) -> DataFrame:
     )
 
 
-def denials_by(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
-    """Denials counted by who denied them (:func:`spark_audit.view.denied_by`). Columns: deniedBy, denials."""
-    counted = closing_events(flat).filter(F.col("isDenial")).groupBy(denied_by().alias("deniedBy")).agg(F.count(F.lit(1)).alias("denials"))
+def denials_by(flat: DataFrame, *, ordered: bool = True, by: Sequence[str] = ()) -> DataFrame:
+    """Denials counted by who denied them (:func:`spark_audit.view.denied_by`), per ``by`` columns too. Columns:
+    ``by``, deniedBy, denials."""
+    events = closing_events(flat).filter(F.col("isDenial"))
+    counted = events.groupBy(*by, denied_by().alias("deniedBy")).agg(F.count(F.lit(1)).alias("denials"))
     return in_order(counted, ordered, F.desc("denials"), "deniedBy")
+
+
+def timeline(flat: DataFrame, bucket: str, *, by: Sequence[str] = ()) -> DataFrame:
+    """Denials and authentication failures counted per time bucket (its start) and kind (:data:`DENIAL` or
+    :data:`AUTHENTICATION_FAILURE`), per ``by`` columns too. Columns: ``by``, bucket, kind, count."""
+    events = closing_events(flat).filter(F.col("isDenial") | F.col("isAuthFailure"))
+    kind = F.when(F.col("isAuthFailure"), F.lit(AUTHENTICATION_FAILURE)).otherwise(F.lit(DENIAL))
+    return events.groupBy(*by, F.window("time", bucket)["start"].alias("bucket"), kind.alias("kind")).count()
 
 
 def denial_ranking(flat: DataFrame, *, ordered: bool = True) -> DataFrame:

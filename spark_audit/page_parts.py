@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_audit import denial_reports, explain, report_basics
+from spark_audit import denial_reports, explain
 from spark_audit.report_data import ReportData, Table
 
 #: Rows the page's ranking charts show per dimension.
@@ -46,6 +46,9 @@ class Frames:
     latency: DataFrame
     #: the alarm rows (the request table's denials and authentication failures)
     alarms: DataFrame
+    #: :func:`spark_audit.denial_reports.denials_by` and :func:`spark_audit.denial_reports.timeline` of the alarms
+    denied_by: DataFrame
+    timeline: DataFrame
     quarantine: DataFrame
     bucket: str
 
@@ -61,11 +64,6 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
     """Every small frame the page and the summary read, by name."""
     f = frames
     who = f.who_did_what
-    events = report_basics.closing_events(f.alarms)
-    kind = F.when(F.col("isAuthFailure"), F.lit(denial_reports.AUTHENTICATION_FAILURE)).otherwise(F.lit(denial_reports.DENIAL))
-    timeline = events.filter(F.col("isDenial") | F.col("isAuthFailure")).groupBy(
-        F.window("time", f.bucket)["start"].alias("bucket"), kind.alias("kind")
-    )
     return {
         "requests": f.requests.orderBy("principal", "method", "status").limit(max(top, REQUESTS_SHOWN)),
         "who_did_what": who.orderBy(F.desc("requests"), "bucket", "principal", "method", "resource")
@@ -78,8 +76,8 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         "heat": who.groupBy("principal", "method").agg(*_who_sums()),
         "denials": explain.newest_denials(f.denial_details, top),
         "ranking": f.denial_ranking.filter(F.col("rank") <= RANKED).select("dimension", "rank", "key", "denials"),
-        "denied_by": denial_reports.denials_by(f.alarms, ordered=False),
-        "timeline": timeline.count(),
+        "denied_by": f.denied_by,
+        "timeline": f.timeline,
         "bursts": f.bursts.orderBy("start", "clientAddress", "kind").drop("date").limit(top),
         "sensitive_changes": explain.newest_changes(f.change_details, top),
         "impersonation": f.impersonation.orderBy("forwardingPrincipal", "principal").limit(top),

@@ -136,7 +136,7 @@ class Sources:
 
 
 def _frames(
-    spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, ranking: DataFrame
+    spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, counts: report_writes.AlarmCounts
 ) -> page_parts.Frames:
     """Every report's frame, unsorted: Parquet keeps no order, and a global sort before a write is a job of its own."""
     grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
@@ -146,7 +146,7 @@ def _frames(
         requests=request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local, ordered=False),
         who_did_what=request_reports.who_did_what(requests, bucket=bucket, include_local=options.include_local, ordered=False),
         denial_details=denial_reports.denial_details(alarms),
-        denial_ranking=ranking,
+        denial_ranking=denial_reports.ranked(counts.ranking, ordered=False),
         bursts=denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False),
         change_details=request_reports.sensitive_change_details(requests, ordered=False),
         impersonation=identity_reports.impersonation(requests, ordered=False),
@@ -155,6 +155,8 @@ def _frames(
         intents_without_outcome=request_reports.intents_without_outcome(requests, before_us=grace_before, ordered=False),
         latency=request_reports.latency(requests, ordered=False),
         alarms=alarms,
+        denied_by=counts.denied_by,
+        timeline=counts.timeline,
         quarantine=read_quarantine(spark, layout.quarantine),
         bucket=bucket,
     )
@@ -316,8 +318,12 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     window, store_count = Window.of(spark, store, stats, ro, parts)
     sources = Sources.write(spark, store, layout, window.baseline, state, parts)
     flat = sources.flat
-    ranking = report_writes.denial_ranking(spark, sources.alarms, layout, sources.rewritten, incremental=incremental, kept=state.daily)
-    frames = _frames(spark, sources, ro, window, layout, ranking)
+    # kept per date by the last run where it was incremental with these options (the timeline's bucket is one)
+    kept = state.daily and state.report_options == tables.date_partitioned_options(ro)
+    alarm_counts = report_writes.alarm_counts(
+        spark, sources.alarms, layout, sources.rewritten, f"{ro.bucket_seconds} seconds", incremental=incremental, kept=kept
+    )
+    frames = _frames(spark, sources, ro, window, layout, alarm_counts)
     reports = {"who_did_what": frames.who_did_what, **_reports(frames)}
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():

@@ -17,7 +17,7 @@ from typing import Any
 
 #: 2: the alarms are a filter of the one kept table (spark_audit/tables.py); a state of format 1 describes two tables, so they are rebuilt.
 #: 3: the kept table is partitioned by date and alarm; a state of format 2 describes a table partitioned by date alone, rebuilt too
-#: 4: an incremental run keeps the denial ranking's counts per date (spark_audit/report_writes.py); a state of format 3
+#: 4: an incremental run keeps the alarms' counts per date (spark_audit/report_writes.py); a state of format 3
 #: was written by a job that keeps none, and may follow counts a newer run kept and it left stale: everything is rebuilt once
 FORMAT = 4
 

@@ -261,6 +261,8 @@ def test_incremental_runs_report_what_the_full_run_reports(
         *("records", "malformed", "requests", "denials", "authentication_failures", "sensitive_changes", "bursts"),
         *("first_seen_pairs", "unusual_listeners", "impersonation_pairs", "intents_without_outcome"),
         *("probes", "time_range", "baseline"),
+        # merged from the alarm counts the incremental runs keep per date (so is authentication_failures, from the timeline)
+        "denials_by",
         # who-did-what's rows summed, as the page reads them back from the report the runs kept partly
         "request_resources",
     ]

@@ -17,8 +17,8 @@ def test_a_state_round_trips(tmp_path: Path) -> None:
     assert table_state.load(path) == state
 
 
-def test_a_state_of_the_format_before_the_kept_denial_counts_rebuilds_everything(tmp_path: Path) -> None:
-    # format 3 was written by jobs that keep no denial counts: counts a newer run kept would be stale after one of them ran
+def test_a_state_of_the_format_before_the_kept_alarm_counts_rebuilds_everything(tmp_path: Path) -> None:
+    # format 3 was written by jobs that keep no alarm counts: counts a newer run kept would be stale after one of them ran
     path = tmp_path / "state.json"
     table_state.save(str(path), TableState(built=True, daily=True))
     raw = json.loads(path.read_text())
