@@ -29,7 +29,7 @@ from spark_audit import hadoop_fs, identity_reports
 from spark_audit.identity_reports import IN_BASELINE, Baseline
 from spark_audit.layout import Layout
 from spark_audit.table_state import TableState
-from spark_audit.tables import DAY, read_table, replace_partitions
+from spark_audit.tables import DAY, is_in, read_table, rewrite_dates
 from spark_audit.view import IS_PROBE, flatten, traffic
 
 DAILY, IDENTITIES = "daily", "identities"
@@ -55,10 +55,6 @@ IDENTITY_SCHEMA = StructType(
     ]
 )
 _DAY_US = int(DAY.total_seconds()) * 1_000_000
-
-
-def _is_in(column: str, dates: Iterable[date]) -> Column:
-    return F.col(column).isin(*[F.lit(d) for d in sorted(dates)])
 
 
 def _daily(flat: DataFrame) -> DataFrame:
@@ -93,7 +89,7 @@ def _flat(store: DataFrame, dates: Iterable[date]) -> DataFrame:
     dates' files are read (:func:`spark_audit.view.flatten`'s ``date`` is computed from the time, and a filter on it
     would read every file)."""
     chosen = sorted(dates)
-    return flatten(store.filter(_is_in("date", chosen)) if chosen else store.limit(0))
+    return flatten(store.filter(is_in("date", chosen)) if chosen else store.limit(0))
 
 
 def build(store: DataFrame, root: str) -> None:
@@ -109,10 +105,8 @@ def update(spark: SparkSession, store: DataFrame, root: str, work: str, pending:
         return
     daily_dates = pending | {d + DAY for d in pending}
     scoped = _flat(store, daily_dates | {d - DAY for d in daily_dates})
-    _daily(scoped).filter(_is_in("date", daily_dates)).write.mode("overwrite").partitionBy("date").parquet(f"{work}/{DAILY}")
-    replace_partitions(spark, f"{work}/{DAILY}", f"{root}/{DAILY}", daily_dates)
-    _identities(_flat(store, pending)).write.mode("overwrite").partitionBy("date").parquet(f"{work}/{IDENTITIES}")
-    replace_partitions(spark, f"{work}/{IDENTITIES}", f"{root}/{IDENTITIES}", pending)
+    rewrite_dates(spark, _daily(scoped), f"{work}/{DAILY}", f"{root}/{DAILY}", daily_dates)
+    rewrite_dates(spark, _identities(_flat(store, pending)), f"{work}/{IDENTITIES}", f"{root}/{IDENTITIES}", pending)
 
 
 def follow(spark: SparkSession, store: DataFrame, layout: Layout, state: TableState) -> Parts:
@@ -160,7 +154,7 @@ def _sides(baseline: Baseline, bounds: frozenset[date]) -> tuple[Column, Column]
     if baseline.end_us is None:
         return F.lit(False), F.lit(False)
     start = F.unix_micros(F.to_timestamp(F.col("date")))
-    outside = _is_in("date", bounds) if bounds else F.lit(False)
+    outside = is_in("date", bounds) if bounds else F.lit(False)
     history = (start + F.lit(_DAY_US) <= F.lit(baseline.end_us)) & ~outside
     if baseline.start_us is not None:
         history = history & (start >= F.lit(baseline.start_us))

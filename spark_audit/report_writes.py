@@ -17,11 +17,10 @@ run's, row for row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
 
@@ -76,17 +75,6 @@ def write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = No
     return {name: int(value or 0) for name, value in observation.get.items()}
 
 
-def _on(dates: Iterable[date]) -> Column:
-    return F.col("date").isin(*[F.lit(d) for d in sorted(dates)])
-
-
-def _rewrite_dates(spark: SparkSession, frame: DataFrame, path: str, staging: str, dates: frozenset[date]) -> None:
-    """The partitions of ``dates`` of the date-partitioned ``path`` replaced by ``frame``'s rows of those dates."""
-    if dates:
-        frame.filter(_on(dates)).write.mode("overwrite").partitionBy("date").parquet(staging)
-        tables.replace_partitions(spark, staging, path, dates)
-
-
 def write_date_local(
     spark: SparkSession,
     name: str,
@@ -107,7 +95,7 @@ def write_date_local(
         or not hadoop_fs.exists(spark, path)
     ):
         return write(frame, path, by_date=True)
-    _rewrite_dates(spark, frame, path, layout.work(f"{name}-update"), rewritten)
+    tables.rewrite_dates(spark, frame, layout.work(f"{name}-update"), path, rewritten)
     return None
 
 
@@ -143,7 +131,7 @@ def alarm_counts(
     if rewritten is None or not kept or not hadoop_fs.exists(spark, path):
         per_date.write.mode("overwrite").partitionBy("date").parquet(path)
     else:
-        _rewrite_dates(spark, per_date, path, layout.work(f"{ALARM_COUNTS}-update"), rewritten)
+        tables.rewrite_dates(spark, per_date, layout.work(f"{ALARM_COUNTS}-update"), path, rewritten)
     counts = tables.read_table(spark, ALARM_COUNTS_SCHEMA, path)
 
     def part(name: str) -> DataFrame:

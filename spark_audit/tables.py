@@ -63,7 +63,8 @@ def read_table(spark: SparkSession, schema: StructType, path: str) -> DataFrame:
         return empty_frame(spark, schema)
 
 
-def _is_in(column: str, dates: Iterable[date]) -> Column:
+def is_in(column: str, dates: Iterable[date]) -> Column:
+    """``column`` (a date) is one of ``dates``: on a partition column, only those dates' files are read."""
     return F.col(column).isin(*[F.lit(d) for d in sorted(dates)])
 
 
@@ -77,6 +78,14 @@ def replace_partitions(spark: SparkSession, staging: str, target: str, dates: It
     for day in sorted(dates):
         name = f"date={day.isoformat()}"
         hadoop_fs.move(spark, f"{staging}/{name}", f"{target}/{name}")
+
+
+def rewrite_dates(spark: SparkSession, frame: DataFrame, staging: str, target: str, dates: frozenset[date]) -> None:
+    """The partitions of ``dates`` of the date-partitioned ``target`` replaced by ``frame``'s rows of those dates
+    (written to ``staging`` first), or removed where it has none."""
+    if dates:
+        frame.filter(is_in("date", dates)).write.mode("overwrite").partitionBy("date").parquet(staging)
+        replace_partitions(spark, staging, target, dates)
 
 
 @dataclass(frozen=True)
@@ -140,15 +149,15 @@ def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozens
         return _tables(spark, schema, layout, frozenset())
     neighbours = frozenset(d + step for d in dates for step in (-DAY, DAY)) - dates
     rewritten = dates | neighbours
-    scoped = traffic(flatten(store.filter(_is_in("date", rewritten)).filter(_near(dates)))).select(*REPORT_COLUMNS)
+    scoped = traffic(flatten(store.filter(is_in("date", rewritten)).filter(_near(dates)))).select(*REPORT_COLUMNS)
     touched_path = layout.work("touched-requests")
-    touched_ids = scoped.filter(_is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct()
+    touched_ids = scoped.filter(is_in("date", dates) & ~F.col("isConnection")).select("requestId").distinct()
     touched_ids.write.mode("overwrite").parquet(touched_path)
     touched = spark.read.schema(touched_ids.schema).parquet(touched_path)
     rows = _with_alarm(
-        request_rows(scoped.join(touched, "requestId", "left_semi")).unionByName(_connection_alarms(scoped.filter(_is_in("date", dates))))
+        request_rows(scoped.join(touched, "requestId", "left_semi")).unionByName(_connection_alarms(scoped.filter(is_in("date", dates))))
     )
-    old = read_table(spark, schema, layout.table(REQUESTS)).filter(_is_in("date", neighbours))
+    old = read_table(spark, schema, layout.table(REQUESTS)).filter(is_in("date", neighbours))
     kept = old.filter(F.col(REQUEST_ROW)).join(touched, "requestId", "left_anti").unionByName(old.filter(~F.col(REQUEST_ROW)))
     staged = layout.work("requests-update")
     rows.unionByName(kept).write.mode("overwrite").partitionBy(*PARTITIONS).parquet(staged)
