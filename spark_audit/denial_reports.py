@@ -33,7 +33,7 @@ DENIAL = "denial"
 def denials(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Every denial (request or connection), sorted by time.
 
-    Columns: time, principal, clientAddress, method, subject, errorCode,
+    Columns: time, date, principal, clientAddress, method, subject, errorCode,
     errorName, status. The error shown is the top-level code when it is an
     authorization failure, else the first per-resource authorization failure,
     else (a refusal) the top-level code.
@@ -51,6 +51,7 @@ def denials(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
         .filter(F.col("isDenial"))
         .select(
             "time",
+            "date",
             "principal",
             "clientAddress",
             "method",

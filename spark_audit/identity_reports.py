@@ -7,6 +7,7 @@ Spark SQL expressions only (spark_audit/report_basics.py says why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -33,16 +34,17 @@ class Baseline:
         return F.lit(False) if self.end_us is None else time_us >= F.lit(self.end_us)
 
 
-def impersonation(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
-    """Who forwarded whose requests: forwardingPrincipal x principal.
+def impersonation(flat: DataFrame, *, ordered: bool = True, by: Sequence[str] = ()) -> DataFrame:
+    """Who forwarded whose requests: forwardingPrincipal x principal, per ``by`` columns too (an incremental run
+    keeps the pairs per date: spark_audit/report_writes.py).
 
-    Columns: forwardingPrincipal, principal, listeners (sorted), requests,
+    Columns: ``by``, forwardingPrincipal, principal, listeners (sorted), requests,
     denied, first, last.
     """
     pairs = (
         requests(flat)
         .filter(F.col("forwardingPrincipal").isNotNull())
-        .groupBy("forwardingPrincipal", who().alias("principal"))
+        .groupBy(*by, "forwardingPrincipal", who().alias("principal"))
         .agg(
             F.sort_array(F.collect_set("listener")).alias("listeners"),
             F.count(F.lit(1)).alias("requests"),
@@ -52,6 +54,18 @@ def impersonation(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
         )
     )
     return in_order(pairs, ordered, "forwardingPrincipal", "principal")
+
+
+def merged_impersonation(pairs: DataFrame) -> DataFrame:
+    """:func:`impersonation` kept per date, merged over every date (unsorted): the listeners' union, the counts'
+    sums, the first's min and the last's max, which is what grouping every request at once gives."""
+    return pairs.groupBy("forwardingPrincipal", "principal").agg(
+        F.sort_array(F.array_distinct(F.flatten(F.collect_list("listeners")))).alias("listeners"),
+        F.sum("requests").alias("requests"),
+        F.sum("denied").alias("denied"),
+        F.min("first").alias("first"),
+        F.max("last").alias("last"),
+    )
 
 
 #: Column of :func:`identities` rows: true for the baseline's history, false for the detection window.

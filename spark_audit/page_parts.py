@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -87,6 +88,32 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         "latency": f.latency.orderBy(F.desc("totalP99"), "method").limit(max(top, LATENCY_CHART)),
         "quarantine": f.quarantine.select("origin", "problem", "value").limit(min(top, QUARANTINE_SHOWN)),
     }
+
+
+#: Dates the page's newest denials and changes are looked for on first: the newest and the day before it.
+NEWEST_DATES = 2
+#: The page's parts that list the newest rows of a table that grows with the history.
+NEWEST = ("denials", "sensitive_changes")
+
+
+def newest_since(first_us: int | None, last_us: int | None) -> date | None:
+    """The first of the :data:`NEWEST_DATES` newest dates, where the history holds older dates too (else None: every
+    date is read anyway)."""
+    if first_us is None or last_us is None:
+        return None
+    since = _date_of(last_us) - timedelta(days=NEWEST_DATES - 1)
+    return since if _date_of(first_us) < since else None
+
+
+def _date_of(micros: int) -> date:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC).date()
+
+
+def newest_found(found: Mapping[str, Sequence[Sequence[Any]]], top: int) -> list[str]:
+    """The parts of :data:`NEWEST` whose newest dates held fewer than ``top`` rows: the older dates may hold more of
+    the newest, so they are gathered again over every date. A part that found ``top`` rows has the newest of all: a
+    row's date is its time's, so every row of an older date is older than each row found."""
+    return [name for name in NEWEST if len(found[name]) < top]
 
 
 def authentication_failures(found: Mapping[str, Sequence[Sequence[Any]]]) -> int:

@@ -41,7 +41,7 @@ from spark_audit.view import flatten, probe_requests, traffic
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
-BY_DATE = frozenset({"who_did_what", "bursts", "sensitive_changes", "first_seen_pairs", "intents_without_outcome"})
+BY_DATE = frozenset({"who_did_what", "denials", "bursts", "sensitive_changes", "first_seen_pairs", "intents_without_outcome"})
 
 
 def _seconds_label(seconds: int) -> str:
@@ -93,6 +93,10 @@ class Window:
             end = last_us - options.detection_window_seconds * 1_000_000
         return cls(first_us, last_us, identity_reports.Baseline(options.baseline_start_us, end)), count
 
+    def outcomes_before(self, options: ReportOptions) -> int | None:
+        """Intents written before this instant (the newest record's less the grace) have had time for an outcome."""
+        return None if self.last_us is None else self.last_us - options.outcome_grace_seconds * 1_000_000
+
 
 @dataclass(frozen=True)
 class Sources:
@@ -134,25 +138,33 @@ class Sources:
         # read with its schema: without one, Spark runs a job to read a file's footer
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
+    def since(self, first: date) -> Sources:
+        """The request and alarm rows of ``first`` and later dates only (their partitions alone are read)."""
+        newer = F.col("date") >= F.lit(first)
+        return replace(self, requests=self.requests.filter(newer), alarms=self.alarms.filter(newer))
+
+    def of_dates(self, dates: frozenset[date]) -> Sources:
+        """The request and alarm rows of ``dates`` only (their partitions alone are read)."""
+        return replace(self, requests=self.requests.filter(tables.is_in("date", dates)), alarms=self.alarms.filter(tables.is_in("date", dates)))
+
 
 def _frames(
-    spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, counts: report_writes.AlarmCounts
+    spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, counts: report_writes.Counts
 ) -> page_parts.Frames:
     """Every report's frame, unsorted: Parquet keeps no order, and a global sort before a write is a job of its own."""
-    grace_before = None if window.last_us is None else window.last_us - options.outcome_grace_seconds * 1_000_000
     requests, alarms = sources.requests, sources.alarms
     bucket = f"{options.bucket_seconds} seconds"
     return page_parts.Frames(
-        requests=request_reports.requests_by_principal_method_outcome(requests, include_local=options.include_local, ordered=False),
+        requests=counts.requests,
         who_did_what=request_reports.who_did_what(requests, bucket=bucket, include_local=options.include_local, ordered=False),
         denial_details=denial_reports.denial_details(alarms),
         denial_ranking=denial_reports.ranked(counts.ranking, ordered=False),
         bursts=denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False),
         change_details=request_reports.sensitive_change_details(requests, ordered=False),
-        impersonation=identity_reports.impersonation(requests, ordered=False),
+        impersonation=counts.impersonation,
         unusual_listeners=identity_reports.unusual_listeners(sources.identities, window.baseline, ordered=False),
         first_seen_pairs=identity_reports.first_seen_pairs(sources.identities, window.baseline, ordered=False),
-        intents_without_outcome=request_reports.intents_without_outcome(requests, before_us=grace_before, ordered=False),
+        intents_without_outcome=request_reports.intents_without_outcome(requests, before_us=window.outcomes_before(options), ordered=False),
         latency=request_reports.latency(requests, ordered=False),
         alarms=alarms,
         denied_by=counts.denied_by,
@@ -163,8 +175,9 @@ def _frames(
 
 
 def _reports(frames: page_parts.Frames) -> dict[str, DataFrame]:
-    """The Parquet reports (besides who-did-what) and their frames."""
+    """The Parquet reports and their frames."""
     return {
+        "who_did_what": frames.who_did_what,
         "requests": frames.requests,
         "denials": denial_reports.denials(frames.alarms, ordered=False),
         "denial_ranking": frames.denial_ranking,
@@ -320,16 +333,21 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     flat = sources.flat
     # kept per date by the last run where it was incremental with these options (the timeline's bucket is one)
     kept = state.daily and state.report_options == tables.date_partitioned_options(ro)
-    alarm_counts = report_writes.alarm_counts(
-        spark, sources.alarms, layout, sources.rewritten, f"{ro.bucket_seconds} seconds", incremental=incremental, kept=kept
-    )
-    frames = _frames(spark, sources, ro, window, layout, alarm_counts)
-    reports = {"who_did_what": frames.who_did_what, **_reports(frames)}
+    kept_counts = report_writes.counts(spark, sources.requests, sources.alarms, layout, sources.rewritten, ro, incremental=incremental, kept=kept)
+    frames = _frames(spark, sources, ro, window, layout, kept_counts)
+    reports = _reports(frames)
+    outcomes_before = window.outcomes_before(ro)
+    rewrites = {name: sources.rewritten for name in report_writes.DATE_LOCAL}
+    rewrites[report_writes.INTENTS] = report_writes.intents_dates(sources.rewritten, state.outcomes_before_us, outcomes_before)
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():
+        dates = rewrites.get(name)
+        # the rewritten dates' rows from those dates' request rows alone: a filter on the kept table's partition
+        # column, which a filter on a report's own date (who-did-what's is its bucket's) does not prune to
+        of_dates = frame if not dates else _reports(_frames(spark, sources.of_dates(dates), ro, window, layout, kept_counts))[name]
         observed = (
-            report_writes.write_date_local(spark, name, frame, layout, sources.rewritten, ro, state)
-            if name in report_writes.DATE_LOCAL
+            report_writes.write_date_local(spark, name, frame, of_dates, layout, dates, ro, state)
+            if name in rewrites
             else report_writes.write(frame, layout.report(name), by_date=name in BY_DATE, summed=report_writes.SUMMED.get(name))
         )
         if observed is not None:
@@ -337,7 +355,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     totals = {name: observed["rows"] for name, observed in written.items()}
     # a report rewritten for some dates only: its rows counted in the gathering query (who-did-what's by its page part)
     partly = {name: layout.report(name) for name in reports if name not in written and name != "who_did_what"}
-    table_state.save(layout.table_state, TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental))
+    table_state.save(
+        layout.table_state,
+        TableState(built=True, report_options=tables.date_partitioned_options(ro), daily=incremental, outcomes_before_us=outcomes_before),
+    )
     whatif_summary: dict[str, Any] | None = None
     whatif_tables: dict[str, Table] = {}
     acls = None
@@ -350,6 +371,13 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     fields = chain_fields_of_run(spark, options, layout, stats)
     frames = _as_written(spark, frames, layout)
     page = page_parts.parts(frames, ro.top)
+    # the newest denials and changes looked for on the newest dates first (their partitions alone are read), where
+    # the history is longer: on every date again only where those held too few (page_parts.newest_found)
+    since = page_parts.newest_since(window.first_us, window.last_us)
+    on_every_date = {name: page[name] for name in page_parts.NEWEST}
+    if since is not None:
+        newest = _frames(spark, sources.since(since), ro, window, layout, kept_counts)
+        page.update({name: frame for name, frame in page_parts.parts(newest, ro.top).items() if name in page_parts.NEWEST})
     wanted = {
         **page,
         **_store_parts(store, flat, window, parts, frames.quarantine),
@@ -357,6 +385,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         **{_rows_part(name): _read_report(spark, reports[name], path).agg(F.count(F.lit(1))) for name, path in partly.items()},
     }
     found = gather(wanted)
+    if since is not None:
+        found.update(gather({name: on_every_date[name] for name in page_parts.newest_found(found, ro.top)}))
     totals.update({name: int(found[_rows_part(name)][0][0]) for name in partly})
     quarantined = stats.malformed if stats.mode == "batch" else int(found["quarantined"][0][0])
     totals["quarantine"] = quarantined

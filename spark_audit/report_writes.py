@@ -6,8 +6,9 @@ incremental run keeps two kinds of report state between runs instead of recomput
 - the reports of :data:`DATE_LOCAL`, whose rows of a date come from that date's request rows alone: the run rewrites
   only the dates whose request rows it rewrote (spark_audit/tables.py: the new records' dates and the days next to
   them), and keeps the rest;
-- the alarms' counts per date (``_tables/alarm_counts``: the denial ranking's, the denials per denier, the
-  timeline's): the run recounts the dates it rewrote, and merges every date's counts (sums, mins and maxes).
+- counts per date (``_tables/date_counts``: the requests per principal, method and status, the impersonation pairs,
+  the denial ranking's counts, the denials per denier, the timeline's): the run recounts the dates it rewrote, and
+  merges every date's counts (sums, mins, maxes and the listeners' unions).
 
 Either way the kept dates are what a full run computes: the request table changes only on the dates a run rewrites,
 and the pending dates (spark_audit/table_state.py) are cleared only once every report is written, so a run that dies
@@ -18,42 +19,50 @@ run's, row for row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from spark_audit import denial_reports, hadoop_fs, tables
+from spark_audit import denial_reports, hadoop_fs, identity_reports, request_reports, tables
 from spark_audit.layout import Layout
 from spark_audit.options import ReportOptions
 from spark_audit.table_state import TableState
 
 #: Reports whose rows of a date come from that date's request rows alone.
-DATE_LOCAL = ("who_did_what", "sensitive_changes")
+DATE_LOCAL = ("who_did_what", "denials", "sensitive_changes")
+#: A report a rerun rewrites for some dates too: :func:`intents_dates` says which.
+INTENTS = "intents_without_outcome"
 #: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
 SUMMED = {"requests": "count"}
-ALARM_COUNTS = "alarm_counts"
-#: The alarm counts an incremental run keeps per date (``_tables/alarm_counts``), one table for the three aggregates
-#: so that one Spark job rewrites them: ``part`` says which, and each uses the columns it needs.
-ALARM_COUNTS_SCHEMA = StructType(
+COUNTS = "date_counts"
+#: The counts an incremental run keeps per date (``_tables/date_counts``), one table for the five aggregates so that one
+#: Spark job rewrites them: ``part`` says which, and each uses the columns it needs.
+COUNTS_SCHEMA = StructType(
     [
         StructField("part", StringType()),
         StructField("dimension", StringType()),
         StructField("key", StringType()),
         StructField("bucket", TimestampType()),
+        StructField("principal", StringType()),
+        StructField("method", StringType()),
+        StructField("status", StringType()),
+        StructField("forwardingPrincipal", StringType()),
+        StructField("listeners", ArrayType(StringType())),
+        StructField("requests", LongType()),
         StructField("denials", LongType()),
         StructField("first", TimestampType()),
         StructField("last", TimestampType()),
         StructField("date", DateType()),
     ]
 )
-RANKING, DENIED_BY, TIMELINE = "ranking", "denied_by", "timeline"
+RANKING, DENIED_BY, TIMELINE, REQUESTS, IMPERSONATION = "ranking", "denied_by", "timeline", "requests", "impersonation"
 
 
 @dataclass(frozen=True)
-class AlarmCounts:
-    """What the denial ranking report and the page's denied-by and timeline parts read: unranked counts."""
+class Counts:
+    """The aggregates over the whole history that the reports and the page read, unsorted (and the ranking unranked)."""
 
     #: :func:`spark_audit.denial_reports.denial_counts`: dimension, key, denials, first, last
     ranking: DataFrame
@@ -61,6 +70,10 @@ class AlarmCounts:
     denied_by: DataFrame
     #: :func:`spark_audit.denial_reports.timeline`: bucket, kind, count
     timeline: DataFrame
+    #: :func:`spark_audit.request_reports.requests_by_principal_method_outcome`: principal, method, status, count
+    requests: DataFrame
+    #: :func:`spark_audit.identity_reports.impersonation`: forwardingPrincipal, principal, listeners, requests, denied, first, last
+    impersonation: DataFrame
 
 
 def write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None) -> dict[str, int]:
@@ -79,14 +92,16 @@ def write_date_local(
     spark: SparkSession,
     name: str,
     frame: DataFrame,
+    of_rewritten: DataFrame,
     layout: Layout,
     rewritten: frozenset[date] | None,
     options: ReportOptions,
     state: TableState,
 ) -> dict[str, int] | None:
-    """Write a report of :data:`DATE_LOCAL`: whole (its rows counted as they are written), or, where the kept
-    partitions were computed with these options, only the dates ``rewritten`` (then None: the rows of the kept dates
-    are not counted here). Who-did-what's buckets must divide a day to stay within a date."""
+    """Write a report of :data:`DATE_LOCAL`: ``frame`` whole (its rows counted as they are written), or, where the
+    kept partitions were computed with these options, the dates ``rewritten`` from ``of_rewritten`` (the report over
+    those dates' rows; then None: the rows of the kept dates are not counted here). Who-did-what's buckets must
+    divide a day to stay within a date."""
     path = layout.report(name)
     if (
         rewritten is None
@@ -95,51 +110,97 @@ def write_date_local(
         or not hadoop_fs.exists(spark, path)
     ):
         return write(frame, path, by_date=True)
-    tables.rewrite_dates(spark, frame, layout.work(f"{name}-update"), path, rewritten)
+    tables.rewrite_dates(spark, of_rewritten, layout.work(f"{name}-update"), path, rewritten)
     return None
 
 
-def _per_date(alarms: DataFrame, bucket: str) -> DataFrame:
-    """The three aggregates of :class:`AlarmCounts` per date, in :data:`ALARM_COUNTS_SCHEMA`'s columns."""
-    none_string, none_time = F.lit(None).cast("string"), F.lit(None).cast("timestamp")
+def intents_dates(rewritten: frozenset[date] | None, kept_before_us: int | None, before_us: int | None) -> frozenset[date] | None:
+    """The dates of the intents-without-outcome report a run rewrites (None: all of them). Its rows of a date are
+    that date's request rows without an outcome written before an instant (the newest record's time less the grace),
+    which moves between runs: beside the dates whose request rows changed, the dates from the earlier of the two
+    instants to the later (and the day after, for a request whose records straddle midnight) are rewritten."""
+    if rewritten is None or kept_before_us is None or before_us is None:
+        return None
+    low, high = sorted((kept_before_us, before_us))
+    first, last = _date_of(low), _date_of(high) + tables.DAY
+    return rewritten | frozenset(first + tables.DAY * n for n in range((last - first).days + 1))
+
+
+def _date_of(micros: int) -> date:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC).date()
+
+
+def _per_date(requests: DataFrame, alarms: DataFrame, bucket: str, include_local: bool) -> DataFrame:
+    """The aggregates of :class:`Counts` per date, in :data:`COUNTS_SCHEMA`'s columns."""
     by = ("date",)
-    ranking = denial_reports.denial_counts(alarms, by=by).select(
-        F.lit(RANKING).alias("part"), "dimension", "key", none_time.alias("bucket"), "denials", "first", "last", "date"
-    )
-    denied_by = denial_reports.denials_by(alarms, ordered=False, by=by).select(
-        F.lit(DENIED_BY).alias("part"), none_string.alias("dimension"), F.col("deniedBy").alias("key"), none_time.alias("bucket"),
-        "denials", none_time.alias("first"), none_time.alias("last"), "date",
-    )
+    ranking = denial_reports.denial_counts(alarms, by=by).select("dimension", "key", "denials", "first", "last", "date")
+    denied_by = denial_reports.denials_by(alarms, ordered=False, by=by).select(F.col("deniedBy").alias("key"), "denials", "date")
     timeline = denial_reports.timeline(alarms, bucket, by=by).select(
-        F.lit(TIMELINE).alias("part"), F.col("kind").alias("dimension"), none_string.alias("key"), "bucket",
-        F.col("count").alias("denials"), none_time.alias("first"), none_time.alias("last"), "date",
+        F.col("kind").alias("dimension"), "bucket", F.col("count").alias("denials"), "date"
     )
-    return ranking.unionByName(denied_by).unionByName(timeline)
+    counted = request_reports.requests_by_principal_method_outcome(requests, include_local=include_local, ordered=False, by=by)
+    pairs = identity_reports.impersonation(requests, ordered=False, by=by).withColumnRenamed("denied", "denials")
+    parts = {
+        RANKING: ranking,
+        DENIED_BY: denied_by,
+        TIMELINE: timeline,
+        REQUESTS: counted.withColumnRenamed("count", "requests"),
+        IMPERSONATION: pairs,
+    }
+    framed = [
+        frame.select(*(F.col(f.name) if f.name in frame.columns else F.lit(None).cast(f.dataType).alias(f.name) for f in COUNTS_SCHEMA.fields[1:]))
+        .withColumn("part", F.lit(name))
+        for name, frame in parts.items()
+    ]
+    union = framed[0]
+    for frame in framed[1:]:
+        union = union.unionByName(frame)
+    return union
 
 
-def alarm_counts(
-    spark: SparkSession, alarms: DataFrame, layout: Layout, rewritten: frozenset[date] | None, bucket: str, *, incremental: bool, kept: bool
-) -> AlarmCounts:
-    """A batch run counts the alarms. An incremental run merges the counts it keeps per date: recounted for the dates
-    ``rewritten`` where the last run kept them with this run's options (``kept``), else counted for every date."""
+def counts(
+    spark: SparkSession,
+    requests: DataFrame,
+    alarms: DataFrame,
+    layout: Layout,
+    rewritten: frozenset[date] | None,
+    options: ReportOptions,
+    *,
+    incremental: bool,
+    kept: bool,
+) -> Counts:
+    """A batch run counts over the request table. An incremental run merges the counts it keeps per date: recounted
+    for the dates ``rewritten`` where the last run kept them with this run's options (``kept``), else counted for
+    every date."""
+    bucket, include_local = f"{options.bucket_seconds} seconds", options.include_local
     if not incremental:
-        return AlarmCounts(
-            denial_reports.denial_counts(alarms), denial_reports.denials_by(alarms, ordered=False), denial_reports.timeline(alarms, bucket)
+        return Counts(
+            denial_reports.denial_counts(alarms),
+            denial_reports.denials_by(alarms, ordered=False),
+            denial_reports.timeline(alarms, bucket),
+            request_reports.requests_by_principal_method_outcome(requests, include_local=include_local, ordered=False),
+            identity_reports.impersonation(requests, ordered=False),
         )
-    path = layout.table(ALARM_COUNTS)
-    per_date = _per_date(alarms, bucket)
+    path = layout.table(COUNTS)
     if rewritten is None or not kept or not hadoop_fs.exists(spark, path):
-        per_date.write.mode("overwrite").partitionBy("date").parquet(path)
+        _per_date(requests, alarms, bucket, include_local).write.mode("overwrite").partitionBy("date").parquet(path)
     else:
-        tables.rewrite_dates(spark, per_date, layout.work(f"{ALARM_COUNTS}-update"), path, rewritten)
-    counts = tables.read_table(spark, ALARM_COUNTS_SCHEMA, path)
+        # the rewritten dates' rows alone: a filter on the kept table's partition column
+        def of_dates(frame: DataFrame) -> DataFrame:
+            return frame.filter(tables.is_in("date", rewritten))
+
+        per_date = _per_date(of_dates(requests), of_dates(alarms), bucket, include_local)
+        tables.rewrite_dates(spark, per_date, layout.work(f"{COUNTS}-update"), path, rewritten)
+    kept_counts = tables.read_table(spark, COUNTS_SCHEMA, path)
 
     def part(name: str) -> DataFrame:
-        return counts.filter(F.col("part") == F.lit(name))
+        return kept_counts.filter(F.col("part") == F.lit(name))
 
-    # sums, mins and maxes: what counting every alarm at once gives
-    return AlarmCounts(
+    # sums, mins, maxes and unions: what counting every row at once gives
+    return Counts(
         denial_reports.merged_counts(part(RANKING)),
         part(DENIED_BY).groupBy(F.col("key").alias("deniedBy")).agg(F.sum("denials").alias("denials")),
         part(TIMELINE).groupBy("bucket", F.col("dimension").alias("kind")).agg(F.sum("denials").alias("count")),
+        request_reports.merged_requests(part(REQUESTS).withColumnRenamed("requests", "count")),
+        identity_reports.merged_impersonation(part(IMPERSONATION).withColumnRenamed("denials", "denied")),
     )

@@ -6,6 +6,8 @@ in Spark SQL expressions only (spark_audit/report_basics.py says why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -37,14 +39,23 @@ LATENCY_LEVELS = (0.5, 0.9, 0.99)
 PERCENTILE_ACCURACY = 10_000
 
 
-def requests_by_principal_method_outcome(flat: DataFrame, *, include_local: bool = False, ordered: bool = True) -> DataFrame:
-    """Requests by principal, method and result status (``NO_OUTCOME`` for an intent nothing closed).
+def requests_by_principal_method_outcome(
+    flat: DataFrame, *, include_local: bool = False, ordered: bool = True, by: Sequence[str] = ()
+) -> DataFrame:
+    """Requests by principal, method and result status (``NO_OUTCOME`` for an intent nothing closed), per ``by``
+    columns too (an incremental run keeps the counts per date: spark_audit/report_writes.py).
 
-    Columns: principal, method, status, count; sorted by the first three.
+    Columns: ``by``, principal, method, status, count; sorted by the first three.
     """
     rows = without_local(requests(flat), include_local)
-    counted = rows.select(who().alias("principal"), F.col("method"), F.col("status")).groupBy("principal", "method", "status").count()
+    keys = (*by, "principal", "method", "status")
+    counted = rows.select(*by, who().alias("principal"), F.col("method"), F.col("status")).groupBy(*keys).count()
     return in_order(counted, ordered, "principal", "method", "status")
+
+
+def merged_requests(counts: DataFrame) -> DataFrame:
+    """:func:`requests_by_principal_method_outcome` kept per date, summed over every date (unsorted)."""
+    return counts.groupBy("principal", "method", "status").agg(F.sum("count").alias("count"))
 
 
 def who_did_what(flat: DataFrame, *, bucket: str = "1 hour", include_local: bool = False, ordered: bool = True) -> DataFrame:

@@ -19,7 +19,9 @@ from typing import Any
 #: 3: the kept table is partitioned by date and alarm; a state of format 2 describes a table partitioned by date alone, rebuilt too
 #: 4: an incremental run keeps the alarms' counts per date (spark_audit/report_writes.py); a state of format 3
 #: was written by a job that keeps none, and may follow counts a newer run kept and it left stale: everything is rebuilt once
-FORMAT = 4
+#: 5: the denials report is partitioned by date and rewritten for the dates a run rewrites; a state of format 4 goes with
+#: a denials report written whole, which a rerun must not write partitions into: everything is rebuilt once
+FORMAT = 5
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class TableState:
     report_options: dict[str, Any] = field(default_factory=dict)
     #: the per-date parts (spark_audit/daily_tables.py) follow the store but for ``pending``: an incremental run kept them
     daily: bool = False
+    #: the instant the kept intents-without-outcome partitions were computed up to (microseconds; None: unknown)
+    outcomes_before_us: int | None = None
 
 
 def load(path: str) -> TableState:
@@ -45,9 +49,14 @@ def load(path: str) -> TableState:
             pending=frozenset(date.fromisoformat(d) for d in raw["pending"]),
             report_options=dict(raw.get("reportOptions") or {}),
             daily=bool(raw.get("daily", False)),
+            outcomes_before_us=_micros(raw.get("outcomesBeforeUs")),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return TableState()
+
+
+def _micros(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def save(path: str, state: TableState) -> None:
@@ -60,6 +69,7 @@ def save(path: str, state: TableState) -> None:
             "pending": sorted(d.isoformat() for d in state.pending),
             "reportOptions": state.report_options,
             "daily": state.daily,
+            "outcomesBeforeUs": state.outcomes_before_us,
         },
         indent=2,
         sort_keys=True,
