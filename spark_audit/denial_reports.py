@@ -71,7 +71,7 @@ def denial_details(flat: DataFrame) -> DataFrame:
     Columns: time, principal, clientAddress, listener, forwardingPrincipal, method, subject, deniedResources
     (the labels of the resources it denied, as in :func:`denial_ranking`), status, deniedBy
     (:func:`spark_audit.view.denied_by`), errorCode and errorName (:func:`spark_audit.view.explaining_error`:
-    never 0), reason, detail; sorted by time.
+    never 0), reason, detail, date; sorted by time.
     """
     denied = F.filter("resources", lambda r: resource_decision(r) == F.lit(DENIED))
     code = explaining_error()
@@ -88,6 +88,7 @@ def denial_details(flat: DataFrame) -> DataFrame:
             error_name(code).alias("errorName"),
             "reason",
             "detail",
+            "date",
             "id",
         )
         .orderBy("time", "id")

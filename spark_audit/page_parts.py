@@ -54,11 +54,22 @@ class Frames:
     bucket: str
 
 
-def _who_sums() -> tuple[Column, Column]:
-    """What the parts over who-did-what sum: both of its counts, even where the page shows only the requests. Spark
-    prunes an aggregate's unused columns below its exchange; with both kept, the four parts share one exchange
-    (ReuseExchange), and the resources of every request are exploded and counted once for them, not four times."""
-    return F.sum("requests").alias("requests"), F.sum("denied").alias("denied")
+def _who_sums(*extra: Column) -> tuple[Column, ...]:
+    """What the parts over who-did-what sum: both of its counts, even where the page shows only the requests."""
+    return (*extra, F.sum("requests").alias("requests"), F.sum("denied").alias("denied"))
+
+
+def _who_parts(who: DataFrame) -> dict[str, DataFrame]:
+    """Who-did-what's total, activity and heat map, each a sum of one aggregate per bucket, principal and method.
+    Each sums every column of that aggregate, so that Spark prunes none of them and plans it once for the three
+    (ReuseExchange): the report (which grows with the history) is read once for them, not three times."""
+    grouped = who.groupBy("bucket", "principal", "method").agg(*_who_sums(F.count(F.lit(1)).alias("rows")))
+    rows = F.coalesce(F.sum("rows"), F.lit(0)).alias("rows")
+    return {
+        "who_total": grouped.agg(*_who_sums(rows)),
+        "activity": grouped.groupBy("bucket", "principal").agg(*_who_sums(rows)),
+        "heat": grouped.groupBy("principal", "method").agg(*_who_sums(rows)),
+    }
 
 
 def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
@@ -72,15 +83,12 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
         .withColumnRenamed("requests", "requests on this resource")
         .withColumnRenamed("denied", "denied on this resource")
         .limit(top),
-        "who_total": who.agg(F.count(F.lit(1)).alias("rows"), *_who_sums()),
-        "activity": who.groupBy("bucket", "principal").agg(*_who_sums()),
-        "heat": who.groupBy("principal", "method").agg(*_who_sums()),
-        "denials": explain.newest_denials(f.denial_details, top),
+        **_who_parts(who),
+        **newest(f.denial_details, f.change_details, top),
         "ranking": f.denial_ranking.filter(F.col("rank") <= RANKED).select("dimension", "rank", "key", "denials"),
         "denied_by": f.denied_by,
         "timeline": f.timeline,
         "bursts": f.bursts.orderBy("start", "clientAddress", "kind").drop("date").limit(top),
-        "sensitive_changes": explain.newest_changes(f.change_details, top),
         "impersonation": f.impersonation.orderBy("forwardingPrincipal", "principal").limit(top),
         "unusual_listeners": f.unusual_listeners.orderBy("first", "principal", "listener").limit(top),
         "first_seen_pairs": f.first_seen_pairs.orderBy("first", "principal", "clientAddress").drop("date").limit(top),
@@ -94,6 +102,11 @@ def parts(frames: Frames, top: int) -> dict[str, DataFrame]:
 NEWEST_DATES = 2
 #: The page's parts that list the newest rows of a table that grows with the history.
 NEWEST = ("denials", "sensitive_changes")
+
+
+def newest(denial_details: DataFrame, change_details: DataFrame, top: int) -> dict[str, DataFrame]:
+    """The parts of :data:`NEWEST`: the newest ``top`` denials and sensitive changes."""
+    return {"denials": explain.newest_denials(denial_details, top), "sensitive_changes": explain.newest_changes(change_details, top)}
 
 
 def newest_since(first_us: int | None, last_us: int | None) -> date | None:
@@ -158,8 +171,8 @@ def finish(
         summary={},
         denied_by=sorted(((str(by), int(n)) for by, n in found["denied_by"]), key=lambda row: (-row[1], row[0])),
         bucket=bucket_label,
-        activity=[(str(b), str(p_), int(n)) for b, p_, n, _ in _in_order(found["activity"], keys=2)],
-        heat=[(str(p_), str(m), int(n)) for p_, m, n, _ in _in_order(found["heat"], keys=2)],
+        activity=[(str(b), str(p_), int(n)) for b, p_, _, n, _ in _in_order(found["activity"], keys=2)],
+        heat=[(str(p_), str(m), int(n)) for p_, m, _, n, _ in _in_order(found["heat"], keys=2)],
         denial_timeline=[(str(b), str(k), int(c)) for b, k, c in _in_order(found["timeline"])],
         ranking=ranked,
         latency=latency,

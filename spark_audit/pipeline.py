@@ -138,14 +138,9 @@ class Sources:
         # read with its schema: without one, Spark runs a job to read a file's footer
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
-    def since(self, first: date) -> Sources:
-        """The request and alarm rows of ``first`` and later dates only (their partitions alone are read)."""
-        newer = F.col("date") >= F.lit(first)
-        return replace(self, requests=self.requests.filter(newer), alarms=self.alarms.filter(newer))
 
-    def of_dates(self, dates: frozenset[date]) -> Sources:
-        """The request and alarm rows of ``dates`` only (their partitions alone are read)."""
-        return replace(self, requests=self.requests.filter(tables.is_in("date", dates)), alarms=self.alarms.filter(tables.is_in("date", dates)))
+def _bucket(options: ReportOptions) -> str:
+    return f"{options.bucket_seconds} seconds"
 
 
 def _frames(
@@ -153,10 +148,11 @@ def _frames(
 ) -> page_parts.Frames:
     """Every report's frame, unsorted: Parquet keeps no order, and a global sort before a write is a job of its own."""
     requests, alarms = sources.requests, sources.alarms
-    bucket = f"{options.bucket_seconds} seconds"
     return page_parts.Frames(
         requests=counts.requests,
-        who_did_what=request_reports.who_did_what(requests, bucket=bucket, include_local=options.include_local, ordered=False),
+        who_did_what=request_reports.who_did_what(
+            requests, bucket=_bucket(options), include_local=options.include_local, ordered=False, within_days=tables.within_days(options)
+        ),
         denial_details=denial_reports.denial_details(alarms),
         denial_ranking=denial_reports.ranked(counts.ranking, ordered=False),
         bursts=denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False),
@@ -170,7 +166,7 @@ def _frames(
         denied_by=counts.denied_by,
         timeline=counts.timeline,
         quarantine=read_quarantine(spark, layout.quarantine),
-        bucket=bucket,
+        bucket=_bucket(options),
     )
 
 
@@ -341,14 +337,12 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     rewrites[report_writes.INTENTS] = report_writes.intents_dates(sources.rewritten, state.outcomes_before_us, outcomes_before)
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():
-        dates = rewrites.get(name)
-        # the rewritten dates' rows from those dates' request rows alone: a filter on the kept table's partition
-        # column, which a filter on a report's own date (who-did-what's is its bucket's) does not prune to
-        of_dates = frame if not dates else _reports(_frames(spark, sources.of_dates(dates), ro, window, layout, kept_counts))[name]
         observed = (
-            report_writes.write_date_local(spark, name, frame, of_dates, layout, dates, ro, state)
+            report_writes.write_date_local(spark, name, frame, layout, rewrites[name], ro, state, incremental=incremental)
             if name in rewrites
-            else report_writes.write(frame, layout.report(name), by_date=name in BY_DATE, summed=report_writes.SUMMED.get(name))
+            else report_writes.write(
+                frame, layout.report(name), by_date=name in BY_DATE, summed=report_writes.SUMMED.get(name), one_file_per_date=incremental
+            )
         )
         if observed is not None:
             written[name] = observed
@@ -376,8 +370,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     since = page_parts.newest_since(window.first_us, window.last_us)
     on_every_date = {name: page[name] for name in page_parts.NEWEST}
     if since is not None:
-        newest = _frames(spark, sources.since(since), ro, window, layout, kept_counts)
-        page.update({name: frame for name, frame in page_parts.parts(newest, ro.top).items() if name in page_parts.NEWEST})
+        newer = F.col("date") >= F.lit(since)
+        page.update(page_parts.newest(frames.denial_details.filter(newer), frames.change_details.filter(newer), ro.top))
     wanted = {
         **page,
         **_store_parts(store, flat, window, parts, frames.quarantine),

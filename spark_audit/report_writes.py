@@ -76,12 +76,17 @@ class Counts:
     impersonation: DataFrame
 
 
-def write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None) -> dict[str, int]:
+def write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None, one_file_per_date: bool = False) -> dict[str, int]:
     """Write a report; its rows (and the sum of the column ``summed``) are counted as they are written
-    (``observe``), so no Spark job reads it back to count them."""
+    (``observe``), so no Spark job reads it back to count them. An incremental run writes each date of a
+    date-partitioned report in one task, so one file (``one_file_per_date``): every later run reads them all, where
+    each task of the last shuffle would write a file into every date."""
     observation = Observation("rows")
     metrics = [F.count(F.lit(1)).alias("rows"), *([F.sum(summed).alias(summed)] if summed is not None else [])]
-    writer = frame.observe(observation, *metrics).write.mode("overwrite")
+    observed = frame.observe(observation, *metrics)
+    if by_date and one_file_per_date:
+        observed = observed.repartition("date")
+    writer = observed.write.mode("overwrite")
     if by_date:
         writer = writer.partitionBy("date")
     writer.parquet(path)
@@ -92,25 +97,26 @@ def write_date_local(
     spark: SparkSession,
     name: str,
     frame: DataFrame,
-    of_rewritten: DataFrame,
     layout: Layout,
     rewritten: frozenset[date] | None,
     options: ReportOptions,
     state: TableState,
+    *,
+    incremental: bool,
 ) -> dict[str, int] | None:
-    """Write a report of :data:`DATE_LOCAL`: ``frame`` whole (its rows counted as they are written), or, where the
-    kept partitions were computed with these options, the dates ``rewritten`` from ``of_rewritten`` (the report over
-    those dates' rows; then None: the rows of the kept dates are not counted here). Who-did-what's buckets must
-    divide a day to stay within a date."""
+    """Write a report of :data:`DATE_LOCAL` (or :data:`INTENTS`): whole (its rows counted as they are written), or,
+    where the kept partitions were computed with these options, only the dates ``rewritten`` (then None: the rows of
+    the kept dates are not counted here). A report's ``date`` is its rows' (who-did-what's where its buckets divide a
+    day, else it is written whole), so the filter on it reads only those dates' partitions of the request table."""
     path = layout.report(name)
     if (
         rewritten is None
         or state.report_options != tables.date_partitioned_options(options)
-        or (name == "who_did_what" and tables.DAY.total_seconds() % options.bucket_seconds != 0)
+        or (name == "who_did_what" and not tables.within_days(options))
         or not hadoop_fs.exists(spark, path)
     ):
-        return write(frame, path, by_date=True)
-    tables.rewrite_dates(spark, of_rewritten, layout.work(f"{name}-update"), path, rewritten)
+        return write(frame, path, by_date=True, one_file_per_date=incremental)
+    tables.rewrite_dates(spark, frame, layout.work(f"{name}-update"), path, rewritten)
     return None
 
 
@@ -183,7 +189,8 @@ def counts(
         )
     path = layout.table(COUNTS)
     if rewritten is None or not kept or not hadoop_fs.exists(spark, path):
-        _per_date(requests, alarms, bucket, include_local).write.mode("overwrite").partitionBy("date").parquet(path)
+        # one file per date, as a rerun's rewrite writes them (spark_audit/tables.py)
+        _per_date(requests, alarms, bucket, include_local).repartition("date").write.mode("overwrite").partitionBy("date").parquet(path)
     else:
         # the rewritten dates' rows alone: a filter on the kept table's partition column
         def of_dates(frame: DataFrame) -> DataFrame:

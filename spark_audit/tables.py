@@ -82,9 +82,11 @@ def replace_partitions(spark: SparkSession, staging: str, target: str, dates: It
 
 def rewrite_dates(spark: SparkSession, frame: DataFrame, staging: str, target: str, dates: frozenset[date]) -> None:
     """The partitions of ``dates`` of the date-partitioned ``target`` replaced by ``frame``'s rows of those dates
-    (written to ``staging`` first), or removed where it has none."""
+    (written to ``staging`` first), or removed where it has none. Each date is written by one task, so in one file:
+    a rerun adds no more files than dates, where each of the last shuffle's tasks would write one into every date
+    (the reports are small, and every later run reads each of their files)."""
     if dates:
-        frame.filter(is_in("date", dates)).write.mode("overwrite").partitionBy("date").parquet(staging)
+        frame.filter(is_in("date", dates)).repartition("date").write.mode("overwrite").partitionBy("date").parquet(staging)
         replace_partitions(spark, staging, target, dates)
 
 
@@ -163,6 +165,11 @@ def update(spark: SparkSession, store: DataFrame, layout: Layout, dates: frozens
     rows.unionByName(kept).write.mode("overwrite").partitionBy(*PARTITIONS).parquet(staged)
     replace_partitions(spark, staged, layout.table(REQUESTS), rewritten)
     return _tables(spark, schema, layout, rewritten)
+
+
+def within_days(options: ReportOptions) -> bool:
+    """Every time bucket falls within one day: the bucket divides a day."""
+    return DAY.total_seconds() % options.bucket_seconds == 0
 
 
 def date_partitioned_options(options: ReportOptions) -> dict[str, int | bool]:

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from spark_audit.ingest import QUARANTINE_SCHEMA, STORE_SCHEMA, read_quarantine, read_store
 from spark_audit.options import JobOptions, ReportOptions
 from spark_audit.pipeline import run
-from tests.spark_audit.records import record_id, rid, write_jsonl
+from tests.spark_audit.records import record_id, request, rid, write_jsonl
 from tests.spark_audit.scenario import RECORDS
 
 pytestmark = pytest.mark.spark
@@ -120,3 +120,30 @@ def test_a_store_or_quarantine_not_written_yet_reads_empty_without_python_worker
         assert "ExistingRDD" not in plan and "PythonRDD" not in plan, plan
         assert frame.schema == schema
         assert frame.count() == 0
+
+
+def test_an_intent_still_in_flight_joins_the_report_once_a_rerun_moves_the_cut_off_past_its_date(spark: SparkSession, tmp_path: Path) -> None:
+    # a rerun rewrites the intents-without-outcome report for the dates its new records touch and, since its rows
+    # depend on the newest record's time less the grace, for the dates that cut-off moved across: here the 21st,
+    # which the new records (the 24th) do not touch, nor the days next to them
+    source, out = tmp_path / "audit", tmp_path / "out"
+    options = JobOptions(input=str(source), incremental=True, html=False, print_report=False)
+    write_jsonl(
+        source / "audit-1-a.jsonl",
+        [
+            request(1, "2026-11-21T10:00:00.000Z", "done", "outcome", status="SUCCESS"),
+            request(2, "2026-11-21T23:59:30.000Z", "late", "intent"),  # within the grace of the newest record
+            request(3, "2026-11-21T23:59:50.000Z", "last", "outcome", status="SUCCESS"),
+        ],
+    )
+
+    first = run(None, str(out), spark=spark, options=options)
+
+    assert first["intents_without_outcome"] == 0
+    write_jsonl(source / "audit-1-b.jsonl", [request(4, "2026-11-24T10:00:00.000Z", "later", "outcome", status="SUCCESS")])
+
+    second = run(None, str(out), spark=spark, options=options)
+
+    assert second["intents_without_outcome"] == 1
+    rows = spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()
+    assert [(r["requestId"], str(r["date"])) for r in rows] == [(rid("late"), "2026-11-21")]
