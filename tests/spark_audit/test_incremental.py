@@ -147,3 +147,27 @@ def test_an_intent_still_in_flight_joins_the_report_once_a_rerun_moves_the_cut_o
     assert second["intents_without_outcome"] == 1
     rows = spark.read.parquet(str(out / "reports" / "intents_without_outcome")).collect()
     assert [(r["requestId"], str(r["date"])) for r in rows] == [(rid("late"), "2026-11-21")]
+
+
+def _denial(n: int, time: str) -> dict[str, object]:
+    return request(n, time, f"denied-{n}", "outcome", principal="User:bob", method="kafka.AlterConfigs", api_key=33, status="FAILURE", error_code=31)
+
+
+@pytest.mark.parametrize("newest_day_denials", [1, 3])
+def test_the_pages_newest_denials_are_the_newest_of_every_date(spark: SparkSession, tmp_path: Path, newest_day_denials: int) -> None:
+    # the page looks for its newest denials on the newest two dates first (of four here); where those hold fewer
+    # than it shows, it looks on every date: its rows are the newest of all either way
+    source, out = tmp_path / "audit", tmp_path / "out"
+    older = [_denial(1, "2026-11-18T09:17:41.000Z"), _denial(2, "2026-11-18T09:17:42.000Z")]
+    newest = [_denial(10 + n, f"2026-11-21T11:2{n}:07.000Z") for n in range(newest_day_denials)]
+    allowed = request(3, "2026-11-19T08:00:00.000Z", "fine", "outcome", status="SUCCESS")
+    write_jsonl(source / "audit-1-a.jsonl", [*older, allowed, *newest])
+    options = JobOptions(input=str(source), html=True, print_report=False, reports=ReportOptions(top=2))
+
+    summary = run(None, str(out), spark=spark, options=options)
+
+    assert summary["denials"] == 2 + newest_day_denials
+    latest = (out / "report.html").read_text().split("<h3>Latest denials</h3>", 1)[1].split("</table>", 1)[0]
+    shown = [clock for clock in ("09:17:41", "09:17:42", *(f"11:2{n}:07" for n in range(newest_day_denials))) if clock in latest]
+    expected = ["09:17:42", "11:20:07"] if newest_day_denials == 1 else ["11:21:07", "11:22:07"]
+    assert shown == expected
