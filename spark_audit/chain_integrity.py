@@ -88,11 +88,13 @@ def positioned(lines: DataFrame, *, kafka: bool) -> DataFrame:
     return lines.select("value", "origin", F.monotonically_increasing_id().alias("position"))
 
 
-def chain_fields(lines: DataFrame, *, with_id: bool = False) -> DataFrame:
+def chain_fields(lines: DataFrame, *, with_id: bool = False, with_date: bool = False) -> DataFrame:
     """Each nonblank line's chain fields (:func:`raw_lines`' rows in, a narrow row out): all the check reads of a
     line. An incremental run keeps them for the lines it ingests (:func:`spark_audit.ingest.keep_chain_fields`), so
     that its check reads them instead of every audit file's text again; a batch run writes them once, ``with_id``:
-    its ingest finds the repeated ids in that table (:data:`ID`), not in a pass of its own over the text."""
+    its ingest finds the repeated ids in that table (:data:`ID`), not in a pass of its own over the text. An
+    incremental run over files writes them ``with_id`` and ``with_date`` (the record's date as the ingest's parse
+    reads its time) before its ingest, which finds the new records' dates and repeated ids there."""
     text = F.col("value")
     # One parse of the line for all its fields (five get_json_object calls parse it five times). A repeated key
     # reads as its last value, as the proxy's verifier reads it (envelope-proxy audit verify).
@@ -118,6 +120,7 @@ def chain_fields(lines: DataFrame, *, with_id: bool = False) -> DataFrame:
         # only a checkpoint's text is read again (its signature): the rows stay narrow
         F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
         *line_id,
+        *([F.to_date(F.from_json(text, "time timestamp")["time"]).alias("date")] if with_date else []),
     )
 
 

@@ -138,22 +138,29 @@ def _repeated_ids_of_batch(ids: DataFrame) -> DataFrame:
     return ids.filter(F.col("id").isNotNull()).groupBy("id").count().filter(F.col("count") > 1).select("id")
 
 
-def _repeated_ids_against_store(spark: SparkSession, lines: DataFrame, layout: Layout) -> tuple[DataFrame, list[Any], int]:
+def _repeated_ids_against_store(
+    spark: SparkSession, lines: DataFrame, layout: Layout, known: DataFrame | None = None
+) -> tuple[DataFrame, list[Any], int]:
     """Ids of the new lines seen twice among them or already stored, the new lines' dates, and their origins' number.
 
     Only the store's partitions for the dates the new lines carry are read, and only their ``id``
     column: the cost follows the new input, not the history. The origins (files, or Kafka
     partitions) are counted from the same small table, as a micro-batch has no file listing; it
     keeps the blank lines (no id, no date), so a file of blank lines counts as read, as in batch mode.
+    Files: the new lines' ids and dates are ``known`` already (the chain fields kept for them, written in a pass
+    over their text that this one would repeat); their origins are the files listed, counted by the caller.
     """
-    record = F.from_json("value", "id string, time timestamp")
-    new = lines.select(
-        record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin")
-    )
-    new.write.mode("overwrite").parquet(layout.work("new-ids"))
-    new_ids = spark.read.schema(new.schema).parquet(layout.work("new-ids"))
-    row = new_ids.agg(F.collect_set("date"), F.count_distinct("origin")).first()
-    dates, origins = ([], 0) if row is None else (list(row[0]), int(row[1]))
+    if known is None:
+        record = F.from_json("value", "id string, time timestamp")
+        new = lines.select(record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin"))
+        new.write.mode("overwrite").parquet(layout.work("new-ids"))
+        new_ids = spark.read.schema(new.schema).parquet(layout.work("new-ids"))
+        row = new_ids.agg(F.collect_set("date"), F.count_distinct("origin")).first()
+        dates, origins = ([], 0) if row is None else (list(row[0]), int(row[1]))
+    else:
+        new_ids = known
+        row = new_ids.agg(F.collect_set("date")).first()
+        dates, origins = ([], 0) if row is None else (list(row[0]), 0)
     ids = new_ids.filter(F.col("id").isNotNull()).select("id").unionAll(_stored_ids(spark, layout, dates))
     return ids.groupBy("id").count().filter(F.col("count") > 1).select("id"), dates, origins
 
@@ -182,13 +189,21 @@ def _counted(frame: DataFrame) -> tuple[DataFrame, Observation]:
 
 
 def _single_write(
-    spark: SparkSession, lines: DataFrame, layout: Layout, stats: IngestStats, *, ids: DataFrame | None, quarantine: str
+    spark: SparkSession,
+    lines: DataFrame,
+    layout: Layout,
+    stats: IngestStats,
+    *,
+    ids: DataFrame | None,
+    quarantine: str,
+    new_ids: DataFrame | None = None,
 ) -> None:
     """Parse every line once and write it once, then put its records into the store.
 
     1. The ids seen more than once are found first, from the ids alone (``_work/duplicated-ids``):
        in batch mode among ``ids`` (every nonblank line's, read as the hash chains' fields were written), in
-       incremental mode among the lines and those already in the store's partitions for the lines' dates.
+       incremental mode among the lines (``new_ids`` where the chain fields kept them, with their dates) and those
+       already in the store's partitions for the lines' dates.
     2. One pass parses every line and writes it to ``_work/ingest`` partitioned by kind and date:
        clean records whose id is seen once (``record``), clean records of a repeated id
        (``repeated``), and quarantined lines (``quarantined``, with their origin and text).
@@ -207,7 +222,7 @@ def _single_write(
     dates: list[Any] = []
     incremental = ids is None
     if ids is None:
-        repeated_ids, dates, origins = _repeated_ids_against_store(spark, lines, layout)
+        repeated_ids, dates, origins = _repeated_ids_against_store(spark, lines, layout, new_ids)
         stats.origins += origins
     else:
         repeated_ids = _repeated_ids_of_batch(ids)
@@ -312,14 +327,22 @@ def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> In
 CHAIN = "chain"
 
 
-def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
+#: What :func:`keep_chain_fields` keeps beside the chain fields ``with_ids``: each line's record id and date.
+_IDS_AND_DATES = StructType([StructField(ID, StringType(), True), StructField("date", DateType(), True)])
+
+
+def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str, *, with_ids: bool = False) -> DataFrame | None:
     """The chain fields of ``files``' lines, written to ``target`` (rewritten whole when a batch is run again).
 
-    A second read of the new files' text only: its cost follows the new files, where the check over every file's
-    text grew with the history. A line's position is its order within its file, as the check over the text has it.
+    A read of the new files' text only: its cost follows the new files, where the check over every file's text grew
+    with the history. A line's position is its order within its file, as the check over the text has it. ``with_ids``:
+    each line's record id and date too, returned (the ingest finds the new dates and repeated ids there, not in a
+    pass of its own over the text).
     """
     lines = read_paths(spark, [file_manifest.readable(f) for f in files])
-    chain_fields(lines.withColumn("position", F.monotonically_increasing_id())).write.mode("overwrite").parquet(target)
+    fields = chain_fields(lines.withColumn("position", F.monotonically_increasing_id()), with_id=with_ids, with_date=with_ids)
+    fields.write.mode("overwrite").parquet(target)
+    return spark.read.schema(_IDS_AND_DATES).parquet(target) if with_ids else None
 
 
 def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:
@@ -345,8 +368,11 @@ def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, check
         chunk = new[start : start + step]
         stats.batches += 1
         paths = [file_manifest.readable(f) for f in chunk]
-        _single_write(spark, read_paths(spark, paths), layout, stats, ids=None, quarantine=f"{layout.quarantine}/batch={manifest.next_batch}")
-        keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
+        # the chain fields first, with each line's id and date: the ingest reads those there, so the text is read
+        # twice in all (here, and once parsed), not three times
+        new_ids = keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}", with_ids=True)
+        quarantine = f"{layout.quarantine}/batch={manifest.next_batch}"
+        _single_write(spark, read_paths(spark, paths), layout, stats, ids=None, quarantine=quarantine, new_ids=new_ids)
         manifest = file_manifest.after_batch(manifest, listed, chunk)
         file_manifest.save(spark, checkpoint, manifest)
     if not new:

@@ -365,9 +365,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     fields = chain_fields_of_run(spark, options, layout, stats)
     frames = _as_written(spark, frames, layout)
     page = page_parts.parts(frames, ro.top)
-    # the newest denials and changes looked for on the newest dates first (their partitions alone are read), where
-    # the history is longer: on every date again only where those held too few (page_parts.newest_found)
-    since = page_parts.newest_since(window.first_us, window.last_us)
+    # an incremental run's newest denials and changes looked for on the newest dates first (their partitions alone
+    # are read), where its history is longer: on every date again only where those held too few
+    # (page_parts.newest_found). A batch run reads every date anyway, and that second query would be a job more.
+    since = page_parts.newest_since(window.first_us, window.last_us) if incremental else None
     on_every_date = {name: page[name] for name in page_parts.NEWEST}
     if since is not None:
         newer = F.col("date") >= F.lit(since)

@@ -155,14 +155,14 @@ def _denial(n: int, time: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("newest_day_denials", [1, 3])
 def test_the_pages_newest_denials_are_the_newest_of_every_date(spark: SparkSession, tmp_path: Path, newest_day_denials: int) -> None:
-    # the page looks for its newest denials on the newest two dates first (of four here); where those hold fewer
-    # than it shows, it looks on every date: its rows are the newest of all either way
+    # an incremental run's page looks for its newest denials on the newest two dates first (of four here); where
+    # those hold fewer than it shows, it looks on every date: its rows are the newest of all either way
     source, out = tmp_path / "audit", tmp_path / "out"
     older = [_denial(1, "2026-11-18T09:17:41.000Z"), _denial(2, "2026-11-18T09:17:42.000Z")]
     newest = [_denial(10 + n, f"2026-11-21T11:2{n}:07.000Z") for n in range(newest_day_denials)]
     allowed = request(3, "2026-11-19T08:00:00.000Z", "fine", "outcome", status="SUCCESS")
     write_jsonl(source / "audit-1-a.jsonl", [*older, allowed, *newest])
-    options = JobOptions(input=str(source), html=True, print_report=False, reports=ReportOptions(top=2))
+    options = JobOptions(input=str(source), incremental=True, html=True, print_report=False, reports=ReportOptions(top=2))
 
     summary = run(None, str(out), spark=spark, options=options)
 
