@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -29,7 +29,7 @@ from spark_audit import hadoop_fs, identity_reports
 from spark_audit.identity_reports import IN_BASELINE, Baseline
 from spark_audit.layout import Layout
 from spark_audit.table_state import TableState
-from spark_audit.tables import DAY, is_in, read_table, rewrite_dates
+from spark_audit.tables import DAY, date_of, is_in, read_table, rewrite_dates
 from spark_audit.view import IS_PROBE, flatten, traffic
 
 DAILY, IDENTITIES = "daily", "identities"
@@ -140,13 +140,9 @@ class Parts:
         return self.daily.agg(F.coalesce(F.sum("probes"), F.lit(0)).alias("n"))
 
 
-def _date_of(us: int) -> date:
-    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).date()
-
-
 def bound_dates(baseline: Baseline) -> frozenset[date]:
     """The dates a bound of the baseline falls inside (a bound at midnight splits no date)."""
-    return frozenset(_date_of(us) for us in (baseline.start_us, baseline.end_us) if us is not None and us % _DAY_US != 0)
+    return frozenset(date_of(us) for us in (baseline.start_us, baseline.end_us) if us is not None and us % _DAY_US != 0)
 
 
 def _sides(baseline: Baseline, bounds: frozenset[date]) -> tuple[Column, Column]:

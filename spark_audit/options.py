@@ -76,6 +76,11 @@ class ReportOptions:
     #: rows per table in the HTML and text reports (the Parquet outputs hold everything)
     top: int = 20
 
+    @property
+    def bucket(self) -> str:
+        """The bucket as Spark's ``window`` reads a duration."""
+        return f"{self.bucket_seconds} seconds"
+
 
 @dataclass(frozen=True)
 class JobOptions:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_audit import denial_reports, explain
+from spark_audit import denial_reports, explain, tables
 from spark_audit.report_data import ReportData, Table
 
 #: Rows the page's ranking charts show per dimension.
@@ -114,12 +114,8 @@ def newest_since(first_us: int | None, last_us: int | None) -> date | None:
     date is read anyway)."""
     if first_us is None or last_us is None:
         return None
-    since = _date_of(last_us) - timedelta(days=NEWEST_DATES - 1)
-    return since if _date_of(first_us) < since else None
-
-
-def _date_of(micros: int) -> date:
-    return datetime.fromtimestamp(micros / 1_000_000, UTC).date()
+    since = tables.date_of(last_us) - timedelta(days=NEWEST_DATES - 1)
+    return since if tables.date_of(first_us) < since else None
 
 
 def newest_found(found: Mapping[str, Sequence[Sequence[Any]]], top: int) -> list[str]:

@@ -139,10 +139,6 @@ class Sources:
         return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
 
-def _bucket(options: ReportOptions) -> str:
-    return f"{options.bucket_seconds} seconds"
-
-
 def _frames(
     spark: SparkSession, sources: Sources, options: ReportOptions, window: Window, layout: Layout, counts: report_writes.Counts
 ) -> page_parts.Frames:
@@ -151,7 +147,7 @@ def _frames(
     return page_parts.Frames(
         requests=counts.requests,
         who_did_what=request_reports.who_did_what(
-            requests, bucket=_bucket(options), include_local=options.include_local, ordered=False, within_days=tables.within_days(options)
+            requests, bucket=options.bucket, include_local=options.include_local, ordered=False, within_days=tables.within_days(options)
         ),
         denial_details=denial_reports.denial_details(alarms),
         denial_ranking=denial_reports.ranked(counts.ranking, ordered=False),
@@ -166,7 +162,7 @@ def _frames(
         denied_by=counts.denied_by,
         timeline=counts.timeline,
         quarantine=read_quarantine(spark, layout.quarantine),
-        bucket=_bucket(options),
+        bucket=options.bucket,
     )
 
 

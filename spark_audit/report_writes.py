@@ -19,7 +19,7 @@ run's, row for row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -128,12 +128,8 @@ def intents_dates(rewritten: frozenset[date] | None, kept_before_us: int | None,
     if rewritten is None or kept_before_us is None or before_us is None:
         return None
     low, high = sorted((kept_before_us, before_us))
-    first, last = _date_of(low), _date_of(high) + tables.DAY
+    first, last = tables.date_of(low), tables.date_of(high) + tables.DAY
     return rewritten | frozenset(first + tables.DAY * n for n in range((last - first).days + 1))
-
-
-def _date_of(micros: int) -> date:
-    return datetime.fromtimestamp(micros / 1_000_000, UTC).date()
 
 
 def _per_date(requests: DataFrame, alarms: DataFrame, bucket: str, include_local: bool) -> DataFrame:
@@ -178,7 +174,7 @@ def counts(
     """A batch run counts over the request table. An incremental run merges the counts it keeps per date: recounted
     for the dates ``rewritten`` where the last run kept them with this run's options (``kept``), else counted for
     every date."""
-    bucket, include_local = f"{options.bucket_seconds} seconds", options.include_local
+    bucket, include_local = options.bucket, options.include_local
     if not incremental:
         return Counts(
             denial_reports.denial_counts(alarms),

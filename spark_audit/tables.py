@@ -63,6 +63,12 @@ def read_table(spark: SparkSession, schema: StructType, path: str) -> DataFrame:
         return empty_frame(spark, schema)
 
 
+def date_of(micros: int) -> date:
+    """The UTC date of an instant in microseconds since the epoch (a record's ``date`` is its time's, in UTC)."""
+    # integer arithmetic: a float of the seconds could round an instant just before midnight into the next day
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)).date()
+
+
 def is_in(column: str, dates: Iterable[date]) -> Column:
     """``column`` (a date) is one of ``dates``: on a partition column, only those dates' files are read."""
     return F.col(column).isin(*[F.lit(d) for d in sorted(dates)])
