@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
         "--local-dir", metavar="DIR", help="Spark's scratch space for shuffle and spill files (spark.local.dir; default: /tmp)"
     )
     p.add_argument(
-        "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default locally: 2 for up to 64 MiB of JSON, else 8; Spark's on a cluster)"
+        "--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions (default locally: one per core, at least 2, for up to 1.5 GiB of JSON, else 8; Spark's on a cluster)"
     )
     mode = p.add_argument_group("incremental mode")
     mode.add_argument(
@@ -316,7 +316,7 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     try:
         partitions = args.shuffle_partitions
         if partitions is None and master is not None and master.startswith("local"):
-            partitions = size.local_shuffle_partitions
+            partitions = size.local_shuffle_partitions(master)
         spark = build_session(master, jars=jars, shuffle_partitions=partitions, resources=resources)
         if resources.create_class_archive:
             archive = class_archive.writing(spark)

@@ -24,11 +24,14 @@ SHORT_RUN_BYTES = 384 * 1024 * 1024
 SHORT_RUN_STORE_BYTES = 1536 * 1024 * 1024
 #: the store's Parquet holds about a tenth of the JSON lines it came from
 PARQUET_TO_JSON = 10
-#: A local run over at most this much JSON (parsed and stored together) shuffles into SMALL_RUN_PARTITIONS, not
-#: LOCAL_PARTITIONS: every shuffle partition is a task in each of a run's some 75 stages, and on a small input the
-#: tasks' fixed cost is the run (20 records: 54 s with 2 partitions against 63 to 68 s with 8, cold, side by side).
-#: Larger inputs keep 8, so that no one task's share of an aggregation outgrows a small heap.
-SMALL_RUN_BYTES = 64 * 1024 * 1024
+#: A local run over at most this much JSON (parsed and stored together) shuffles into one partition per core of its
+#: master (:func:`local_threads`, at least SMALL_RUN_PARTITIONS), not LOCAL_PARTITIONS: every shuffle partition is a task
+#: in each of a run's some 75 stages, and up to this size the tasks' fixed cost outweighs what more of them share out
+#: (local[2], side by side: 20 records 54 s with 2 partitions against 63 to 68 s with 8; 300,000 lines 45.7 s against
+#: 50.2; 1M lines 74.6 s against 80.4; a rerun of one more day over 3 and over 9 days 37.2 and 39.0 s against 40.2 and
+#: 42.1; the 500,000-line memory wall on 512 MiB passes either way). Larger inputs keep 8: at 5M lines 2 partitions
+#: were no faster (228 s against 223) and took more memory (1,411 MiB at peak against 1,364).
+SMALL_RUN_BYTES = 1536 * 1024 * 1024
 SMALL_RUN_PARTITIONS = 2
 LOCAL_PARTITIONS = 8
 
@@ -83,9 +86,20 @@ class RunSize:
         """Little to parse and a store the reports read quickly: the driver JVM compiles with C1 alone."""
         return self.sizes is not None and self.sizes[0] <= SHORT_RUN_BYTES and self.sizes[1] <= SHORT_RUN_STORE_BYTES
 
-    @property
-    def local_shuffle_partitions(self) -> int:
-        """spark.sql.shuffle.partitions for a run on this machine: a few for a small input, else LOCAL_PARTITIONS
-        (also when the size cannot be told)."""
+    def local_shuffle_partitions(self, master: str) -> int:
+        """spark.sql.shuffle.partitions for a run on this machine: one per core of ``master`` (at least
+        SMALL_RUN_PARTITIONS) for an input of at most SMALL_RUN_BYTES, else LOCAL_PARTITIONS (also when the size cannot
+        be told)."""
         small = self.sizes is not None and sum(self.sizes) <= SMALL_RUN_BYTES
-        return SMALL_RUN_PARTITIONS if small else LOCAL_PARTITIONS
+        return max(SMALL_RUN_PARTITIONS, local_threads(master)) if small else LOCAL_PARTITIONS
+
+
+def local_threads(master: str) -> int:
+    """The threads a local master runs tasks on: ``local`` 1, ``local[N]`` and ``local[N,F]`` N, ``local[*]`` every
+    core (Spark's reading of the master URL); 1 for anything else."""
+    if not master.startswith("local["):
+        return 1
+    threads = master[len("local[") :].rstrip("]").split(",")[0].strip()
+    if threads == "*":
+        return os.cpu_count() or 1
+    return int(threads) if threads.isdigit() and int(threads) > 0 else 1

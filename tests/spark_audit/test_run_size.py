@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -91,9 +92,25 @@ def test_a_small_local_run_shuffles_into_few_partitions(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(cli, "build_session", build_session)
     audit = tmp_path / "audit"
-    for size, extra in ((1000, []), (2 * run_size.SMALL_RUN_BYTES, []), (1000, ["--shuffle-partitions", "5"])):
+    runs = (
+        (1000, "local[2]", []),
+        # a gigabyte of JSON is still a small run: one partition per core
+        (1024**3, "local[2]", []),
+        (1024**3, "local[6]", []),
+        (2 * run_size.SMALL_RUN_BYTES, "local[2]", []),
+        (1000, "local[2]", ["--shuffle-partitions", "5"]),
+    )
+    for size, master, extra in runs:
         _sized(audit / "a.jsonl", size)
         with pytest.raises(Stop):
-            cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]", *extra])
-    assert chosen == [run_size.SMALL_RUN_PARTITIONS, run_size.LOCAL_PARTITIONS, 5]  # the operator's number wins
-    assert run_size.RunSize.of(None, str(tmp_path), incremental=False).local_shuffle_partitions == run_size.LOCAL_PARTITIONS  # Kafka
+            cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", master, *extra])
+    assert chosen == [2, 2, 6, run_size.LOCAL_PARTITIONS, 5]  # the operator's number wins
+    assert run_size.RunSize.of(None, str(tmp_path), incremental=False).local_shuffle_partitions("local[2]") == run_size.LOCAL_PARTITIONS  # Kafka
+
+
+@pytest.mark.parametrize(
+    ("master", "threads"),
+    [("local", 1), ("local[1]", 1), ("local[4]", 4), ("local[3,2]", 3), ("local[*]", os.cpu_count() or 1), ("local[0]", 1), ("local[x]", 1), ("spark://h:7077", 1)],
+)
+def test_a_local_masters_threads_are_read_as_spark_reads_them(master: str, threads: int) -> None:
+    assert run_size.local_threads(master) == threads
