@@ -164,9 +164,9 @@ def identities(parts: Parts, store: DataFrame, baseline: Baseline) -> DataFrame:
     whole_dates = parts.identities.filter(history | detection).select(*IDENTITY_KEYS, history.alias(IN_BASELINE), "first", "last", "events")
     # no bound inside a date (none, or at midnight): no records to read, and no flattened store to plan (a third of a
     # second of the driver's time for an empty frame)
-    dates = whole_dates.unionByName(identity_reports.identities(_flat(store, bounds), baseline)) if bounds else whole_dates
+    per_date = whole_dates.unionByName(identity_reports.identities(_flat(store, bounds), baseline)) if bounds else whole_dates
     return (
-        dates.groupBy(*IDENTITY_KEYS, IN_BASELINE)
+        per_date.groupBy(*IDENTITY_KEYS, IN_BASELINE)
         .agg(F.min("first").alias("first"), F.max("last").alias("last"), F.sum("events").alias("events"))
     )
 
@@ -175,8 +175,8 @@ def history(parts: Parts, store: DataFrame, baseline: Baseline) -> DataFrame:
     """One row ``n``: 1 when the baseline's history holds a record of traffic, else 0."""
     bounds = bound_dates(baseline)
     whole, _ = _sides(baseline, bounds)
-    in_whole_dates = parts.daily.filter(whole & (F.col("traffic") > 0)).select(F.lit(1).alias("one"))
+    seen = parts.daily.filter(whole & (F.col("traffic") > 0)).select(F.lit(1).alias("one"))
     if bounds:
         split = traffic(_flat(store, bounds)).filter(baseline.history(F.unix_micros("time")))
-        in_whole_dates = in_whole_dates.unionByName(split.select(F.lit(1).alias("one")))
-    return in_whole_dates.limit(1).agg(F.count(F.lit(1)).alias("n"))
+        seen = seen.unionByName(split.select(F.lit(1).alias("one")))
+    return seen.limit(1).agg(F.count(F.lit(1)).alias("n"))
