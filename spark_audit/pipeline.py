@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,11 @@ from spark_audit.layout import Layout
 from spark_audit.options import JobOptions, ReportOptions, format_instant
 from spark_audit.read import read_files, read_kafka, stream_kafka
 from spark_audit.report_data import ReportData, Table
+from spark_audit.report_inputs import Sources, Window
 from spark_audit.session import build_session
 from spark_audit.table_state import TableState
 from spark_audit.text_report import print_report
-from spark_audit.view import flatten, probe_requests, traffic
+from spark_audit.view import probe_requests, traffic
 from spark_audit.whatif import replay
 
 #: Reports whose Parquet output is partitioned by ``date`` (they are long and have a time).
@@ -66,77 +67,6 @@ def ingest(spark: SparkSession, options: JobOptions, layout: Layout) -> IngestSt
         return ingest_new_files(spark, str(options.input), layout, checkpoint, max_files=options.max_files_per_trigger)
     lines = read_kafka(spark, options.kafka) if options.kafka is not None else read_files(spark, str(options.input))
     return ingest_batch(spark, lines, layout, kafka=options.kafka is not None)
-
-
-@dataclass(frozen=True)
-class Window:
-    first_us: int | None
-    last_us: int | None
-    baseline: identity_reports.Baseline
-
-    @classmethod
-    def of(cls, spark: SparkSession, store: DataFrame, stats: IngestStats, options: ReportOptions, parts: daily_tables.Parts | None) -> tuple[Window, int]:
-        """The store's time span and its records' number: observed as a batch run wrote the store, merged from the
-        per-date parts an incremental run keeps, else one query over the store."""
-        if stats.mode == "batch":
-            first_us, last_us, count = stats.first_us, stats.last_us, stats.stored
-        elif parts is not None:
-            first_us, last_us, count = parts.span()
-        else:
-            bounds = store.agg(F.min(F.unix_micros("time")), F.max(F.unix_micros("time")), F.count(F.lit(1))).first()
-            assert bounds is not None
-            first_us = None if bounds[0] is None else int(bounds[0])
-            last_us = None if bounds[1] is None else int(bounds[1])
-            count = int(bounds[2])
-        end = options.baseline_end_us
-        if end is None and last_us is not None:
-            end = last_us - options.detection_window_seconds * 1_000_000
-        return cls(first_us, last_us, identity_reports.Baseline(options.baseline_start_us, end)), count
-
-    def outcomes_before(self, options: ReportOptions) -> int | None:
-        """Intents written before this instant (the newest record's less the grace) have had time for an outcome."""
-        return None if self.last_us is None else self.last_us - options.outcome_grace_seconds * 1_000_000
-
-
-@dataclass(frozen=True)
-class Sources:
-    """What the reports read: the flat view of the store, and small tables written from it.
-
-    Nothing is cached, so memory does not grow with the store: ``flat`` is a projection of the
-    store (each report reads only the columns it needs), the request table is kept
-    between runs under ``_tables/`` (spark_audit/tables.py), and the identities are Parquet under ``_work/``.
-    """
-
-    #: every record, flattened on read
-    flat: DataFrame
-    #: each request's row (:func:`spark_audit.view.request_rows`) and the alarming connection events, in the columns reports read
-    requests: DataFrame
-    #: the request rows and connection events that are a denial or an authentication failure:
-    #: everything the denial reports, the bursts and the denial timeline look at
-    alarms: DataFrame
-    #: the records that name a principal, counted per principal, listener, address and side of
-    #: the baseline (:func:`spark_audit.identity_reports.identities`): what the identity reports read
-    identities: DataFrame
-    #: the dates whose request rows this run rewrote; None when it rewrote every date
-    rewritten: frozenset[date] | None
-
-    @classmethod
-    def write(
-        cls,
-        spark: SparkSession,
-        store: DataFrame,
-        layout: Layout,
-        baseline: identity_reports.Baseline,
-        state: TableState,
-        parts: daily_tables.Parts | None,
-    ) -> Sources:
-        follows = parts is not None and state.built and tables.kept(spark, layout)
-        kept = tables.update(spark, store, layout, state.pending) if follows else tables.build(spark, store, layout)
-        flat = flatten(store)
-        identities = identity_reports.identities(flat, baseline) if parts is None else daily_tables.identities(parts, store, baseline)
-        identities.write.mode("overwrite").parquet(layout.work("identities"))
-        # read with its schema: without one, Spark runs a job to read a file's footer
-        return cls(flat, kept.requests, kept.alarms, spark.read.schema(identities.schema).parquet(layout.work("identities")), kept.rewritten)
 
 
 def _frames(
