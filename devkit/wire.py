@@ -1,5 +1,6 @@
 """Raw Kafka wire helpers for tests that must send exactly chosen bytes."""
 
+import dataclasses
 import socket
 from typing import Any
 
@@ -7,7 +8,7 @@ from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.frames import FrameReader, encode_frame
 
-__all__ = ["call", "connect", "encode_frame", "exchange", "is_closed", "read_frame", "request", "sasl_plain_login"]
+__all__ = ["call", "connect", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login"]
 
 
 def connect(address: str, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:
@@ -67,3 +68,14 @@ def sasl_plain_authenticate(sock: socket.socket, user: str, password: str, corre
 def sasl_plain_login(sock: socket.socket, user: str, password: str) -> int:
     """The error code of a PLAIN login on `sock` (0: logged in)."""
     return int(sasl_plain_authenticate(sock, user, password).error_code)
+
+
+def plain(value: Any) -> Any:
+    """A decoded message as plain data to compare: entities as dicts, arrays as lists, a non-number enum as its value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return [plain(item) for item in value]
+    if hasattr(value, "value") and not isinstance(value, (int, str)):
+        return value.value
+    return value

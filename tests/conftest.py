@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.processes import skip_or_fail
 from devkit.test_tiers import SPARK_FOLDER, TIERS, schedule_rank, tier_of
 from tests.kdc import Kdc, KdcError, missing_tools
 
@@ -30,24 +31,18 @@ class Realm:
     principals: dict[str, str]
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def kerberos_realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
     """A running KDC with its realm, started once per session; KRB5_CONFIG (and the replay cache folder) point at it
     for this process while it runs, so python-gssapi in the tests and the in-process proxy use it."""
     missing = missing_tools()
     if missing:
-        _skip_or_fail(f"MIT krb5 not installed ({', '.join(missing)} missing; Debian: krb5-kdc krb5-admin-server krb5-user; `make krb5`)")
+        skip_or_fail(f"MIT krb5 not installed ({', '.join(missing)} missing; Debian: krb5-kdc krb5-admin-server krb5-user; `make krb5`)")
     workdir = tmp_path_factory.mktemp("kdc")
     try:
         kdc = Kdc(workdir).start()
     except KdcError as exc:
-        _skip_or_fail(f"the KDC did not start: {exc}")
+        skip_or_fail(f"the KDC did not start: {exc}")
         raise
     try:
         service_keytab = workdir / "service.keytab"

@@ -6,7 +6,6 @@ on the way. What the client may not describe is answered by the proxy, after the
 broker's ConfigHelper orders it; an unknown resource type fails the whole request there.
 """
 
-import dataclasses
 import uuid
 from typing import Any
 
@@ -33,15 +32,8 @@ def _describe(address: str, user: str, password: str, version: int, resources: l
     with wire.connect(address, timeout=30) as sock:
         assert wire.sasl_plain_login(sock, user, password) == 0
         answer = wire.call(sock, ApiKey.DESCRIBE_CONFIGS, version, values, 5)
-    return [_plain(result) for result in answer.results]
+    return [wire.plain(result) for result in answer.results]
 
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
-        return [_plain(item) for item in value]
-    return value
 
 
 async def test_every_described_field_survives_the_proxy_at_every_version(stack: EmbeddedStack) -> None:

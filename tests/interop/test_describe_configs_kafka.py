@@ -9,7 +9,6 @@ documentation. The same config changes (validate_only) must get the same codes a
 and ApiVersions the same feature levels.
 """
 
-import dataclasses
 import threading
 import uuid
 from collections.abc import Iterator
@@ -47,7 +46,7 @@ class Side:
     def call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
         with wire.connect(self.address, timeout=30) as sock:
             assert wire.sasl_plain_login(sock, NODE_USER, self.password) == 0
-            return _plain(wire.call(sock, api_key, version, values, 5))
+            return wire.plain(wire.call(sock, api_key, version, values, 5))
 
     def describe(self, resources: list[tuple[int, str]], *, version: int = 4, synonyms: bool = True, documentation: bool = True) -> list[dict[str, Any]]:
         values = {
@@ -69,15 +68,6 @@ class Pair:
     created: list[dict[str, Any]]
     static: dict[str, str]
 
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
-        return [_plain(item) for item in value]
-    if hasattr(value, "value") and not isinstance(value, (int, str)):
-        return value.value
-    return value
 
 
 def _create_topic(node: KafkaNode, name: str, configs: dict[str, str]) -> list[dict[str, Any]]:

@@ -49,21 +49,20 @@ def _address(proxy: RunningProxy) -> str:
 
 def _login(address: str, user: str) -> tuple[socket.socket, float]:
     sock = wire.connect(address)
-    assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=1).error_code) == 0
-    answer = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": _plain(user)}, correlation_id=2)
+    answer = wire.sasl_plain_authenticate(sock, user, _password(user))
     assert int(answer.error_code) == 0
     return sock, answer.session_lifetime.total_seconds()
 
 
-def _plain(user: str) -> bytes:
-    return wire.plain_token(user, f"{user}-secret")
+def _password(user: str) -> str:
+    return f"{user}-secret"
 
 
 def _reauthenticate(sock: socket.socket, user: str, correlation_id: int) -> tuple[int, int, str | None, float]:
     handshake = wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=correlation_id)
     if int(handshake.error_code) != 0:
         return int(handshake.error_code), -1, None, 0.0
-    answer = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": _plain(user)}, correlation_id=correlation_id + 1)
+    answer = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": wire.plain_token(user, _password(user))}, correlation_id=correlation_id + 1)
     return 0, int(answer.error_code), answer.error_message, answer.session_lifetime.total_seconds()
 
 
