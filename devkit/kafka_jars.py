@@ -99,18 +99,23 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
     return once(lib, ".lock", lambda folder: folder if _is_complete(folder, version) else None, fetch)
 
 
-def kafka_jvm(lib: Path, workdir: Path, *, heap: str = "384m", options: tuple[str, ...] = (), log4j: Path | None = None) -> list[str]:
-    """The java command line every Kafka JVM here starts with (a node, the sidecar's controller, Kafka's tools): a
-    small serial-GC heap, headless, logs under `workdir`, the jars of `lib`; a main class and its arguments follow."""
+#: C1 alone: a JVM that lives for one test compiles far less than with both compilers (a node's start and a few
+#: calls: 3.4 against 5.5 CPU-s; tests/interop/test_kafka_tools.py 0.78 x its CPU). The forwarding bench's broker
+#: keeps both: its steady throughput is what it measures.
+QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
+
+
+def java_command(classpath: str, *, heap: str = "256m", options: tuple[str, ...] = (), quick: bool = True) -> list[str]:
+    """The java command line of a JVM started here (a Kafka tool, a compiled client, a node through `kafka_jvm`): a
+    small serial-GC heap, C1 alone unless `quick` is False, `options`, then `classpath`; a main class and its
+    arguments follow."""
+    return [_require_java(), f"-Xmx{heap}", "-XX:+UseSerialGC", *((QUICK_COMPILER,) if quick else ()), *options, "-cp", classpath]
+
+
+def kafka_jvm(
+    lib: Path, workdir: Path, *, heap: str = "384m", options: tuple[str, ...] = (), log4j: Path | None = None, quick: bool = True
+) -> list[str]:
+    """The java command line every Kafka JVM here starts with (a node, the sidecar's controller): `java_command`'s,
+    headless, logs under `workdir`, the jars of `lib`; a main class and its arguments follow."""
     logging = [f"-Dlog4j2.configurationFile={log4j}"] if log4j is not None else []
-    return [
-        _require_java(),
-        f"-Xmx{heap}",
-        "-XX:+UseSerialGC",
-        *options,
-        "-Djava.awt.headless=true",
-        *logging,
-        f"-Dkafka.logs.dir={workdir}",
-        "-cp",
-        f"{lib}/*",
-    ]
+    return java_command(f"{lib}/*", heap=heap, options=(*options, "-Djava.awt.headless=true", *logging, f"-Dkafka.logs.dir={workdir}"), quick=quick)

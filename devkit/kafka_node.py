@@ -65,13 +65,16 @@ class KafkaNode:
         cluster_id: str | None = None,
         extra_properties: dict[str, str] | None = None,
         jvm_options: tuple[str, ...] = (),
+        quick_compiler: bool = True,
     ) -> None:
         """`voters` (`controller.quorum.voters`) makes this node one member of a static quorum: its storage is
         formatted for those voters instead of --standalone, and `ports` (broker, controller) must be the ones
         the voters name. `extra_properties` are added to (or override) server.properties; `jvm_options` go
-        to the JVM after the heap."""
+        to the JVM after the heap. `quick_compiler`: C1 alone (devkit/kafka_jars.py `QUICK_COMPILER`), for a node
+        that lives for a test; a benchmark's node, measured at its steady speed, passes False."""
         self.extra_properties = dict(extra_properties or {})
         self.jvm_options = tuple(jvm_options)
+        self.quick_compiler = quick_compiler
         self.node_id = node_id
         self.voters = voters
         self._ports = ports
@@ -202,7 +205,7 @@ class KafkaNode:
         self.properties_path.write_text(render_properties(self.server_properties()))
         log4j = self.workdir / "log4j2.properties"
         log4j.write_text(LOG4J2_PROPERTIES)
-        jvm = kafka_jvm(lib, self.workdir, heap=self.heap, options=tuple(self.jvm_options), log4j=log4j)
+        jvm = kafka_jvm(lib, self.workdir, heap=self.heap, options=tuple(self.jvm_options), log4j=log4j, quick=self.quick_compiler)
         self._log_file = open(self.log_path, "ab")  # closed in stop()
         self._jvm = jvm
         try:

@@ -288,7 +288,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         node: KafkaNode | None = None
         if not args.no_kafka:
             _progress(f"starting a Kafka {KAFKA_VERSION} node ...")
-            node = stack.enter_context(KafkaNode(workdir=workdir / "kafka", startup_timeout=180.0))
+            node = stack.enter_context(KafkaNode(workdir=workdir / "kafka", startup_timeout=180.0, quick_compiler=False))
             rows += kafka_rows(procs, node, args.loadgen, args.controller_connections, args.proxy_processes)
         rows += zero_work_rows(procs, args.loadgen, args.controller_connections, relay=not args.no_relay, processes=args.proxy_processes)
         if args.only:

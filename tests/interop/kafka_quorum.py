@@ -31,7 +31,6 @@ QUORUM_PROPERTIES = {
     "controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS),
     "controller.quorum.election.backoff.max.ms": str(ELECTION_TIMEOUT_MS),
 }
-JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)  # C1 only: three JVMs starting on two cores spend far less time compiling
 
 
 class KafkaQuorum:
@@ -55,7 +54,6 @@ class KafkaQuorum:
                 ports=ports[node],
                 cluster_id=cluster_id,
                 extra_properties=QUORUM_PROPERTIES,
-                jvm_options=JVM_OPTIONS,
             )
             for node in NODE_IDS
         }

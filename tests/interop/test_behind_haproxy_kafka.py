@@ -65,7 +65,7 @@ def _prefixed(admin: Any, prefix: str) -> list[str]:
 def _kafka_topics_create(lib: Path, workdir: Path, door: Door, config: Path, topic: str) -> "subprocess.Popen[str]":
     """`kafka-topics --create` (TopicCommand) through `door` with alice's command config, started."""
     command = [
-        *kafka_jvm(lib, workdir, heap="256m", options=("-XX:TieredStopAtLevel=1",)),
+        *kafka_jvm(lib, workdir, heap="256m"),
         TOPICS,
         "--bootstrap-server",
         door.address,

@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from devkit import wire
+from devkit.kafka_jars import java_command
 from devkit.kafka_node import KafkaNode
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS
@@ -65,7 +66,7 @@ async def target(request: pytest.FixtureRequest, nursery: Any, tmp_path: Path) -
 
 
 def _java(main_class: str, bootstrap: str, config: Path, *args: str) -> tuple[int, str]:
-    done = _run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", _classpath(), main_class, "--bootstrap-server", bootstrap, "--command-config", str(config), *args], config.parent)
+    done = _run([*java_command(_classpath()), main_class, "--bootstrap-server", bootstrap, "--command-config", str(config), *args], config.parent)
     return done.returncode, done.stdout + done.stderr
 
 

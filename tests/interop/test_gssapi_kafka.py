@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_jars import java_command
 from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import proxy_properties
 from proxy.app import run_proxy
@@ -100,7 +101,7 @@ def _client_properties(directory: Path, realm: Realm, who: str, bootstrap: str) 
 
 
 def _java(realm: Realm, classpath: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Djava.security.krb5.conf={realm.kdc.krb5_conf}", "-cp", classpath, *args]
+    command = [*java_command(classpath, options=(f"-Djava.security.krb5.conf={realm.kdc.krb5_conf}",)), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT, cwd=cwd, check=False)
 
 

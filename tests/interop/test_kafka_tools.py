@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from devkit.kafka_jars import ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars, java_command
 from devkit.kafka_node import KafkaNode
 from envelope_proxy.embedded import DEFAULT_USERS, PLAIN_MODULE, client_config
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcomes, unique
@@ -52,11 +52,7 @@ def _tool(main_class: str, target: Target, config: Path, *args: str) -> tuple[in
     """Exit code and all output of one Kafka command-line tool run."""
     done = _run(
         [
-            "java",
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-cp",
-            _classpath(),
+            *java_command(_classpath()),
             main_class,
             "--bootstrap-server",
             target.address,
@@ -150,10 +146,7 @@ async def test_a_compiled_java_admin_client(target: Target, tmp_path: Path) -> N
         for user in ("admin", "alice"):
             done = _run(
                 [
-                    "java",
-                    "-Xmx256m",
-                    "-cp",
-                    f"{classes}:{_classpath()}",
+                    *java_command(f"{classes}:{_classpath()}"),
                     "AdminProbe",
                     target.address,
                     user,

@@ -13,7 +13,7 @@ import jwt
 import pytest
 import trio
 
-from devkit.kafka_jars import ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars, java_command
 from devkit.kafka_node import KafkaNode
 from devkit.processes import free_port
 from envelope_proxy.embedded import proxy_properties, start_stack
@@ -378,7 +378,7 @@ async def test_kafkas_own_tools_log_in_to_the_proxy_with_keycloak_tokens(keycloa
 
     def kafka_topics(address: str) -> subprocess.CompletedProcess[str]:
         command = [
-            "java", "-Xmx256m", "-XX:+UseSerialGC", f"-D{ALLOWED_URLS_PROPERTY}={allowed}", "-cp", f"{ensure_kafka_jars()}/*",
+            *java_command(f"{ensure_kafka_jars()}/*", options=(f"-D{ALLOWED_URLS_PROPERTY}={allowed}",)),
             "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", address, "--command-config", str(command_config),
             "--create", "--topic", "java-keycloak-topic", "--partitions", "1", "--replication-factor", "1",
         ]  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from devkit.kafka_jars import java_command
 from devkit.kafka_node import KafkaNode
 from devkit.kafka_node_config import DEFAULT_USERS, PLAIN_MODULE
 from devkit.processes import free_port
@@ -63,7 +64,7 @@ def _new_controller(directory: Path, cluster_id: str) -> tuple[Path, str]:
 
 
 def _quorum_tool(bootstrap: str, config: Path, *args: str) -> tuple[int, str]:
-    done = _run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", _classpath(), QUORUM, "--bootstrap-server", bootstrap, "--command-config", str(config), *args], config.parent)
+    done = _run([*java_command(_classpath()), QUORUM, "--bootstrap-server", bootstrap, "--command-config", str(config), *args], config.parent)
     # the last line names the exception and the leader's message; earlier ones are log noise
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip() and not line.startswith(("SLF4J", "\tat "))]
     return done.returncode, lines[-1] if lines else ""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars
+from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, java_command
 from envelope_proxy.dev_pki import DevPki
 from envelope_proxy.embedded import EmbeddedStack
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
@@ -30,11 +30,7 @@ def _jars() -> Path:
 def _topic_command(jars: Path, bootstrap: str, config: Path, topic: str) -> tuple[int, str]:
     done = _run(
         [
-            "java",
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-cp",
-            f"{jars}/*",
+            *java_command(f"{jars}/*"),
             TOPICS,
             "--bootstrap-server",
             bootstrap,

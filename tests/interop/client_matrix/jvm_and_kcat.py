@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devkit.kafka_jars import java_command
 from tests.interop.client_matrix.workflow import ACL_PRINCIPAL, ALTERED_CONFIG, PARTITIONS_AFTER, TOPIC_CONFIG, WorkflowSpec
 
 HERE = Path(__file__).resolve().parent
@@ -51,7 +52,7 @@ def compile_programs(lib: Path, classes: Path) -> Path:
 
 
 def _java(lib: Path, classes: Path, main: str, *args: str, name: str) -> str:
-    command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{lib}/*", main, *args]
+    command = [*java_command(f"{classes}:{lib}/*"), main, *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
     except subprocess.TimeoutExpired as exc:
