@@ -4,11 +4,12 @@ import dataclasses
 import socket
 from typing import Any
 
+from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.frames import FrameReader, encode_frame
 
-__all__ = ["call", "connect", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login"]
+__all__ = ["call", "connect", "create_topic", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login"]
 
 
 def connect(address: str, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:
@@ -79,3 +80,13 @@ def plain(value: Any) -> Any:
     if hasattr(value, "value") and not isinstance(value, (int, str)):
         return value.value
     return value
+
+
+#: One topic of a CreateTopics request: a partition, one replica, the broker's configs.
+ONE_PARTITION_TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+
+
+def create_topic(sock: socket.socket, name: str, *, version: int = 5, correlation_id: int = 3, timeout_ms: int = 5000) -> Any:
+    """CreateTopics of `name` (:data:`ONE_PARTITION_TOPIC`) on a logged-in `sock`: the topic's decoded result."""
+    values = {"topics": [{"name": name, **ONE_PARTITION_TOPIC}], "timeout": timeout_ms, "validate_only": False}
+    return call(sock, ApiKey.CREATE_TOPICS, version, values, correlation_id).topics[0]

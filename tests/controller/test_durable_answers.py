@@ -19,9 +19,7 @@ PROXY = ("proxy", "proxy-secret")  # a super user of controller_properties()
 def _create_topic(address: str, name: str) -> int:
     with wire.connect(address, timeout=30) as sock:
         assert wire.sasl_plain_login(sock, *PROXY) == 0
-        topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-        body = wire.call(sock, 19, 7, {"topics": [topic], "timeout": 5000, "validate_only": False}, correlation_id=3)
-        return int(body.topics[0].error_code)
+        return int(wire.create_topic(sock, name, version=7).error_code)
 
 
 def _topic_names(address: str) -> list[str]:

@@ -12,14 +12,13 @@ from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
 from tests.integration.conftest import audit_records
 
-TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
 # Every batch publishes its file, so the next record needs a new file in staging: breaking staging breaks the sink.
 ONE_RECORD_PER_FILE = {"audit.file.max.bytes": "1"}
 
 
 def _create_topic(sock: socket.socket, name: str, correlation_id: int = 3) -> tuple[int, str | None]:
-    body = wire.call(sock, 19, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
-    return int(body.topics[0].error_code), body.topics[0].error_message
+    topic = wire.create_topic(sock, name, correlation_id=correlation_id)
+    return int(topic.error_code), topic.error_message
 
 
 @contextmanager

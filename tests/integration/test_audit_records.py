@@ -16,12 +16,9 @@ from proxy.audit.cloudevents import CONNECTION_EVENT_TYPE, REQUEST_EVENT_TYPE
 from proxy.config import parse_proxy_config
 from tests.audit_records import assert_valid, records_under
 
-TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-
 
 def _create_topic(sock: socket.socket, name: str, correlation_id: int) -> int:
-    body = wire.call(sock, 19, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
-    return int(body.topics[0].error_code)
+    return int(wire.create_topic(sock, name, correlation_id=correlation_id).error_code)
 
 
 def traffic(client: str, plain: str) -> dict[str, Any]:
@@ -55,7 +52,7 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
     except OSError:
         seen["filtered_closed"] = True
     with wire.connect(plain) as sock:  # an Envelope from a client: request refused, connection closed (protocol-error)
-        inner = wire.request(19, 5, {"topics": [{"name": "smuggled", **TOPIC}], "timeout": 1000, "validate_only": False})
+        inner = wire.request(19, 5, {"topics": [{"name": "smuggled", **wire.ONE_PARTITION_TOPIC}], "timeout": 1000, "validate_only": False})
         sock.sendall(wire.encode_frame(wrap(inner, Principal("User", "admin"), "127.0.0.1", correlation_id=9, client_id="evil")))
         assert wire.is_closed(sock)
     with wire.connect(plain, timeout=30) as sock:  # says nothing: closed by connections.max.idle.ms

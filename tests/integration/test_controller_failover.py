@@ -47,9 +47,7 @@ class ElectingController(EmbeddedController):
 def _create_topic(address: str, name: str) -> int:
     with wire.connect(address, timeout=30) as sock:
         assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-        topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-        body = wire.call(sock, CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
-        return int(body.topics[0].error_code)
+        return int(wire.create_topic(sock, name).error_code)
 
 
 def _create_topics_range(address: str) -> tuple[int, int]:

@@ -44,8 +44,7 @@ def _create_topic(address: str, user: str, password: str, topic: str, source: st
         code = wire.sasl_plain_login(sock, user, password)
         if code != 0:
             return code
-        body = {"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-        return int(wire.call(sock, 19, 5, {"topics": [body], "timeout": 5000, "validate_only": False}, 3).topics[0].error_code)
+        return int(wire.create_topic(sock, topic).error_code)
 
 
 async def test_metrics_change_exactly_after_a_known_sequence(nursery: Any, tmp_path: Path) -> None:

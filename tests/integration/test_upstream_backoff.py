@@ -17,7 +17,6 @@ from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
 from tests.fake_controller import FakeController
 
-CREATE_TOPICS = 19
 REQUEST_TIMED_OUT = 7
 FORWARD_TIMEOUT = 3.0
 WAIT = 30.0  # bound on every wait; none is expected to come near it
@@ -37,10 +36,8 @@ def _create_topic(address: str, name: str) -> tuple[int, float]:
     """(the topic's error code, seconds to the answer) for CreateTopics as alice."""
     with wire.connect(address, timeout=WAIT) as sock:
         assert wire.sasl_plain_login(sock, "alice", DEFAULT_USERS["alice"]) == 0
-        topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
         started = time.monotonic()
-        body = wire.call(sock, CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
-        return int(body.topics[0].error_code), time.monotonic() - started
+        return int(wire.create_topic(sock, name).error_code), time.monotonic() - started
 
 
 async def _start(
