@@ -1,5 +1,6 @@
 """Raw Kafka wire helpers for tests that must send exactly chosen bytes."""
 
+import base64
 import dataclasses
 import socket
 from typing import Any
@@ -8,8 +9,9 @@ from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.frames import FrameReader, encode_frame
+from proxy.net.sasl.scram_client import ScramClient
 
-__all__ = ["call", "connect", "create_topic", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login"]
+__all__ = ["call", "connect", "create_topic", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login", "scram_token_login"]
 
 
 def connect(address: str, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:
@@ -90,3 +92,17 @@ def create_topic(sock: socket.socket, name: str, *, version: int = 5, correlatio
     """CreateTopics of `name` (:data:`ONE_PARTITION_TOPIC`) on a logged-in `sock`: the topic's decoded result."""
     values = {"topics": [{"name": name, **ONE_PARTITION_TOPIC}], "timeout": timeout_ms, "validate_only": False}
     return call(sock, ApiKey.CREATE_TOPICS, version, values, correlation_id).topics[0]
+
+
+def scram_token_login(sock: socket.socket, token_id: str, hmac: bytes, mechanism: str = "SCRAM-SHA-256") -> int:
+    """A delegation-token login as Kafka's ScramLoginModule with tokenauth="true" makes it: the SaslAuthenticate
+    error code (0: logged in, and the server's proof checked)."""
+    assert int(call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=1).error_code) == 0
+    client = ScramClient(mechanism, token_id, base64.b64encode(hmac).decode(), extensions={"tokenauth": "true"})
+    first = call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.first()}, correlation_id=2)
+    if int(first.error_code):
+        return int(first.error_code)
+    final = call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}, correlation_id=3)
+    if int(final.error_code) == 0:
+        client.verify(bytes(final.auth_bytes))
+    return int(final.error_code)

@@ -6,7 +6,6 @@ Both refresh periods are set to ten minutes, so only the shared generation (`edg
 the other process sees. A connection is known to have landed on a process by the `connected` record that process
 wrote for the connection's client port."""
 
-import base64
 import socket
 import subprocess
 import time
@@ -24,7 +23,6 @@ from devkit.processes import free_port, start_server, stop_process, wait_for_por
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.net.sasl.credentials import add_user
-from proxy.net.sasl.scram_client import ScramClient
 from tests.audit_records import assert_valid, records_under
 
 TEN_MINUTES_MS = "600000"
@@ -188,22 +186,13 @@ def test_an_acl_change_through_one_process_counts_in_the_other_at_its_next_decis
     assert all(source.startswith("envelope-proxy/100/") for source in first | second)
 
 
-def _token_login(sock: socket.socket, token_id: str, hmac: bytes) -> int:
-    assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": SHA256}, correlation_id=1).error_code) == 0
-    client = ScramClient(SHA256, token_id, base64.b64encode(hmac).decode(), extensions={"tokenauth": "true"})
-    first = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.first()}, correlation_id=2)
-    if int(first.error_code):
-        return int(first.error_code)
-    final = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}, correlation_id=3)
-    return int(final.error_code)
-
 
 def _logins_until(p: Proxies, tokens: str, index: int, token_id: str, hmac: bytes, wanted: int) -> tuple[int, float]:
     """Token logins on process `index`, each on a new connection, until one answers `wanted`: (logins, seconds)."""
     start = time.monotonic()
     for attempt in range(1, 50):
         with ExitStack() as stack:
-            code = _token_login(p.connect_to(index, tokens, stack), token_id, hmac)
+            code = wire.scram_token_login(p.connect_to(index, tokens, stack), token_id, hmac)
         if code == wanted:
             return attempt, time.monotonic() - start
         assert time.monotonic() < p.deadline

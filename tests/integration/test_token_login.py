@@ -3,7 +3,6 @@
 request, and DescribeDelegationToken filtered per caller as KafkaApis filters it."""
 
 import base64
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +52,6 @@ def _anonymous_call(address: str, api: int, version: int, values: dict[str, Any]
         return wire.call(sock, api, version, values, correlation_id=7)
 
 
-def _token_login(sock: socket.socket, token_id: str, hmac: bytes, mechanism: str = SHA256) -> int:
-    """A SCRAM login as Kafka's ScramLoginModule with tokenauth="true" makes it; the SaslAuthenticate error code."""
-    assert int(wire.call(sock, 17, 1, {"mechanism": mechanism}, correlation_id=1).error_code) == 0
-    client = ScramClient(mechanism, token_id, base64.b64encode(hmac).decode(), extensions={"tokenauth": "true"})
-    first = wire.call(sock, 36, 2, {"auth_bytes": client.first()}, correlation_id=2)
-    if int(first.error_code):
-        return int(first.error_code)
-    final = wire.call(sock, 36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}, correlation_id=3)
-    if int(final.error_code) == 0:
-        client.verify(bytes(final.auth_bytes))
-    return int(final.error_code)
-
 
 def _create(owner: str | None = None, renewers: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
@@ -91,7 +78,7 @@ async def test_a_token_logs_in_as_its_owner_and_may_not_ask_for_tokens(nursery: 
     def log_in_and_work() -> dict[str, Any]:
         seen: dict[str, Any] = {}
         with wire.connect(tokens, timeout=30) as sock:
-            seen["login"] = _token_login(sock, made.token_id, hmac)
+            seen["login"] = wire.scram_token_login(sock, made.token_id, hmac)
             topic = {"name": "made-with-a-token", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
             created = wire.call(sock, ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": 30000, "validate_only": False}, correlation_id=4)
             seen["create topic"] = int(created.topics[0].error_code)
@@ -105,9 +92,9 @@ async def test_a_token_logs_in_as_its_owner_and_may_not_ask_for_tokens(nursery: 
             describe = wire.call(sock, ApiKey.DESCRIBE_DELEGATION_TOKEN, 3, {"owners": None}, correlation_id=7)
             seen["describe"] = (int(describe.error_code), len(describe.tokens))
         with wire.connect(tokens, timeout=30) as sock:
-            seen["wrong hmac"] = _token_login(sock, made.token_id, b"\x00" * 64)
+            seen["wrong hmac"] = wire.scram_token_login(sock, made.token_id, b"\x00" * 64)
         with wire.connect(tokens, timeout=30) as sock:
-            seen["unknown token"] = _token_login(sock, "no-such-token", hmac)
+            seen["unknown token"] = wire.scram_token_login(sock, "no-such-token", hmac)
         return seen
 
     seen = await trio.to_thread.run_sync(log_in_and_work)
@@ -142,7 +129,7 @@ async def test_a_token_logs_in_as_its_owner_and_may_not_ask_for_tokens(nursery: 
 
     def login_code(token_id: str, token_hmac: bytes) -> int:
         with wire.connect(tokens, timeout=30) as sock:
-            return _token_login(sock, token_id, token_hmac)
+            return wire.scram_token_login(sock, token_id, token_hmac)
 
     assert await trio.to_thread.run_sync(login_code, made.token_id, hmac) == ErrorCode.sasl_authentication_failed
     other = await trio.to_thread.run_sync(_plain_call, client, "bob", ApiKey.CREATE_DELEGATION_TOKEN, 3, _create())
