@@ -97,13 +97,11 @@ class EmbeddedStack:
 
     @property
     def sasl_address(self) -> str:
-        listener = self.proxy.listener("CLIENT")
-        return f"{listener.advertised_host}:{listener.port}"
+        return self.proxy.address("CLIENT")
 
     @property
     def plaintext_address(self) -> str:
-        listener = self.proxy.listener("PLAIN")
-        return f"{listener.advertised_host}:{listener.port}"
+        return self.proxy.address("PLAIN")
 
 
 async def start_stack(

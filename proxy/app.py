@@ -32,6 +32,12 @@ class RunningProxy:
     def listener(self, name: str) -> ListenerConfig:
         return next(item for item in self.listeners if item.name == name.upper())
 
+    def address(self, name: str) -> str:
+        """host:port a client dials for the listener `name`: its advertised host (an IPv6 one in brackets) and bound port."""
+        listener = self.listener(name)
+        host = f"[{listener.advertised_host}]" if ":" in listener.advertised_host else listener.advertised_host
+        return f"{host}:{listener.port}"
+
     def ready(self) -> bool:
         """Listeners bound, an active controller known and connected with known ApiVersions, and not shutting down."""
         upstream = self.service.upstream

@@ -50,8 +50,7 @@ async def test_each_listed_broker_answers_for_its_own_configs(tmp_path: Path) ->
             port = (await nursery.start(controller.run))[0].port
             raw = {**proxy_properties(port, tmp_path), "read.bootstrap.servers": f"localhost:{port}"}
             run = await start_proxy(nursery, parse_proxy_config(raw))
-            listener = run.running.listener("CLIENT")
-            address = f"{listener.advertised_host}:{listener.port}"
+            address = run.running.address("CLIENT")
             assert await trio.to_thread.run_sync(_alter_broker, address, "2", "log.cleaner.threads", "3") == 0
 
             asked = [(BROKER, "1"), (BROKER, "2"), (TOPIC, "absent"), (BROKER, "3"), (BROKER_LOGGER, "2"), (BROKER, "7"), (BROKER, "")]

@@ -96,8 +96,7 @@ def _oauth_config(stack: EmbeddedStack, token: str) -> dict[str, Any]:
 
 
 def _admin_config(stack: EmbeddedStack) -> dict[str, str]:
-    listener = stack.proxy.listener("PLAIN")
-    return {"bootstrap.servers": f"{listener.advertised_host}:{listener.port}"}
+    return {"bootstrap.servers": stack.proxy.address("PLAIN")}
 
 
 async def test_confluent_kafka_creates_a_topic_with_a_token(oauth_stack: EmbeddedStack, idp: tuple[LoopbackHttp, SigningKey], tmp_path: Path) -> None:

@@ -85,8 +85,7 @@ async def tls_stack(nursery: Any, tmp_path: Path, pki: DevPki) -> EmbeddedStack:
 
 
 def address(stack: EmbeddedStack, listener: str) -> str:
-    bound = stack.proxy.listener(listener)
-    return f"{bound.advertised_host}:{bound.port}"
+    return stack.proxy.address(listener)
 
 
 def changes(stack: EmbeddedStack) -> list[tuple[str, str, str | None, str, int]]:

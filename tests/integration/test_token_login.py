@@ -36,10 +36,6 @@ async def _stack(nursery: Any, tmp_path: Path) -> EmbeddedStack:
     )
 
 
-def _address(stack: EmbeddedStack, name: str) -> str:
-    listener = stack.proxy.listener(name)
-    return f"{listener.advertised_host}:{listener.port}"
-
 
 def _plain_call(address: str, user: str, api: int, version: int, values: dict[str, Any]) -> Any:
     with wire.connect(address, timeout=30) as sock:
@@ -70,7 +66,7 @@ def _described(address: str, user: str) -> set[tuple[str, str, bool]]:
 
 async def test_a_token_logs_in_as_its_owner_and_may_not_ask_for_tokens(nursery: Any, tmp_path: Path) -> None:
     stack = await _stack(nursery, tmp_path)
-    client, tokens = _address(stack, "CLIENT"), _address(stack, "TOKENS")
+    client, tokens = stack.proxy.address("CLIENT"), stack.proxy.address("TOKENS")
     made = await trio.to_thread.run_sync(_plain_call, client, "alice", ApiKey.CREATE_DELEGATION_TOKEN, 3, _create(renewers=("bob",)))
     assert made.error_code == ErrorCode.none
     hmac = bytes(made.hmac)
@@ -141,7 +137,7 @@ async def test_a_token_logs_in_as_its_owner_and_may_not_ask_for_tokens(nursery: 
 
 async def test_a_broker_refuses_token_requests_on_plaintext_and_filters_what_each_caller_sees(nursery: Any, tmp_path: Path) -> None:
     stack = await _stack(nursery, tmp_path)
-    client, plain = _address(stack, "CLIENT"), _address(stack, "PLAIN")
+    client, plain = stack.proxy.address("CLIENT"), stack.proxy.address("PLAIN")
     not_allowed = ErrorCode.delegation_token_request_not_allowed
     anonymous = await trio.to_thread.run_sync(_anonymous_call, plain, ApiKey.CREATE_DELEGATION_TOKEN, 3, _create())
     assert (anonymous.error_code, anonymous.principal_name, anonymous.max_timestamp) == (not_allowed, "ANONYMOUS", -1)
@@ -197,7 +193,7 @@ async def test_a_broker_refuses_token_requests_on_plaintext_and_filters_what_eac
 async def test_a_token_logins_session_ends_with_the_token(nursery: Any, tmp_path: Path) -> None:
     """KIP-368: a token login's session lasts no longer than its token (ScramSaslServer's credential lifetime)."""
     stack = await _stack(nursery, tmp_path)
-    client, tokens = _address(stack, "CLIENT"), _address(stack, "TOKENS")
+    client, tokens = stack.proxy.address("CLIENT"), stack.proxy.address("TOKENS")
     made = await trio.to_thread.run_sync(_plain_call, client, "alice", ApiKey.CREATE_DELEGATION_TOKEN, 3, {**_create(), "max_lifetime": 5000})
     assert made.error_code == ErrorCode.none
 

@@ -61,7 +61,7 @@ async def test_a_host_acl_admits_only_that_host(target: Target) -> None:
 
     v4_prefix, v6_prefix = unique("host-v4"), unique("host-v6")
     ipv4 = target.address
-    ipv6 = f"[::1]:{target.proxy.listener('CLIENT6').port}"
+    ipv6 = target.proxy.address("CLIENT6")  # [::1]:port
 
     def grant(prefix: str, host: str) -> AclBinding:
         return AclBinding(

@@ -353,8 +353,7 @@ async def test_kafka_and_the_proxy_derive_the_same_principal_and_apply_the_same_
     direct = await trio.to_thread.run_sync(outcomes, oauth_address, "direct")
     async with trio.open_nursery() as nursery:
         running = await nursery.start(run_proxy, parse_proxy_config(props))
-        listener = running.listener("CLIENT")
-        proxied = await trio.to_thread.run_sync(outcomes, f"{listener.advertised_host}:{listener.port}", "proxied")
+        proxied = await trio.to_thread.run_sync(outcomes, running.address("CLIENT"), "proxied")
         nursery.cancel_scope.cancel()
     assert direct == {"kc-": "created", "far-": "TOPIC_AUTHORIZATION_FAILED", "other-": "TOPIC_AUTHORIZATION_FAILED"}
     assert proxied == direct

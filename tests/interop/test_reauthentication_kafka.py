@@ -42,10 +42,6 @@ async def proxy(expiring_node: KafkaNode, nursery: Any, tmp_path: Path) -> Runni
     return running
 
 
-def _address(proxy: RunningProxy) -> str:
-    listener = proxy.listener("CLIENT")
-    return f"{listener.advertised_host}:{listener.port}"
-
 
 def _login(address: str, user: str) -> tuple[socket.socket, float]:
     sock = wire.connect(address)
@@ -104,7 +100,7 @@ def _sequences(address: str) -> dict[str, Any]:
 
 async def test_re_authentication_is_answered_as_a_kafka_broker_answers_it(expiring_node: KafkaNode, proxy: RunningProxy) -> None:
     kafka = await trio.to_thread.run_sync(_sequences, expiring_node.broker_address)
-    ours = await trio.to_thread.run_sync(_sequences, _address(proxy))
+    ours = await trio.to_thread.run_sync(_sequences, proxy.address("CLIENT"))
     assert kafka["lifetime"] == LIFETIME_MS / 1000  # the node's setting took effect
     assert kafka["changed principal"][2].startswith("Cannot change principals")
     assert ours == kafka
@@ -118,7 +114,7 @@ async def test_the_proxys_links_live_through_a_kafka_controllers_session_expiry(
         return metrics.get_sample_value(name, labels or {}) or 0.0
 
     def forward_for_a_while() -> list[int]:
-        sock, _ = _login(_address(proxy), "admin")
+        sock, _ = _login(proxy.address("CLIENT"), "admin")
         authenticated = time.monotonic()
         codes = []
         for index in range(7):

@@ -90,8 +90,7 @@ async def _trace_one_create_topics(controller_port: int, audit_dir: Path) -> tup
     config = parse_proxy_config(proxy_properties(controller_port, audit_dir))
     async with trio.open_nursery() as nursery:
         running = await nursery.start(run_proxy, config)
-        listener = running.listener("PLAIN")
-        address = f"{listener.advertised_host}:{listener.port}"
+        address = running.address("PLAIN")
         sys.setprofile(profile)
         threading.setprofile(profile)
         try:
@@ -148,8 +147,7 @@ async def _trace_one_request_on_an_open_connection(controller_port: int, audit_d
     config = parse_proxy_config(proxy_properties(controller_port, audit_dir))
     async with trio.open_nursery() as nursery:
         running = await nursery.start(run_proxy, config)
-        listener = running.listener("PLAIN")
-        response = await trio.to_thread.run_sync(client, f"{listener.advertised_host}:{listener.port}")
+        response = await trio.to_thread.run_sync(client, running.address("PLAIN"))
         nursery.cancel_scope.cancel()
     return response, called
 
