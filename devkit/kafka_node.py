@@ -33,11 +33,11 @@ from devkit.kafka_node_config import (
     LOG4J2_PROPERTIES,
     NODE_USER,
     new_cluster_id,
-    plain_jaas,
     render_properties,
     server_properties,
 )
 from devkit.processes import free_port
+from proxy.net.sasl.login_modules import plain_jaas
 
 
 class KafkaNode:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from devkit.kafka_jars import KAFKA_VERSION, KafkaNodeError, KafkaToolingMissing, ensure_kafka_jars
 from devkit.kafka_node import KafkaNode
-from devkit.kafka_node_config import plain_jaas, render_properties
+from devkit.kafka_node_config import render_properties
 from devkit.processes import free_port
+from proxy.net.sasl.login_modules import plain_jaas
 
 
 @contextlib.contextmanager

@@ -13,7 +13,8 @@ import base64
 import uuid
 from pathlib import Path
 
-PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+from proxy.net.sasl.login_modules import plain_jaas
+
 DEFAULT_USERS: dict[str, str] = {"admin": "admin-secret", "proxy": "proxy-secret", "alice": "alice-secret", "bob": "bob-secret"}
 DELEGATION_TOKEN_SECRET = "kafka-envelope-proxy-interop"
 """`delegation.token.secret.key` of every node: delegation tokens are enabled (KIP-48)."""
@@ -27,11 +28,6 @@ def new_cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not text.startswith("-"):
             return text
-
-
-def plain_jaas(**options: str) -> str:
-    rendered = " ".join(f'{key}="{value}"' for key, value in options.items())
-    return f"{PLAIN_MODULE} required {rendered};"
 
 
 def render_properties(props: dict[str, str]) -> str:

@@ -13,15 +13,10 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import ProxyConfig, parse_proxy_config
+from proxy.net.sasl.login_modules import plain_jaas
 
-PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 DEFAULT_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "mallory": "mallory-secret"}
 PROXY_USER, PROXY_PASSWORD = "proxy", "proxy-secret"
-
-
-def _jaas(**options: str) -> str:
-    rendered = " ".join(f'{key}="{value}"' for key, value in options.items())
-    return f"{PLAIN_MODULE} required {rendered};"
 
 
 def controller_properties(
@@ -35,7 +30,7 @@ def controller_properties(
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.controller.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in logins.items()}),
+        "listener.name.controller.plain.sasl.jaas.config": plain_jaas(**{f"user_{name}": password for name, password in logins.items()}),
         "super.users": super_users,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     }
@@ -48,11 +43,11 @@ def proxy_properties(controller_port: int, audit_dir: Path, users: dict[str, str
         "listeners": f"CLIENT://{host}:0,PLAIN://{host}:0",
         "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.client.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in users.items()}),
+        "listener.name.client.plain.sasl.jaas.config": plain_jaas(**{f"user_{name}": password for name, password in users.items()}),
         "controller.quorum.bootstrap.servers": f"{host}:{controller_port}",
         "controller.listener.names": "CONTROLLER",
         "sasl.mechanism.controller.protocol": "PLAIN",
-        "listener.name.controller.plain.sasl.jaas.config": _jaas(username=PROXY_USER, password=PROXY_PASSWORD),
+        "listener.name.controller.plain.sasl.jaas.config": plain_jaas(username=PROXY_USER, password=PROXY_PASSWORD),
         "audit.log.dir": str(audit_dir),
         "request.timeout.ms": "10000",
         # Reads are authorized at the proxy against the controller's ACLs; admin sees everything.

@@ -19,10 +19,10 @@ from processes import Processes, read_announcement
 
 from devkit.kafka_node import KafkaNode
 from devkit.processes import free_port, wait_for_port, write_properties
+from proxy.net.sasl.login_modules import plain_jaas
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 CLIENT_USER, CLIENT_PASSWORD = "alice", "alice-secret"
 START_TIMEOUT = 60.0
 READY_TIMEOUT = 60.0
@@ -42,10 +42,6 @@ class Row:
     per request (summed over the pids) and peak RSS (the largest)."""
 
 
-def _jaas(**options: str) -> str:
-    return f"{PLAIN} required " + " ".join(f'{key}="{value}"' for key, value in options.items()) + ";"
-
-
 def proxy_properties(
     port: int, upstream: str, workdir: Path, durability: str, controller_connections: int | None, *, reuse_port: bool = False
 ) -> dict[str, str]:
@@ -56,11 +52,11 @@ def proxy_properties(
         "listeners": f"CLIENT://127.0.0.1:{port}",
         "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.client.plain.sasl.jaas.config": _jaas(**{f"user_{CLIENT_USER}": CLIENT_PASSWORD}),
+        "listener.name.client.plain.sasl.jaas.config": plain_jaas(**{f"user_{CLIENT_USER}": CLIENT_PASSWORD}),
         "controller.quorum.bootstrap.servers": upstream,
         "controller.listener.names": "CONTROLLER",
         "sasl.mechanism.controller.protocol": "PLAIN",
-        "listener.name.controller.plain.sasl.jaas.config": _jaas(username="proxy", password="proxy-secret"),
+        "listener.name.controller.plain.sasl.jaas.config": plain_jaas(username="proxy", password="proxy-secret"),
         "audit.log.dir": str(workdir / "audit"),
         "audit.durability": durability,
     }

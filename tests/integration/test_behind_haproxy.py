@@ -14,7 +14,8 @@ from devkit import wire
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
 from devkit.processes import free_port, skip_or_fail
 from envelope_proxy.dev_pki import generate_dev_pki
-from envelope_proxy.embedded import DEFAULT_USERS, _jaas, start_stack
+from envelope_proxy.embedded import DEFAULT_USERS, start_stack
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30
@@ -72,7 +73,7 @@ async def test_kafka_clients_behind_haproxy_are_seen_at_their_own_address(nurser
         "mallory": Door("mallory", "v2", MALLORY),
         "elsewhere": Door("elsewhere", "v2", ELSEWHERE),
     }
-    users = _jaas(**{f"user_{name}": password for name, password in DEFAULT_USERS.items()})
+    users = plain_jaas(**{f"user_{name}": password for name, password in DEFAULT_USERS.items()})
     overrides = {
         "listeners": f"V1://127.0.0.1:{v1.proxy_port},V2://127.0.0.1:{v2.proxy_port},TLS://127.0.0.1:{tls.proxy_port},PLAIN://127.0.0.1:0",
         # each listener is advertised as its door: metadata sends the client back through HAProxy

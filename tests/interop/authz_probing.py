@@ -19,6 +19,7 @@ from envelope.apis import ApiKey
 from envelope_proxy.authz_probe_cli import plan_for_case
 from envelope_proxy.cli import main
 from envelope_proxy.embedded import proxy_properties
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.interop.envelope_client import Controller, EnvelopeClient
 
 HERE = Path(__file__).resolve().parent / "authorizers"
@@ -57,7 +58,7 @@ def probe_config(workdir: Path, controller: Controller, **extra: str) -> Path:
     props = proxy_properties(int(controller.address.rsplit(":", 1)[1]), workdir / "audit")
     props["controller.quorum.bootstrap.servers"] = controller.address
     props["listener.name.controller.plain.sasl.jaas.config"] = (
-        f'org.apache.kafka.common.security.plain.PlainLoginModule required username="proxy" password="{controller.proxy_password}";'
+        plain_jaas(username="proxy", password=controller.proxy_password)
     )
     props.update(extra)
     return write_properties(workdir / "proxy.properties", props)

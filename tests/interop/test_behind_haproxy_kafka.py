@@ -20,11 +20,11 @@ import trio
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
 from devkit.kafka_jars import ensure_kafka_jars, kafka_jvm
 from devkit.kafka_node import KafkaNode
-from devkit.kafka_node_config import PLAIN_MODULE
 from devkit.processes import free_port, skip_or_fail
-from envelope_proxy.embedded import _jaas, proxy_properties
+from envelope_proxy.embedded import proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.audit_records import records_under
 from tests.interop.test_conformance import unique
 from tests.interop.upstreams import ACL_PROPAGATION, poll
@@ -106,7 +106,7 @@ async def test_a_kafka_controller_behind_haproxy_decides_on_the_client_address(k
         for name, (version, _) in LISTENERS.items()
     }
     doors = {name: Door(name.lower(), name.lower(), source) for name, (_, source) in LISTENERS.items()}
-    users = _jaas(**{f"user_{name}": password for name, password in node.users.items()})
+    users = plain_jaas(**{f"user_{name}": password for name, password in node.users.items()})
     audit = tmp_path / "audit"
     props = {
         **proxy_properties(0, audit, users=node.users),
@@ -126,7 +126,7 @@ async def test_a_kafka_controller_behind_haproxy_decides_on_the_client_address(k
     await nursery.start(run_proxy, parse_proxy_config(props))
     haproxy = start_haproxy(tmp_path, list(backends.values()), list(doors.values()))
     alice_config = tmp_path / "alice.properties"
-    jaas = f'{PLAIN_MODULE} required username="alice" password="{node.users["alice"]}";'
+    jaas = plain_jaas(username="alice", password=node.users["alice"])
     alice_config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
     direct = _admin(node.broker_address, node, "admin")
     grant = AclBinding(

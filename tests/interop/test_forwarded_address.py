@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from devkit import wire
-from envelope_proxy.embedded import DEFAULT_USERS, _jaas
+from envelope_proxy.embedded import DEFAULT_USERS
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 
@@ -23,7 +24,7 @@ TOPIC_AUTHORIZATION_FAILED = 29
 IPV6_LISTENER = {
     "listeners": "CLIENT://127.0.0.1:0,CLIENT6://[::1]:0,PLAIN://127.0.0.1:0",
     "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CLIENT6:SASL_PLAINTEXT,PLAIN:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-    "listener.name.client6.plain.sasl.jaas.config": _jaas(**{f"user_{name}": password for name, password in DEFAULT_USERS.items()}),
+    "listener.name.client6.plain.sasl.jaas.config": plain_jaas(**{f"user_{name}": password for name, password in DEFAULT_USERS.items()}),
 }
 # Kafka compares an ACL's host with Java's InetAddress.getHostAddress(), which spells ::1 in full.
 JAVA_IPV6_LOOPBACK = "0:0:0:0:0:0:0:1"

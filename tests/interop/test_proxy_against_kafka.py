@@ -80,12 +80,12 @@ async def test_a_proxy_without_cluster_action_gets_a_clear_error_and_a_loud_log(
     """The node refuses Envelopes from User:bob (no ClusterAction): the client hears 31, the log says what to grant."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from envelope_proxy.embedded import PLAIN_MODULE
+    from proxy.net.sasl.login_modules import plain_jaas
     from tests.interop.test_conformance import outcomes
 
     props = proxy_properties(int(kafka_node.controller_address.rsplit(":", 1)[1]), tmp_path / "audit")
     props.update(kafka_node.proxy_upstream_properties())
-    props["listener.name.controller.plain.sasl.jaas.config"] = f'{PLAIN_MODULE} required username="bob" password="bob-secret";'
+    props["listener.name.controller.plain.sasl.jaas.config"] = plain_jaas(username="bob", password="bob-secret")
     # Without Alter on the cluster no controller tells bob the cluster id (DescribeCluster), so the operator names it.
     props["cluster.id"] = kafka_node.cluster_id
     running = await nursery.start(run_proxy, parse_proxy_config(props))

@@ -18,9 +18,10 @@ import trio
 
 from devkit.kafka_jars import java_command
 from devkit.kafka_node import KafkaNode
-from devkit.kafka_node_config import DEFAULT_USERS, PLAIN_MODULE
+from devkit.kafka_node_config import DEFAULT_USERS
 from devkit.processes import free_port
 from envelope import kafka_uuid
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.integration.conftest import audit_records
 from tests.interop.test_kafka_tools import _classpath, _run
 from tests.interop.upstreams import Target, kafka_target
@@ -42,7 +43,7 @@ def _new_controller(directory: Path, cluster_id: str) -> tuple[Path, str]:
     metadata.mkdir()
     directory_id = kafka_uuid.random_text()
     (metadata / "meta.properties").write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={NEW_CONTROLLER_ID}\ndirectory.id={directory_id}\n")
-    jaas = f'{PLAIN_MODULE} required username="admin" password="{DEFAULT_USERS["admin"]}";'
+    jaas = plain_jaas(username="admin", password=DEFAULT_USERS["admin"])
     config = directory / "new-controller.properties"
     config.write_text(
         "\n".join(

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from devkit.kafka_node import KafkaNode
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.spark_audit.scenario import RECORDS
 
 pytestmark = pytest.mark.interop
@@ -59,7 +60,7 @@ class _Jobs:
 
     def run(self, out: Path, *extra: str) -> dict[str, Any]:
         node = self.node
-        jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="{node.users["admin"]}";'
+        jaas = plain_jaas(username="admin", password=node.users["admin"])
         argv = [
             *("--kafka-bootstrap-servers", node.broker_address, "--kafka-topic", TOPIC),
             *("--kafka-option", "kafka.security.protocol=SASL_PLAINTEXT", "--kafka-option", "kafka.sasl.mechanism=PLAIN"),

@@ -18,6 +18,13 @@ from typing import Literal
 from proxy.net.sasl.jaas_lexer import shown_name
 from proxy.net.sasl.jaas_model import JaasError, JaasFile, LoginModule
 from proxy.net.sasl.jaas_parser import parse_jaas_config
+from proxy.net.sasl.login_modules import (
+    GSSAPI_LOGIN_MODULES,
+    MECHANISM_LOGIN_MODULES,
+    OAUTHBEARER_LOGIN_MODULE,
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+)
 from proxy.net.sasl.system_properties import JAAS_FILE_KEY, JAAS_FILE_SYSTEM_PROPERTY, KAFKA_OPTS
 from proxy.properties import listener_prefix
 
@@ -35,19 +42,6 @@ __all__ = [
     "JaasFile",
 ]
 
-PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
-GSSAPI_LOGIN_MODULES = ("com.sun.security.auth.module.Krb5LoginModule", "com.ibm.security.auth.module.Krb5LoginModule")
-
-MECHANISM_LOGIN_MODULES: Mapping[str, tuple[str, ...]] = {
-    "PLAIN": (PLAIN_LOGIN_MODULE,),
-    "SCRAM-SHA-256": (SCRAM_LOGIN_MODULE,),
-    "SCRAM-SHA-512": (SCRAM_LOGIN_MODULE,),
-    "OAUTHBEARER": (OAUTHBEARER_LOGIN_MODULE,),
-    "GSSAPI": GSSAPI_LOGIN_MODULES,
-}
-"""The login module class Kafka reads each mechanism's options from."""
 
 SERVER_CONTEXT = "KafkaServer"
 """The JAAS file entry a broker's listeners share (JaasContext), after `<listener>.KafkaServer`."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from devkit.kafka_jars import java_command
+from proxy.net.sasl.login_modules import plain_jaas
 from tests.interop.client_matrix.workflow import ACL_PRINCIPAL, ALTERED_CONFIG, PARTITIONS_AFTER, TOPIC_CONFIG, WorkflowSpec
 
 HERE = Path(__file__).resolve().parent
@@ -81,7 +82,7 @@ def java_admin_workflow(spec: WorkflowSpec, lib: Path, classes: Path) -> dict[st
 
 def _client_properties(directory: Path, user: tuple[str, str]) -> Path:
     path = directory / f"{user[0]}.properties"
-    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{user[0]}" password="{user[1]}";'
+    jaas = plain_jaas(username=user[0], password=user[1])
     path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
     return path
 

@@ -21,6 +21,7 @@ from proxy.net.sasl.jaas import (
 )
 from proxy.net.sasl.jaas_model import MAX_JAAS_BYTES, ControlFlag, JaasError, JaasFile, LoginContext, LoginModule
 from proxy.net.sasl.jaas_parser import load_jaas_file, parse_jaas, parse_jaas_config, parse_jaas_file
+from proxy.net.sasl.login_modules import plain_jaas
 from proxy.net.sasl.system_properties import JAAS_FILE_KEY, jaas_file_location, java_system_properties
 from proxy.properties import ConfigError
 
@@ -503,3 +504,12 @@ def test_load_jaas_file(tmp_path: Path) -> None:
         load_jaas_file(str(path), key=JAAS_FILE_KEY)
     assert str(caught.value) == f"{path}, line 4, column 2, entry KafkaServer: expected ';' after the '}}' that closes the entry, found the end of the file"
     assert caught.value.key == JAAS_FILE_KEY
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"username": "alice", "password": "alice-secret"}, {"user_admin": "a b;c", "user_proxy": "p=1"}, {}],
+)
+def test_plain_jaas_reads_back_as_the_plain_module_with_its_options(options: dict[str, str]) -> None:
+    (module,) = parse_jaas_config(plain_jaas(**options))
+    assert module == LoginModule(PLAIN_LOGIN_MODULE, ControlFlag.REQUIRED, options)
