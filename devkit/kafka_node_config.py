@@ -30,6 +30,12 @@ def new_cluster_id() -> str:
             return text
 
 
+def plain_client_properties(path: Path, user: str, password: str) -> Path:
+    """A Java client's `--command-config` file at `path`: SASL_PLAINTEXT, a PLAIN login as `user`."""
+    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={plain_jaas(username=user, password=password)}\n")
+    return path
+
+
 def render_properties(props: dict[str, str]) -> str:
     lines = []
     for key, value in props.items():

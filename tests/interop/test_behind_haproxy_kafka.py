@@ -20,6 +20,7 @@ import trio
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
 from devkit.kafka_jars import ensure_kafka_jars, kafka_jvm
 from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import plain_client_properties
 from devkit.processes import free_port, skip_or_fail
 from envelope_proxy.embedded import proxy_properties
 from proxy.app import run_proxy
@@ -125,9 +126,7 @@ async def test_a_kafka_controller_behind_haproxy_decides_on_the_client_address(k
     props.pop("listener.name.client.plain.sasl.jaas.config")
     await nursery.start(run_proxy, parse_proxy_config(props))
     haproxy = start_haproxy(tmp_path, list(backends.values()), list(doors.values()))
-    alice_config = tmp_path / "alice.properties"
-    jaas = plain_jaas(username="alice", password=node.users["alice"])
-    alice_config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
+    alice_config = plain_client_properties(tmp_path / "alice.properties", "alice", node.users["alice"])
     direct = _admin(node.broker_address, node, "admin")
     grant = AclBinding(
         ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, "User:alice", ALLOWED, AclOperation.CREATE, AclPermissionType.ALLOW

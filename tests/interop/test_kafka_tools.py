@@ -15,8 +15,8 @@ import trio
 
 from devkit.kafka_jars import ensure_kafka_jars, java_command
 from devkit.kafka_node import KafkaNode
+from devkit.kafka_node_config import plain_client_properties
 from envelope_proxy.embedded import DEFAULT_USERS, client_config
-from proxy.net.sasl.login_modules import plain_jaas
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcomes, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, kafka_target, poll
 
@@ -34,10 +34,7 @@ async def target(kafka_node: KafkaNode, nursery: Any, tmp_path: Path) -> Target:
 
 
 def _client_properties(directory: Path, user: str) -> Path:
-    path = directory / f"{user}.properties"
-    jaas = plain_jaas(username=user, password=DEFAULT_USERS[user])
-    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
-    return path
+    return plain_client_properties(directory / f"{user}.properties", user, DEFAULT_USERS[user])
 
 
 def _classpath() -> str:

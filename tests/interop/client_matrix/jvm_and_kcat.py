@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from devkit.kafka_jars import java_command
-from proxy.net.sasl.login_modules import plain_jaas
+from devkit.kafka_node_config import plain_client_properties
 from tests.interop.client_matrix.workflow import ACL_PRINCIPAL, ALTERED_CONFIG, PARTITIONS_AFTER, TOPIC_CONFIG, WorkflowSpec
 
 HERE = Path(__file__).resolve().parent
@@ -81,10 +81,7 @@ def java_admin_workflow(spec: WorkflowSpec, lib: Path, classes: Path) -> dict[st
 
 
 def _client_properties(directory: Path, user: tuple[str, str]) -> Path:
-    path = directory / f"{user[0]}.properties"
-    jaas = plain_jaas(username=user[0], password=user[1])
-    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
-    return path
+    return plain_client_properties(directory / f"{user[0]}.properties", *user)
 
 
 def _shown(text: str) -> list[str]:
