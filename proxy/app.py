@@ -9,6 +9,7 @@ from proxy.audit.settings import audit_running, open_audit_log
 from proxy.config import ProxyConfig
 from proxy.forward.service import ProxyService
 from proxy.forward.token_mirror import token_caches
+from proxy.net.addresses import host_port
 from proxy.net.limits import ConnectionTracker
 from proxy.net.listener import serve_listener
 from proxy.net.settings import ListenerConfig
@@ -35,8 +36,7 @@ class RunningProxy:
     def address(self, name: str) -> str:
         """host:port a client dials for the listener `name`: its advertised host (an IPv6 one in brackets) and bound port."""
         listener = self.listener(name)
-        host = f"[{listener.advertised_host}]" if ":" in listener.advertised_host else listener.advertised_host
-        return f"{host}:{listener.port}"
+        return host_port(listener.advertised_host, listener.port)
 
     def ready(self) -> bool:
         """Listeners bound, an active controller known and connected with known ApiVersions, and not shutting down."""

@@ -18,6 +18,11 @@ _HOST_PORT = re.compile(r"^\[?([0-9a-zA-Z\-%._:]+?)\]?:([0-9]+)$")
 _MAX_PORT = 65535
 
 
+def host_port(host: str, port: int) -> str:
+    """`host:port` as Kafka writes an address: an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerAddress:
     """One member of the quorum: its node id when known (voters, or learned by discovery), host and port."""
@@ -29,8 +34,7 @@ class ControllerAddress:
     """`host:port` (`[v6]:port`), made once: every forwarded request's records name it."""
 
     def __post_init__(self) -> None:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        object.__setattr__(self, "address", f"{host}:{self.port}")
+        object.__setattr__(self, "address", host_port(self.host, self.port))
 
     def __str__(self) -> str:
         return self.address if self.node_id is None else f"{self.node_id}@{self.address}"

@@ -6,6 +6,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from proxy.net.addresses import host_port
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
 from proxy.net.limits import ConnectionLimits, parse_connection_limits
 from proxy.net.proxy_protocol import ProxyProtocol, parse_proxy_protocol
@@ -26,8 +27,7 @@ class Endpoint:
     port: int
 
     def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
+        return f"{self.name}://{host_port(self.host, self.port)}"
 
 
 def parse_endpoints(key: str, text: str) -> list[Endpoint]:
