@@ -131,10 +131,6 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Operation, ...]] = {
     ),
 }
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-"""An `authorized_operations` field the client did not ask for: Integer.MIN_VALUE, the schemas' default."""
-
-
 def operations_field(operations: list[Operation]) -> int:
     """Kafka's Utils.to32BitField: bit `code` set for each operation, as a signed 32-bit int."""
     bits = 0

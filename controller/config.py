@@ -8,10 +8,11 @@ from controller.delegation_tokens import TokenSettings, parse_token_settings
 from controller.identity import CLUSTER_ID_KEY
 from controller.leadership import NO_LEADER
 from envelope import kafka_uuid
+from envelope.java_types import INT_MAX
 from proxy.files import directory_problem
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
-from proxy.properties import INT32_MAX, ConfigError, Properties, load_authorizer, load_properties, super_users
+from proxy.properties import ConfigError, Properties, load_authorizer, load_properties, super_users
 
 ACTIVE_ID_KEY = "embedded.controller.active.id"
 
@@ -68,7 +69,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     authorizer_class = props.get("authorizer.class.name") or ""
     if authorizer_class:
         load_authorizer(authorizer_class, props.raw)  # a plug-in that cannot be built is a config error now, not at the first request
-    node_id = props.required_int("node.id", minimum=0, maximum=INT32_MAX)
+    node_id = props.required_int("node.id", minimum=0, maximum=INT_MAX)
     roles = props.list("process.roles", "controller")
     if "controller" not in roles or any(role not in ("controller", "broker") for role in roles):
         raise ConfigError("process.roles", props.get("process.roles"), "the embedded controller needs process.roles=controller")

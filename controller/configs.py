@@ -52,6 +52,7 @@ from controller.config_validation import validate_resource_configs
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.java_values import java_integer
+from envelope.java_types import SHORT_MAX
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ CORDONED_LOG_DIRS = "cordoned.log.dirs"
 ELR_FEATURE = "eligible.leader.replicas.version"
 METADATA_VERSION = "metadata.version"
 CORDONED_LOG_DIRS_LEVEL = 30  # IBP_4_3_IV0
-MAX_VALUE_SIZE = 32767  # Short.MAX_VALUE
+MAX_VALUE_SIZE = SHORT_MAX
 
 # One resource's change: each config name's (operation, value); a name given twice keeps its last
 Changes = dict[str, tuple[int, str | None]]

@@ -43,6 +43,7 @@ from controller.changes import Change, change_of
 from controller.image import DelegationToken, MetadataImage
 from controller.java_order import string_map_order
 from envelope import kafka_uuid
+from envelope.java_types import LONG_MAX, LONG_VALUES, SHORT_MAX
 from envelope.principal import Principal
 from proxy.properties import ConfigError, Properties
 
@@ -53,10 +54,8 @@ CHECK_INTERVAL_KEY = "delegation.token.expiry.check.interval.ms"
 DEFAULT_MAX_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000
 DEFAULT_EXPIRY_TIME_MS = 24 * 60 * 60 * 1000
 DEFAULT_CHECK_INTERVAL_MS = 60 * 60 * 1000
-LONG_MAX = 2**63 - 1
 DELEGATION_TOKEN_METADATA_VERSION = 14  # MetadataVersion.IBP_3_6_IV2, isDelegationTokenSupported
 UNSET_TIME = 0  # what the control manager's answers hold in a time nobody set
-_MAX_RECORD_STRING = 0x7FFF  # the longest string a metadata record holds (its generated addSize refuses more)
 
 Clock = Callable[[], int]
 
@@ -127,8 +126,8 @@ def _saturated_sum(now: int, duration: int) -> int:
 
 def _java_sum(now: int, duration: int) -> int:
     """now + duration as Java adds two longs (renewDelegationToken does not saturate)."""
-    total = (now + duration) & (2**64 - 1)
-    return total - 2**64 if total > LONG_MAX else total
+    total = (now + duration) % LONG_VALUES
+    return total - LONG_VALUES if total > LONG_MAX else total
 
 
 def _owner_or_renewer(token: DelegationToken, principal: Principal) -> bool:
@@ -200,7 +199,7 @@ class DelegationTokenHandlers:
             if str(renewer.principal_type) != USER_TYPE:
                 return create_token_answer(ErrorCode.invalid_principal_type, owner, requester, UNSET_TIME)
             renewers.append(Principal(str(renewer.principal_type), str(renewer.principal_name)))
-        if any(len(str(p).encode("utf-8", "surrogatepass")) > _MAX_RECORD_STRING for p in (owner, requester, *renewers)):
+        if any(len(str(p).encode("utf-8", "surrogatepass")) > SHORT_MAX for p in (owner, requester, *renewers)):
             # DelegationTokenRecord cannot hold a principal longer than 32767 bytes: Kafka's controller fails writing it
             # (and resigns); ControllerApis answers the unexpected error. The embedded controller stays the leader.
             return {"throttle_time": 0, **token_error_answer(body, {"error_code": ErrorCode.unknown_server_error, "error_message": None})}

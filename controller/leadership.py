@@ -21,9 +21,9 @@ from kio.schema.errors import ErrorCode
 
 from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
-from controller.reads import AUTHORIZED_OPERATIONS_OMITTED
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType, is_forwardable
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.net.addresses import ControllerAddress
 
 NO_LEADER = -1

@@ -23,6 +23,7 @@ from controller.kafka_features import kafka_features
 from controller.leadership import Leadership
 from controller.membership import directory_uuid
 from envelope.error_messages import default_message
+from envelope.java_types import SHORT_MAX
 from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -205,4 +206,4 @@ def _invalid(name: str, level: int, message: str) -> str:
 
 def _range_text(low: int, high: int) -> str:
     """VersionRange.toString."""
-    return str(low) if low == high else f"{low}+" if high == 32767 else f"{low}-{high}"
+    return str(low) if low == high else f"{low}+" if high == SHORT_MAX else f"{low}-{high}"

@@ -21,10 +21,12 @@ from controller.authorize import cluster_allowed
 from controller.image import MetadataImage, QuotaEntity
 from controller.java_order import hashmap_order, java_map_text, map_hash, string_map_order
 from envelope.error_messages import default_message
+from envelope.java_types import INT_MAX, LONG_MAX
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 ENTITY_TYPES = (USER, CLIENT_ID, IP)
-LONG_MAX, INT_MAX = float(2**63 - 1), float(2**31 - 1)
+# Java compares a double with a long or an int converted to a double (Long.MAX_VALUE becomes 2**63)
+_LONG_MAX_AS_DOUBLE, _INT_MAX_AS_DOUBLE = float(LONG_MAX), float(INT_MAX)
 FRACTION_TOLERANCE = 1e-6
 # QuotaConfig's key -> its ConfigDef type (LONG, INT or DOUBLE)
 CLIENT_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG", "request_percentage": "DOUBLE", "controller_mutation_rate": "DOUBLE"}
@@ -100,7 +102,7 @@ def value_problem(keys: dict[str, str], key: str, value: float) -> str | None:
         return f"Quota {key} must be greater than 0"
     if kind == "DOUBLE":
         return None
-    if value > (LONG_MAX if kind == "LONG" else INT_MAX):
+    if value > (_LONG_MAX_AS_DOUBLE if kind == "LONG" else _INT_MAX_AS_DOUBLE):
         return f"Proposed value for {key} is too large for {_TOO_LARGE[kind]}."
     if abs(math.fmod(value, 1.0)) > FRACTION_TOLERANCE:
         return f"{key} cannot be a fractional value."

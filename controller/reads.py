@@ -23,10 +23,9 @@ from authz.model import CLUSTER_NAME
 from controller.acls import NO_ACL_STORE, binding_filter_of
 from controller.authorize import AUTHORIZATION_FAILED, allowed
 from controller.image import MetadataImage
-from envelope.responses import metadata_topic_error
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, metadata_topic_error
 from proxy.net.addresses import ControllerAddress
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 NO_CONTROLLER = -1
 METADATA_TOPIC_IDS = 12
 """Metadata asks for topics by id (KIP-516) from v12; before, a topic's name is required."""

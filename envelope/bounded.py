@@ -27,10 +27,11 @@ from typing import Any
 
 from envelope.bounded_plan import _ARRAY, _BYTES, _ENTITY, _FIXED, _STR, _Entity, _Field, _min_size, plan_of
 from envelope.errors import ProtocolError
+from envelope.java_types import SHORT_MAX
 from envelope.varints import read_uvarint, write_uvarint
 
 # Kafka's Readable.readString: a string longer than Short.MAX_VALUE is malformed.
-MAX_STRING_LENGTH = 32767
+MAX_STRING_LENGTH = SHORT_MAX
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")

@@ -9,6 +9,7 @@ from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
 from kio.serial import entity_writer
 
 from envelope.errors import ProtocolError
+from envelope.java_types import SHORT_MAX
 
 _VERSION = struct.Struct(">h")
 PRINCIPAL_DATA_VERSION = 0
@@ -91,12 +92,10 @@ class _JavaReader:
         length = _int32(self.uvarint() - 1)
         if length < 0:
             raise ProtocolError(f"non-nullable field {field} was serialized as null")
-        if length > _MAX_STRING:
+        if length > SHORT_MAX:
             raise ProtocolError(f"string field {field} had invalid length {length}")
         return self.array(length).decode("utf-8", "replace")
 
-
-_MAX_STRING = 0x7FFF
 
 
 def _int32(value: int) -> int:

@@ -7,6 +7,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from envelope.java_types import INT_MIN
+
+AUTHORIZED_OPERATIONS_OMITTED = INT_MIN
+"""An `authorized_operations` field the client did not ask for: Integer.MIN_VALUE, the schemas' default."""
+
 
 @dataclass(frozen=True, slots=True)
 class ResourceError:
@@ -70,5 +75,5 @@ def metadata_topic_error(name: str, code: int) -> dict[str, Any]:
         "topic_id": None,
         "is_internal": False,
         "partitions": [],
-        "topic_authorized_operations": -(2**31),  # "not requested", as Kafka encodes it
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

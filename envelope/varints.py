@@ -6,9 +6,9 @@ Kafka's ByteUtils. Pure and sans-IO, like the rest of the wire layer.
 """
 
 from envelope.errors import ProtocolError
+from envelope.java_types import INT_MAX
 
 _MAX_VARINT_BYTES = 5
-_INT32_MAX = 2**31 - 1
 
 
 def read_uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -23,7 +23,7 @@ def read_uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
         byte = data[pos + index]
         value |= (byte & 0x7F) << shift
         if not byte & 0x80:
-            if value > _INT32_MAX:
+            if value > INT_MAX:
                 raise ProtocolError(f"varint {value} does not fit in a signed 32-bit integer")
             return value, pos + index + 1
         shift += 7

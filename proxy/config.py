@@ -7,6 +7,7 @@ from typing import Any
 
 from authz.loading import is_standard
 from envelope import kafka_uuid
+from envelope.java_types import INT_MAX
 from proxy.audit.settings import AuditSettings, parse_audit_settings
 from proxy.forward.edge_authz import GENERATION_DIR_KEY, EdgeSettings, default_generation_dir, generation_dir_problem
 from proxy.forward.settings import ServiceSettings
@@ -14,7 +15,7 @@ from proxy.net.addresses import parse_quorum, parse_servers
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
-from proxy.properties import INT32_MAX, ConfigError, Properties, load_authorizer, load_properties, super_users
+from proxy.properties import ConfigError, Properties, load_authorizer, load_properties, super_users
 from proxy.upstream.cluster_identity import CLUSTER_ID_KEY
 from proxy.upstream.login import parse_upstream_login
 from proxy.upstream.settings import UpstreamSettings
@@ -150,7 +151,7 @@ def _reconnect_backoff(props: Properties) -> float:
 
 def parse_proxy_config(raw: dict[str, str]) -> ProxyConfig:
     props = Properties(raw)
-    node_id = props.required_int("node.id", minimum=0, maximum=INT32_MAX)
+    node_id = props.required_int("node.id", minimum=0, maximum=INT_MAX)
     controller_listener, upstream = _upstream(props)
     privileged = props.principals("privileged.principals")
     listeners = [

@@ -15,9 +15,6 @@ from authz.loading import AuthorizerLoadError
 from authz.loading import load_authorizer as _load_authorizer
 from authz.model import parse_super_users
 
-#: The largest value of a Kafka config of type INT (node.id, socket.request.max.bytes, ...).
-INT32_MAX = 2**31 - 1
-
 
 class ConfigError(ValueError):
     def __init__(self, key: str, value: object, reason: str) -> None:

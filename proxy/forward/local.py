@@ -13,11 +13,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from authz.actions import AUTHORIZED_OPERATIONS_OMITTED
 from envelope.apis import EndpointType
 from envelope.build import build_entity
 from envelope.codec import encode_response, response_schema
 from envelope.header import RequestHeaderInfo
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.forward.broker_view import BrokerSet
 from proxy.net.settings import ListenerConfig
 

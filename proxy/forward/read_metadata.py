@@ -13,10 +13,10 @@ from kio.schema.errors import ErrorCode
 
 from apiversions import VersionRange
 from authz import Operation, RequestContext, ResourceType
-from authz.actions import AUTHORIZED_OPERATIONS_OMITTED, ResourceAccess
+from authz.actions import ResourceAccess
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
-from envelope.responses import metadata_topic_error
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, metadata_topic_error
 from proxy.forward.broker_view import BrokerSet
 from proxy.forward.local import metadata_response
 from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, topic_access

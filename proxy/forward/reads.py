@@ -22,7 +22,6 @@ from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, RequestContext, ResourceType
 from authz.actions import (
-    AUTHORIZED_OPERATIONS_OMITTED,
     SUPPORTED_OPERATIONS,
     ResourceAccess,
     operations_field,
@@ -34,6 +33,7 @@ from envelope.build import build_entity
 from envelope.codec import decode_response_body, encode_request, encode_response, request_schema, response_schema
 from envelope.errors import ProtocolError
 from envelope.header import RequestHeaderInfo
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.forward.broker_view import BrokerSet, BrokerView
 from proxy.forward.edge_authz import EdgeAuthorizer
 from proxy.forward.local import describe_cluster_response, endpoint_error

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from envelope.java_types import INT_MAX
 from proxy.net.ip_filter import parse_address
 from proxy.properties import ConfigError, listener_prefix
 
@@ -37,7 +38,6 @@ MAX_CONNECTIONS = "max.connections"
 MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
 MAX_CONNECTIONS_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
 
-INT_MAX = 2**31 - 1  # Kafka's default for every connection limit, meaning "unlimited"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -105,7 +105,7 @@ def _parse_limit(key: str, text: str) -> int | None:
         raise ConfigError(key, text, "must be at least 0")
     if value > INT_MAX:
         raise ConfigError(key, text, f"must be at most {INT_MAX} (which means unlimited)")
-    return None if value == INT_MAX else value
+    return None if value == INT_MAX else value  # Kafka's default for every connection limit, meaning unlimited
 
 
 @dataclass(frozen=True)

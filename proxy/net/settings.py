@@ -6,6 +6,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from envelope.java_types import INT_MAX
 from proxy.net.addresses import host_port
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
 from proxy.net.limits import ConnectionLimits, parse_connection_limits
@@ -13,7 +14,7 @@ from proxy.net.proxy_protocol import ProxyProtocol, parse_proxy_protocol
 from proxy.net.sasl.mechanisms import ServerMechanism
 from proxy.net.sasl.settings import parse_sasl
 from proxy.net.tls.settings import ListenerTls, parse_listener_tls
-from proxy.properties import INT32_MAX, ConfigError, Properties, listener_prefix
+from proxy.properties import ConfigError, Properties, listener_prefix
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
@@ -124,7 +125,7 @@ def parse_transport(props: Properties) -> TransportSettings:
     if reuse_port and not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError("socket.reuse.port", "true", "this platform has no SO_REUSEPORT")
     return TransportSettings(
-        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1, maximum=INT32_MAX),
+        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1, maximum=INT_MAX),
         sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
         failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
         preauth_idle_timeout=props.int("connections.preauth.idle.ms", 10000, minimum=1) / 1000,

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 
+from envelope.java_types import INT_MAX
 from proxy.net.tls.subject import distinguished_name
 from proxy.properties import ConfigError
 
@@ -256,7 +257,6 @@ def _compile_java_pattern(pattern: str) -> re.Pattern[str]:
 # --- replacement strings ------------------------------------------------------------------
 
 _BACK_REFERENCE = re.compile(r"\$([0-9]+)")
-_JAVA_INT_MAX = 2**31 - 1
 
 
 def _kafka_escape_literal_back_references(unescaped: str, group_count: int) -> str:
@@ -274,7 +274,7 @@ def _kafka_escape_literal_back_references(unescaped: str, group_count: int) -> s
         if digits.startswith("0"):
             continue
         index = int(digits)
-        if index > _JAVA_INT_MAX:
+        if index > INT_MAX:
             raise ValueError(f'For input string: "{digits}"')  # Integer.parseInt overflow
         while index > group_count and index >= 10:
             index //= 10

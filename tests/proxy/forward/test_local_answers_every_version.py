@@ -34,7 +34,7 @@ from trio.testing import MockClock
 import apiversions
 from apiversions import VersionRange
 from authz import Operation, RequestContext, ResourceType
-from authz.actions import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, SUPPORTED_OPERATIONS, ResourceAccess, operations_field
+from authz.actions import CLUSTER_OPERATIONS, SUPPORTED_OPERATIONS, ResourceAccess, operations_field
 from authz.admin_apis import SERVED_ADMIN_APIS, error_response
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType
@@ -43,6 +43,7 @@ from envelope.codec import decode_body, decode_response_body, encode_request, en
 from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo, peek_request_header
 from envelope.principal import Principal
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
 from proxy.forward.broker_view import RETRY_AFTER, BrokerSet, BrokerView, ClusterBroker
 from proxy.forward.local import describe_cluster_response, metadata_response
 from proxy.forward.read_routes import CLUSTER_GATED_READS, READ_ROUTES
