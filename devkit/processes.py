@@ -9,12 +9,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: ports the kernel picks for TCP before one is also free for UDP (`free_port(udp_too=True)`)
+_UDP_TRIES = 50
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (the kernel's pick; a race with other processes is possible, and rare)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+
+def free_port(host: str = "127.0.0.1", *, udp_too: bool = False) -> int:
+    """A port nothing listens on now (the kernel's pick; a race with other processes is possible, and rare).
+
+    `udp_too`: free for UDP as well, for a server that listens on both (a KDC); OSError when none is found.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(_UDP_TRIES):
+        with socket.socket(family, socket.SOCK_STREAM) as tcp:
+            tcp.bind((host, 0))
+            port = int(tcp.getsockname()[1])
+            if not udp_too:
+                return port
+            with socket.socket(family, socket.SOCK_DGRAM) as udp:
+                try:
+                    udp.bind((host, port))
+                except OSError:
+                    continue
+                return port
+    raise OSError(f"no port on {host} free for both TCP and UDP")
 
 
 def write_properties(path: Path, props: dict[str, str]) -> Path:

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from devkit.processes import free_port
+
 REALM = "ENVELOPE.TEST"
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local")
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
@@ -49,26 +51,11 @@ def missing_tools() -> list[str]:
     return [name for name in TOOLS if tool(name) is None]
 
 
-def _free_port() -> int:
-    """A loopback port free for both TCP and UDP (the KDC listens on both)."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind(("127.0.0.1", 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port
-    raise KdcError("no loopback port free for both TCP and UDP")
-
-
 class Kdc:
     def __init__(self, workdir: Path, realm: str = REALM, *, ticket_lifetime: str = "1h") -> None:
         self.workdir = workdir
         self.realm = realm
-        self.port = _free_port()
+        self.port = free_port(udp_too=True)  # the KDC listens on both
         self.krb5_conf = workdir / "krb5.conf"
         self.kdc_conf = workdir / "kdc.conf"
         self.log_path = workdir / "krb5kdc.log"

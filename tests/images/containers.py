@@ -33,22 +33,23 @@ def engine(*args: str, timeout: float = 120, check: bool = True) -> subprocess.C
     return result
 
 
+#: how a skipped image test starts its reason, so that it stands out in the summary
+NOT_RUN = "IMAGE TESTS NOT RUN: "
+
+
 def _could_install_engine() -> bool:
     return os.geteuid() == 0 and shutil.which("apt-get") is not None
 
 
-def _skip_or_fail(message: str, *, installable: bool) -> None:
-    """Loudly: CI fails only on a machine where `make image-tools` could have installed podman."""
-    skip_or_fail(f"IMAGE TESTS NOT RUN: {message}", required=installable)
-
-
 def require_images() -> None:
-    """Skip (loudly) without an engine or without the built images; fail instead when CI=true and they could exist."""
+    """Skip (loudly) without an engine or without the built images; fail instead when CI=true and they could exist
+    (the engine only on a machine where `make image-tools` could have installed podman)."""
     if engine("--version", check=False).returncode != 0:
-        _skip_or_fail("no container engine (podman or docker); `make image-tools` installs podman as root", installable=_could_install_engine())
+        message = "no container engine (podman or docker); `make image-tools` installs podman as root"
+        skip_or_fail(f"{NOT_RUN}{message}", required=_could_install_engine())
     for image in (PROXY_IMAGE, AUDIT_IMAGE):
         if engine("image", "inspect", image, check=False).returncode != 0:
-            _skip_or_fail(f"image {image} not built: run `make image` (or `make image-test`)", installable=True)
+            skip_or_fail(f"{NOT_RUN}image {image} not built: run `make image` (or `make image-test`)")
 
 
 def inspect(name: str) -> dict[str, Any]:
