@@ -16,7 +16,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @functools.cache
 def bench_generator() -> Any:
-    """bench/audit/generate.py, loaded once (bench/ is not a package)."""
+    """bench/audit/generate.py, loaded once (bench/ is not a package; its modules import their siblings by name,
+    as they do when run as scripts)."""
+    folder = str(REPO_ROOT / "bench" / "audit")
+    if folder not in sys.path:
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location("bench_generate", REPO_ROOT / "bench" / "audit" / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
