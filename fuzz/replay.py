@@ -1,4 +1,5 @@
-"""Replay saved inputs (`<target name>-...bin`) through their decode path; prints one JSON line per file.
+"""Replay saved inputs (`<target name>-...bin`, as `python -m fuzz.run --crash-dir` saves them for every family)
+through their decode path; prints one JSON line per file.
 
     python -m fuzz.replay tests/fuzz/regressions/*.bin
 
@@ -7,33 +8,27 @@ process, and the caller sees the signal instead of a result.
 """
 
 import json
-import re
 import resource
 import sys
 from pathlib import Path
 
 from envelope.errors import ProtocolError
+from fuzz.target import file_label, saved_target_label
 from fuzz.targets import FAMILIES
 
 _ADDRESS_SPACE = 2048 * 2**20
 
 
-def target_name(path: Path) -> str:
-    """`request-19-v7-seed1-index5.bin` -> `request 19 v7` (`controller-...` for the controller family)."""
-    match = re.match(r"(request|response|controller)-(\d+)-v(\d+)-", path.name)
-    if match is None:
-        raise ValueError(f"{path.name}: not a saved fuzz input")
-    kind, key, version = match.groups()
-    return f"{kind} {key} v{version}"
-
-
 def main(paths: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (_ADDRESS_SPACE, _ADDRESS_SPACE))
-    by_name = {target.name: target for family in FAMILIES.values() for target in family()}
+    by_label = {file_label(target.name): target for family in FAMILIES.values() for target in family()}
     failed = 0
     for raw in paths:
         path = Path(raw)
-        target = by_name[target_name(path)]
+        label = saved_target_label(path.name)
+        if label not in by_label:
+            raise SystemExit(f"{path.name}: not an input `python -m fuzz.run --crash-dir` saves")
+        target = by_label[label]
         try:
             target.decode(path.read_bytes())
             outcome = "accepted"

@@ -28,6 +28,7 @@ from typing import Any
 from envelope.apis import FORWARDABLE
 from envelope.errors import ProtocolError
 from fuzz.mutate import mutate
+from fuzz.target import saved_input_name
 from fuzz.targets import FAMILIES, Target, decode_client_request, envelope_of
 
 _PROGRESS_EVERY = 256
@@ -125,8 +126,7 @@ def _save(crash_dir: Path | None, family: str, seed: int, index: int, kind: str)
         return None
     target, data = make_input(FAMILIES[family](), seed, index)
     crash_dir.mkdir(parents=True, exist_ok=True)
-    label = target.name.replace(" ", "-")
-    path = crash_dir / f"{label}-{kind}-seed{seed}-index{index}.bin"
+    path = crash_dir / saved_input_name(target.name, kind, seed, index)
     path.write_bytes(data)
     return str(path)
 
