@@ -11,6 +11,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import controller_properties
 
 PROXY = ("proxy", "proxy-secret")  # a super user of controller_properties()
@@ -26,13 +27,13 @@ def _topic_names(address: str) -> list[str]:
     with wire.connect(address, timeout=30) as sock:
         assert wire.sasl_plain_login(sock, *PROXY) == 0
         values = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-        body = wire.call(sock, 3, 12, values, correlation_id=3)
+        body = wire.call(sock, ApiKey.METADATA, 12, values, correlation_id=3)
         return sorted(str(t.name) for t in body.topics)
 
 
 def _api_versions(address: str) -> int:
     with wire.connect(address, timeout=30) as sock:
-        body = wire.call(sock, 18, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=1)
+        body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=1)
         return int(body.error_code)
 
 

@@ -9,6 +9,7 @@ from kio.schema.envelope.v0.request import EnvelopeRequest
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope.codec import encode_request
 from envelope.principal import Principal, serialize_principal
 from envelope.wrap import unwrap, wrap
@@ -42,7 +43,7 @@ def _raw_envelope(request_data: bytes, principal: bytes | None, address: bytes) 
 
 async def test_forwarded_request_runs_as_the_forwarded_principal_and_address(controller: tuple[EmbeddedController, str]) -> None:
     ctl, address = controller
-    inner = wire.request(19, 7, CREATE, correlation_id=1234)
+    inner = wire.request(ApiKey.CREATE_TOPICS, 7, CREATE, correlation_id=1234)
     payload = wrap(inner, Principal("User", "admin"), "127.0.0.7", correlation_id=5)
     error, data = await trio.to_thread.run_sync(_send_envelope, address, "proxy", "proxy-secret", payload)
     assert error == 0 and data is not None
@@ -57,22 +58,22 @@ async def test_forwarded_request_runs_as_the_forwarded_principal_and_address(con
     [
         pytest.param(
             "stranger",
-            wrap(wire.request(19, 7, CREATE), Principal("User", "admin"), "127.0.0.1", correlation_id=1),
+            wrap(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), Principal("User", "admin"), "127.0.0.1", correlation_id=1),
             31,
             id="no-cluster-action",
         ),
-        pytest.param("proxy", _raw_envelope(wire.request(19, 7, CREATE), b"\x00\x07garbage", bytes(4)), 97, id="bad-principal"),
-        pytest.param("proxy", _raw_envelope(wire.request(19, 7, CREATE), None, bytes(4)), 97, id="no-principal"),
+        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), b"\x00\x07garbage", bytes(4)), 97, id="bad-principal"),
+        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), None, bytes(4)), 97, id="no-principal"),
         pytest.param(
             "proxy",
-            _raw_envelope(wire.request(19, 7, CREATE), serialize_principal(Principal("User", "a")), bytes(5)),
+            _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), serialize_principal(Principal("User", "a")), bytes(5)),
             42,
             id="address-of-5-bytes",
         ),
         pytest.param(
             "proxy",
             _raw_envelope(
-                wire.request(3, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}),
+                wire.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}),
                 serialize_principal(Principal("User", "a")),
                 bytes(4),
             ),

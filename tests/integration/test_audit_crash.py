@@ -20,6 +20,7 @@ from typing import Any
 
 from devkit import wire
 from devkit.processes import free_port, start_server, stop_process, wait_for_port, write_properties
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from tests.audit_records import assert_valid, records_under
 
@@ -93,7 +94,7 @@ def run_until_killed(tmp_path: Path, extra: dict[str, str] | None = None) -> Cra
                     if stop.is_set():
                         return
                     topic = f"crash-{index}-{n}"
-                    wire.call(sock, 19, 5, {"topics": [{"name": topic, **TOPIC}], "timeout": 5000, "validate_only": False}, n + 10)
+                    wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": topic, **TOPIC}], "timeout": 5000, "validate_only": False}, n + 10)
                     with lock:
                         run.answered.append(topic)
         except (ConnectionError, OSError):

@@ -9,6 +9,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, controller_properties, proxy_properties, start_proxy
@@ -25,14 +26,14 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
     """One of each: forwarded (allowed, denied), local answers, reads, request refusals, failed logins, refusals."""
     seen: dict[str, Any] = {}
     with wire.connect(client) as sock:  # admin does a bit of everything, then leaves (cause client)
-        versions = wire.call(sock, 18, 3, {"client_software_name": "audit-test", "client_software_version": "2.0"}, 1)
+        versions = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "audit-test", "client_software_version": "2.0"}, 1)
         assert int(versions.error_code) == 0
         assert int(wire.sasl_plain_authenticate(sock, "admin", DEFAULT_USERS["admin"]).error_code) == 0
         assert _create_topic(sock, "rec-allowed", 3) == 0
-        wire.call(sock, 60, 0, {"include_cluster_authorized_operations": False}, 4)  # DescribeCluster: local
-        wire.call(sock, 3, 12, {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}, 5)
+        wire.call(sock, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, 4)  # DescribeCluster: local
+        wire.call(sock, ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}, 5)
         named = {"topics": [{"topic_id": None, "name": "rec-allowed"}], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-        wire.call(sock, 3, 12, named, 6)  # Metadata with topics: a read
+        wire.call(sock, ApiKey.METADATA, 12, named, 6)  # Metadata with topics: a read
         seen["admin_requests"] = 4  # after login: CreateTopics, DescribeCluster, 2 x Metadata
     with wire.connect(client) as sock:
         assert int(wire.sasl_plain_authenticate(sock, "alice", DEFAULT_USERS["alice"]).error_code) == 0
@@ -41,7 +42,7 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
         seen["wrong_password"] = int(wire.sasl_plain_authenticate(sock, "alice", "wrong").error_code)
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
-        seen["unsupported_mechanism"] = int(wire.call(sock, 17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code)
+        seen["unsupported_mechanism"] = int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}).error_code)
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
         seen["privileged"] = int(wire.sasl_plain_authenticate(sock, PROXY_USER, PROXY_PASSWORD).error_code)
@@ -52,7 +53,7 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
     except OSError:
         seen["filtered_closed"] = True
     with wire.connect(plain) as sock:  # an Envelope from a client: request refused, connection closed (protocol-error)
-        inner = wire.request(19, 5, {"topics": [{"name": "smuggled", **wire.ONE_PARTITION_TOPIC}], "timeout": 1000, "validate_only": False})
+        inner = wire.request(ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": "smuggled", **wire.ONE_PARTITION_TOPIC}], "timeout": 1000, "validate_only": False})
         sock.sendall(wire.encode_frame(wrap(inner, Principal("User", "admin"), "127.0.0.1", correlation_id=9, client_id="evil")))
         assert wire.is_closed(sock)
     with wire.connect(plain, timeout=30) as sock:  # says nothing: closed by connections.max.idle.ms

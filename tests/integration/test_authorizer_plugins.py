@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
 from proxy.properties import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
-CLUSTER_AUTHORIZATION_FAILED = 31
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def _create_acl(address: str, user: str, name: str) -> int:
     creation = {"resource_type": 2, "resource_name": name, "resource_pattern_type": 3, "principal": "User:bob", "host": "*"}
     with wire.connect(address) as sock:
         assert wire.sasl_plain_login(sock, user, DEFAULT_USERS[user]) == 0
-        body = wire.call(sock, 30, 2, {"creations": [{**creation, "operation": 3, "permission_type": 3}]}, 3)
+        body = wire.call(sock, ApiKey.CREATE_ACLS, 2, {"creations": [{**creation, "operation": 3, "permission_type": 3}]}, 3)
         return int(body.results[0].error_code)
 
 
@@ -58,7 +59,7 @@ async def test_the_example_plugin_refuses_impersonated_acl_changes(plugin_path: 
     through_proxy = f"127.0.0.1:{running.listener('CLIENT').port}"
     direct = f"127.0.0.1:{bound.port}"
 
-    assert await trio.to_thread.run_sync(_create_acl, through_proxy, "admin", "forwarded") == CLUSTER_AUTHORIZATION_FAILED
+    assert await trio.to_thread.run_sync(_create_acl, through_proxy, "admin", "forwarded") == ErrorCode.cluster_authorization_failed
     assert await trio.to_thread.run_sync(_create_acl, direct, "admin", "direct") == 0
     assert [b.resource_name for b in controller.handlers.acl_store.acls] == ["direct"]  # type: ignore[union-attr]
 

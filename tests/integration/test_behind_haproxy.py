@@ -9,17 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
 from devkit.processes import free_port, skip_or_fail
+from envelope.apis import ApiKey
 from envelope_proxy.dev_pki import generate_dev_pki
 from envelope_proxy.embedded import DEFAULT_USERS, start_stack
 from proxy.net.sasl.login_modules import plain_jaas
 from tests.integration.conftest import audit_records
 
 TIMEOUT = 30
-TOPIC_AUTHORIZATION_FAILED = 29
 ALICE, MALLORY, ELSEWHERE, LOAD_BALANCER = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.1"
 PKI_PASSWORD = "pki-secret"
 
@@ -56,7 +57,7 @@ def _create_raw(address: str, topic: str) -> int:
     with wire.connect(address, timeout=10) as sock:
         assert wire.sasl_plain_login(sock, "alice", DEFAULT_USERS["alice"]) == 0
         body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]}
-        return int(wire.call(sock, 19, 5, {**body, "timeout": 5000, "validate_only": False}, 3).topics[0].error_code)
+        return int(wire.call(sock, ApiKey.CREATE_TOPICS, 5, {**body, "timeout": 5000, "validate_only": False}, 3).topics[0].error_code)
 
 
 async def test_kafka_clients_behind_haproxy_are_seen_at_their_own_address(nursery: Any, tmp_path: Path) -> None:
@@ -121,7 +122,7 @@ async def test_kafka_clients_behind_haproxy_are_seen_at_their_own_address(nurser
         "alice via v1": "OK",
         "alice via v2": "OK",
         "alice via tls": "OK",
-        "alice from elsewhere": TOPIC_AUTHORIZATION_FAILED,
+        "alice from elsewhere": ErrorCode.topic_authorization_failed,
         "mallory closed": True,
         "deleted": [None, None, None],
     }

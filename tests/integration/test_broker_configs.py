@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
@@ -13,7 +14,6 @@ from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_
 from proxy.config import parse_proxy_config
 
 BROKER, BROKER_LOGGER, TOPIC = 4, 8, 2
-INVALID_REQUEST = 42
 TIMEOUT = 60
 
 
@@ -65,5 +65,5 @@ async def test_each_listed_broker_answers_for_its_own_configs(tmp_path: Path) ->
             assert threads == {"1": "1", "2": "3", "3": "1"}
             assert by_name[(BROKER_LOGGER, "2")].error_code == 0
             outside = by_name[(BROKER, "7")]
-            assert (outside.error_code, outside.error_message) == (INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 7")
+            assert (outside.error_code, outside.error_message) == (ErrorCode.invalid_request, "Unexpected broker id, expected 1 or empty string, but received 7")
             nursery.cancel_scope.cancel()

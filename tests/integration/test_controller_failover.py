@@ -12,21 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from apiversions import VersionRange
 from controller.config import parse_controller_config
 from controller.server import ControllerConnection, EmbeddedController
 from devkit import wire
 from envelope import kafka_uuid
+from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
 from envelope.wrap import wrap_response
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-
-NOT_CONTROLLER = 41
-REQUEST_TIMED_OUT = 7
-CREATE_TOPICS = 19
 
 
 class ElectingController(EmbeddedController):
@@ -40,7 +38,7 @@ class ElectingController(EmbeddedController):
     def handle_envelope(self, session: ControllerConnection, header: RequestHeaderInfo, frame: bytes) -> bytes:
         self.envelopes += 1
         if self.envelopes <= self.not_yet:
-            return wrap_response(header.correlation_id, NOT_CONTROLLER, None)
+            return wrap_response(header.correlation_id, ErrorCode.not_controller, None)
         return super().handle_envelope(session, header, frame)
 
 
@@ -52,8 +50,8 @@ def _create_topic(address: str, name: str) -> int:
 
 def _create_topics_range(address: str) -> tuple[int, int]:
     with wire.connect(address, timeout=30) as sock:
-        body = wire.call(sock, 18, 3, {"client_software_name": "test", "client_software_version": "1"}, 9)
-        (entry,) = [k for k in body.api_keys if int(k.api_key) == CREATE_TOPICS]
+        body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}, 9)
+        (entry,) = [k for k in body.api_keys if int(k.api_key) == ApiKey.CREATE_TOPICS]
         return int(entry.min_version), int(entry.max_version)
 
 
@@ -84,11 +82,11 @@ async def test_a_replaced_controller_is_followed_and_clients_told(nursery: Any, 
         with trio.fail_after(10):
             while upstream.connected:
                 await trio.sleep(0.05)
-        assert await trio.to_thread.run_sync(_create_topic, address, "while-away") == REQUEST_TIMED_OUT
+        assert await trio.to_thread.run_sync(_create_topic, address, "while-away") == ErrorCode.request_timed_out
 
         second = ElectingController(parse_controller_config({**controller_properties(port=port), **cluster}), not_yet=2)
         lowered = VersionRange(before_range[0], before_range[1] - 1)
-        second.ranges[CREATE_TOPICS] = lowered
+        second.ranges[ApiKey.CREATE_TOPICS] = lowered
         await nursery.start(second.run)
         with trio.fail_after(20):
             while not upstream.connected:

@@ -11,7 +11,7 @@ import trio
 from apiversions import intersect
 from controller.topic_rules import broker_ids_of
 from devkit import wire
-from envelope.apis import FORWARDABLE
+from envelope.apis import FORWARDABLE, ApiKey
 from envelope.principal import Principal
 from envelope.wrap import wrap
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, client_config
@@ -126,7 +126,7 @@ async def test_kafka_python_creates_and_deletes_through_the_proxy(stack: Embedde
 
 async def test_an_envelope_from_a_client_is_refused_and_audited(stack: EmbeddedStack, tmp_path: Path) -> None:
     inner = wire.request(
-        19,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [{"name": "smuggled", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
@@ -160,7 +160,7 @@ async def test_garbage_on_a_plaintext_listener_closes_only_that_connection(stack
         with wire.connect(stack.plaintext_address) as good, wire.connect(stack.plaintext_address) as bad:
             bad.sendall(garbage)
             closed = wire.is_closed(bad)
-            answer = wire.call(good, 18, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=5)
+            answer = wire.call(good, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=5)
             return closed, int(answer.error_code)
 
     closed, error = await trio.to_thread.run_sync(probe)
@@ -171,7 +171,7 @@ async def test_garbage_on_a_plaintext_listener_closes_only_that_connection(stack
 async def test_api_versions_are_the_intersection_with_the_controller(stack: EmbeddedStack) -> None:
     def fetch() -> dict[int, tuple[int, int]]:
         with wire.connect(stack.plaintext_address) as sock:
-            body = wire.call(sock, 18, 3, {"client_software_name": "test", "client_software_version": "1"})
+            body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"})
             return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
     advertised = await trio.to_thread.run_sync(fetch)
@@ -189,8 +189,8 @@ async def test_every_answer_names_the_clusters_brokers_at_the_proxy(stack: Embed
     def fetch() -> list[Any]:
         with wire.connect(stack.sasl_address) as sock:
             assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-            answers = [wire.call(sock, 3, 12, {**no_topic, "topics": topics}) for topics in ([], None, [{"name": "absent", "topic_id": None}])]
-            cluster = wire.call(sock, 60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
+            answers = [wire.call(sock, ApiKey.METADATA, 12, {**no_topic, "topics": topics}) for topics in ([], None, [{"name": "absent", "topic_id": None}])]
+            cluster = wire.call(sock, ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
         return [*answers, cluster]
 
     *metadata, cluster = await trio.to_thread.run_sync(fetch)
@@ -233,7 +233,7 @@ async def test_a_wrong_password_is_refused_and_the_connection_closed(stack: Embe
 async def test_requests_before_authentication_close_the_connection(stack: EmbeddedStack) -> None:
     def send() -> bool:
         with wire.connect(stack.sasl_address) as sock:
-            sock.sendall(wire.encode_frame(wire.request(19, 7, {"topics": [], "timeout": 1000, "validate_only": False})))
+            sock.sendall(wire.encode_frame(wire.request(ApiKey.CREATE_TOPICS, 7, {"topics": [], "timeout": 1000, "validate_only": False})))
             return wire.is_closed(sock)
 
     assert await trio.to_thread.run_sync(send)
@@ -241,7 +241,7 @@ async def test_requests_before_authentication_close_the_connection(stack: Embedd
 
 async def test_an_api_the_proxy_does_not_serve_is_refused_and_audited(stack: EmbeddedStack, tmp_path: Path) -> None:
     # FindCoordinator v4: a data-plane API a broker would answer, never the proxy.
-    payload = wire.request(10, 4, {"key_type": 0, "coordinator_keys": ["group-1"]})
+    payload = wire.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["group-1"]})
 
     def send() -> bool:
         with wire.connect(stack.plaintext_address) as sock:
@@ -259,13 +259,13 @@ async def test_an_api_the_proxy_does_not_serve_is_refused_and_audited(stack: Emb
 async def test_sasl_handshake_v0_takes_a_raw_plain_token(stack: EmbeddedStack, password: str, accepted: bool) -> None:
     def login() -> tuple[bytes | None, bool]:
         with wire.connect(stack.sasl_address) as sock:
-            handshake = wire.call(sock, 17, 0, {"mechanism": "PLAIN"})
+            handshake = wire.call(sock, ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})
             assert int(handshake.error_code) == 0
             sock.sendall(wire.encode_frame(b"\x00alice\x00" + password.encode()))
             if not accepted:
                 return None, wire.is_closed(sock)
             reply = wire.read_frame(sock)
-            answer = wire.call(sock, 18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=3)
+            answer = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=3)
             return reply, int(answer.error_code) == 0
 
     reply, outcome = await trio.to_thread.run_sync(login)

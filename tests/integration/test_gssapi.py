@@ -12,6 +12,7 @@ from typing import Any
 import gssapi
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
@@ -23,7 +24,6 @@ from tests.conftest import BRIEF_TICKET_SECONDS, OTHER_SERVICE, SERVICE, SERVICE
 from tests.integration.conftest import audit_records
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, CREATE_TOPICS = 17, 36, 19
-SASL_AUTHENTICATION_FAILED = 58
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
 RULES = "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
 TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
@@ -162,7 +162,7 @@ def _failed_login(stack: EmbeddedStack, steps: Any) -> tuple[int, bool]:
 
 async def test_garbage_tokens_fail_the_login_and_close(gssapi_stack: EmbeddedStack, tmp_path: Path) -> None:
     code, closed = await trio.to_thread.run_sync(_failed_login, gssapi_stack, lambda login: login.send(b"\x60\x03garbage"))
-    assert (code, closed) == (SASL_AUTHENTICATION_FAILED, True)
+    assert (code, closed) == (ErrorCode.sasl_authentication_failed, True)
     failed = [r for r in audit_records(tmp_path / "audit") if r["data"]["stage"] == "authentication-failed"]
     assert failed and failed[0]["data"]["authenticationInfo"]["mechanism"] == "GSSAPI"
 
@@ -170,7 +170,7 @@ async def test_garbage_tokens_fail_the_login_and_close(gssapi_stack: EmbeddedSta
 async def test_a_ticket_for_another_service_fails(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
     context = client_context(kerberos_realm, "alice", service=f"{OTHER_SERVICE}@{SERVICE_HOST}")
     code, closed = await trio.to_thread.run_sync(_failed_login, gssapi_stack, lambda login: login.send(context.step() or b""))
-    assert (code, closed) == (SASL_AUTHENTICATION_FAILED, True)
+    assert (code, closed) == (ErrorCode.sasl_authentication_failed, True)
 
 
 async def test_an_authorization_id_other_than_the_authenticated_name_is_refused(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
@@ -178,7 +178,7 @@ async def test_an_authorization_id_other_than_the_authenticated_name_is_refused(
         with wire.connect(gssapi_stack.sasl_address) as sock:
             return int(Login(sock).login(client_context(kerberos_realm, "carol"), authzid=b"alice@ENVELOPE.TEST").error_code)
 
-    assert await trio.to_thread.run_sync(work) == SASL_AUTHENTICATION_FAILED
+    assert await trio.to_thread.run_sync(work) == ErrorCode.sasl_authentication_failed
 
 
 async def test_replaying_a_whole_login_fails(gssapi_stack: EmbeddedStack, kerberos_realm: Realm) -> None:
@@ -303,7 +303,7 @@ async def test_an_expired_ticket_fails_and_the_proxys_own_login_gets_a_fresh_one
     assert await trio.to_thread.run_sync(attempt, first) == 0
     await trio.sleep(max(0.0, issued + BRIEF_TICKET_SECONDS + skew + 1.5 - time.monotonic()))
     with caplog.at_level("INFO", logger="proxy.net.login"):
-        assert await trio.to_thread.run_sync(attempt, stale) == SASL_AUTHENTICATION_FAILED
+        assert await trio.to_thread.run_sync(attempt, stale) == ErrorCode.sasl_authentication_failed
     assert "Ticket expired" in caplog.text
     fresh = await login.exchange(SERVICE_HOST)
     assert await trio.to_thread.run_sync(attempt, fresh) == 0

@@ -25,6 +25,7 @@ import pytest
 
 from devkit import wire
 from devkit.processes import free_port, wait_for_port, write_properties
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.frames import FrameReader, encode_frame
 from envelope.header import peek_request_header
@@ -146,16 +147,16 @@ def _login(sock: socket.socket, user: str = "admin", password: str = "admin-secr
 
 
 def _api_versions(name: str = "hostile-test", version: str = "1") -> bytes:
-    return wire.request(18, 3, {"client_software_name": name, "client_software_version": version}, correlation_id=next(_ids))
+    return wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": name, "client_software_version": version}, correlation_id=next(_ids))
 
 
 def _create_topics(name: str, version: int = 7, configs: list[dict[str, Any]] | None = None) -> bytes:
     topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": configs or []}
-    return wire.request(19, version, {"topics": [topic], "timeout": 30000, "validate_only": False}, correlation_id=next(_ids))
+    return wire.request(ApiKey.CREATE_TOPICS, version, {"topics": [topic], "timeout": 30000, "validate_only": False}, correlation_id=next(_ids))
 
 
 def _delete_topics(name: str) -> bytes:
-    return wire.request(20, 6, {"topics": [{"name": name, "topic_id": None}], "timeout": 30000}, correlation_id=next(_ids))
+    return wire.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name, "topic_id": None}], "timeout": 30000}, correlation_id=next(_ids))
 
 
 def _create_acls(topic: str) -> bytes:
@@ -168,7 +169,7 @@ def _create_acls(topic: str) -> bytes:
         "operation": 3,
         "permission_type": 3,
     }
-    return wire.request(30, 3, {"creations": [creation]}, correlation_id=next(_ids))
+    return wire.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}, correlation_id=next(_ids))
 
 
 def _delete_acls() -> bytes:
@@ -181,17 +182,17 @@ def _delete_acls() -> bytes:
         "operation": 1,
         "permission_type": 1,
     }
-    return wire.request(31, 3, {"filters": [acl_filter]}, correlation_id=next(_ids))
+    return wire.request(ApiKey.DELETE_ACLS, 3, {"filters": [acl_filter]}, correlation_id=next(_ids))
 
 
 def _alter_configs() -> bytes:
     resource = {"resource_type": 2, "resource_name": "t", "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}]}
-    return wire.request(44, 1, {"resources": [resource], "validate_only": False}, correlation_id=next(_ids))
+    return wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource], "validate_only": False}, correlation_id=next(_ids))
 
 
 def _metadata(names: list[str]) -> bytes:
     values = {"topics": [{"name": n, "topic_id": None} for n in names], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return wire.request(3, 12, values, correlation_id=next(_ids))
+    return wire.request(ApiKey.METADATA, 12, values, correlation_id=next(_ids))
 
 
 def _first_count(frame: bytes, count: bytes) -> bytes:
@@ -339,16 +340,16 @@ def _long_software_name(sock: socket.socket) -> Seen:
     answer = _call(sock, 18, 3, _api_versions("a" * 30000))
     assert answer is not None and int(answer.error_code) == 0
     _login(sock)
-    cluster = _call(sock, 60, 0, wire.request(60, 0, {"include_cluster_authorized_operations": False}, correlation_id=next(_ids)))
+    cluster = _call(sock, 60, 0, wire.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, correlation_id=next(_ids)))
     assert cluster is not None and int(cluster.error_code) == 0
     return Seen([answer, cluster], False)
 
 
 def _plain_token(token: bytes) -> Exchange:
     def run(sock: socket.socket) -> Seen:
-        handshake = _call(sock, 17, 1, wire.request(17, 1, {"mechanism": "PLAIN"}, correlation_id=next(_ids)))
+        handshake = _call(sock, 17, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=next(_ids)))
         assert handshake is not None and int(handshake.error_code) == 0
-        answer = _call(sock, 36, 2, wire.request(36, 2, {"auth_bytes": token}, correlation_id=next(_ids)))
+        answer = _call(sock, 36, 2, wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=next(_ids)))
         assert answer is not None and int(answer.error_code) == 58, answer
         return Seen([answer], _closed(sock))
 
@@ -357,7 +358,7 @@ def _plain_token(token: bytes) -> Exchange:
 
 def _handshake(mechanism: str, expected: int) -> Exchange:
     def run(sock: socket.socket) -> Seen:
-        answer = _call(sock, 17, 1, wire.request(17, 1, {"mechanism": mechanism}, correlation_id=next(_ids)))
+        answer = _call(sock, 17, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=next(_ids)))
         assert answer is not None and int(answer.error_code) == expected
         return Seen([answer], _closed(sock))
 
@@ -434,7 +435,7 @@ def _trailing_bytes(sock: socket.socket) -> Seen:
 
 
 def _pipelined_flood(sock: socket.socket) -> Seen:
-    frames = [wire.request(18, 3, {"client_software_name": "flood", "client_software_version": "1"}, correlation_id=n) for n in range(2000)]
+    frames = [wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "flood", "client_software_version": "1"}, correlation_id=n) for n in range(2000)]
     sock.sendall(b"".join(encode_frame(f) for f in frames))
     reader, seen = FrameReader(), []
     sock.settimeout(60)
@@ -533,7 +534,7 @@ def _cases(stack: Stack) -> list[Case]:
         Case("envelope-from-a-client", "plain", _frames(struct.pack(">hhih", 58, 0, 1, -1) + b"\x00" + bytes(8)), True, _request_refused("Envelope is not accepted")),
         # SASL and before login
         Case("sasl-handshake-gssapi", "sasl", _handshake("GSSAPI", 33), True, _login_failed),
-        Case("sasl-handshake-length-past-the-frame", "sasl", _raw(encode_frame(wire.request(17, 1, {"mechanism": "PLAIN"})[:-7] + b"\x7f\xffPL")), True, _protocol_refusal),
+        Case("sasl-handshake-length-past-the-frame", "sasl", _raw(encode_frame(wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})[:-7] + b"\x7f\xffPL")), True, _protocol_refusal),
         Case("plain-token-with-two-parts", "sasl", _plain_token(b"\x00alice"), True, _login_failed),
         Case("plain-token-with-four-parts", "sasl", _plain_token(b"\x00alice\x00alice-secret\x00x"), True, _login_failed),
         Case("plain-authzid-mismatch", "sasl", _plain_token(b"bob\x00alice\x00alice-secret"), True, _login_failed),
@@ -541,7 +542,7 @@ def _cases(stack: Stack) -> list[Case]:
         Case("plain-invalid-utf8", "sasl", _plain_token(b"\x00\xff\xfe\x00pw"), True, _login_failed),
         Case("plain-wrong-password", "sasl", _plain_token(b"\x00alice\x00wrong"), True, _login_failed),
         Case("create-topics-before-login", "sasl", _frames(create), True, _protocol_refusal),
-        Case("sasl-authenticate-before-handshake", "sasl", _frames(wire.request(36, 2, {"auth_bytes": b"\x00a\x00b"}), api_key=36, version=2), True, _protocol_refusal),
+        Case("sasl-authenticate-before-handshake", "sasl", _frames(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00a\x00b"}), api_key=ApiKey.SASL_AUTHENTICATE, version=2), True, _protocol_refusal),
         Case("two-api-versions-before-handshake", "sasl", _two_api_versions, True, _protocol_refusal),
         Case("invalid-software-name", "sasl", _bad_software_name, False, lambda rs: any(r["data"]["stage"] == "refused" and r["data"]["result"]["errorCode"] == 42 for r in rs)),
         Case(

@@ -9,10 +9,11 @@ import pytest
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import EmbeddedStack, start_stack
 from tests.integration.conftest import audit_records
 
-API_VERSIONS = wire.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)
+API_VERSIONS = wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)
 
 
 def _ipv6_loopback() -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
@@ -14,7 +15,6 @@ from proxy.config import parse_proxy_config
 from proxy.net.sasl.jaas_model import JaasError
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SASL_AUTHENTICATION_FAILED = 58
 
 BROKER_JAAS = f"""
 // The client listener's own users: KafkaServer is not merged in.
@@ -89,7 +89,7 @@ async def test_a_broker_jaas_file_configures_listeners_and_the_proxys_login(
             "bob, only in KafkaServer": _plain_login(stack.sasl_address, "bob", "bob-secret"),
         }
     )
-    assert results == {"alice": 0, "alice, wrong password": SASL_AUTHENTICATION_FAILED, "bob, only in KafkaServer": SASL_AUTHENTICATION_FAILED}
+    assert results == {"alice": 0, "alice, wrong password": ErrorCode.sasl_authentication_failed, "bob, only in KafkaServer": ErrorCode.sasl_authentication_failed}
 
 
 def test_the_property_wins_over_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

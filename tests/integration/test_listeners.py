@@ -7,6 +7,7 @@ from typing import Any
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import start_stack
 
 ROUNDS = 20
@@ -32,9 +33,9 @@ async def test_two_clients_on_two_listeners_at_once_each_see_their_listeners_end
         with wire.connect(f"127.0.0.1:{bound.port}") as sock:
             both_connected.wait()  # both connections are open before either asks
             for round_ in range(ROUNDS):
-                metadata = wire.call(sock, 3, 12, METADATA, correlation_id=2 * round_ + 1)
+                metadata = wire.call(sock, ApiKey.METADATA, 12, METADATA, correlation_id=2 * round_ + 1)
                 seen |= {(b.host, int(b.port)) for b in metadata.brokers}
-                cluster = wire.call(sock, 60, 1, DESCRIBE_CLUSTER, correlation_id=2 * round_ + 2)
+                cluster = wire.call(sock, ApiKey.DESCRIBE_CLUSTER, 1, DESCRIBE_CLUSTER, correlation_id=2 * round_ + 2)
                 seen |= {(b.host, int(b.port)) for b in cluster.brokers}
         return seen
 

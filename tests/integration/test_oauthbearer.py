@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import EmbeddedStack, controller_properties, start_stack
 from proxy.config import parse_proxy_config
 from proxy.net.addresses import ControllerAddress
@@ -42,7 +44,6 @@ from tests.proxy.net.sasl.oauth_fixtures import (
 TIMEOUT = 30
 MECHANISM = "OAUTHBEARER"
 JAAS = f"{OAUTHBEARER_LOGIN_MODULE} required;"
-SASL_AUTHENTICATION_FAILED = 58
 
 
 class Jwks:
@@ -125,11 +126,11 @@ async def test_confluent_kafka_creates_a_topic_with_a_token(oauth_stack: Embedde
 
 
 def _handshake(sock: socket.socket) -> int:
-    return int(wire.call(sock, 17, 1, {"mechanism": MECHANISM}, correlation_id=1).error_code)
+    return int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": MECHANISM}, correlation_id=1).error_code)
 
 
 def _authenticate(sock: socket.socket, token: bytes, correlation_id: int) -> Any:
-    return wire.call(sock, 36, 2, {"auth_bytes": token}, correlation_id=correlation_id)
+    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=correlation_id)
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,7 @@ async def test_a_bad_token_is_invalid_token_then_sasl_authentication_failed(
 
     first_code, challenge, final_code = await trio.to_thread.run_sync(work)
     assert first_code == 0 and json.loads(challenge)["status"] == "invalid_token"
-    assert final_code == SASL_AUTHENTICATION_FAILED
+    assert final_code == ErrorCode.sasl_authentication_failed
 
 
 async def test_confluent_kafka_with_a_bad_token_gets_an_authentication_error(
@@ -298,16 +299,16 @@ async def test_a_tokens_expiry_caps_the_session_and_a_fresh_token_re_authenticat
         assert _handshake(sock) == 0
         first = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=3))), 2)
         time.sleep(1.1)  # re-authentications may begin once a second
-        assert int(wire.call(sock, 17, 1, {"mechanism": MECHANISM}, correlation_id=3).error_code) == 0
+        assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": MECHANISM}, correlation_id=3).error_code) == 0
         renewed = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=60))), 4)
         assert int(renewed.error_code) == 0
         time.sleep(2.2)  # the first token has expired; the renewed session has not
-        served = wire.call(sock, 60, 0, {"include_cluster_authorized_operations": False}, correlation_id=5)
+        served = wire.call(sock, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, correlation_id=5)
         other = wire.connect(stack.sasl_address)
         assert _handshake(other) == 0
         assert int(_authenticate(other, build_client_first(key.sign(claims("alice", lifetime=2))), 2).error_code) == 0
         time.sleep(2.5)
-        other.sendall(wire.encode_frame(wire.request(60, 0, {"include_cluster_authorized_operations": False}, 3)))
+        other.sendall(wire.encode_frame(wire.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, 3)))
         return first.session_lifetime.total_seconds(), renewed.session_lifetime.total_seconds(), int(served.error_code), wire.is_closed(other)
 
     first, renewed, served, expired_closed = await trio.to_thread.run_sync(sessions)
@@ -339,7 +340,7 @@ async def test_the_audit_names_the_proxys_oauthbearer_principal(nursery: Any, tm
         sock = wire.connect(stack.sasl_address)
         assert wire.sasl_plain_login(sock, "admin", "admin-secret") == 0
         values = {"topics": [{"name": "named", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": False}
-        return int(wire.call(sock, 19, 5, values, correlation_id=3).topics[0].error_code)
+        return int(wire.call(sock, ApiKey.CREATE_TOPICS, 5, values, correlation_id=3).topics[0].error_code)
 
     assert await trio.to_thread.run_sync(create) == 0
     records = [r["data"] for r in audit_records(tmp_path / "audit") if r["data"]["methodName"] == "kafka.CreateTopics"]

@@ -16,6 +16,7 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
 from devkit.processes import free_port, start_server, wait_for_port, write_properties
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
@@ -143,7 +144,7 @@ def test_sigterm_under_load_answers_and_audits_every_accepted_request(tmp_path: 
                 topic = f"load-{index}-{n}"
                 body = {"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
                 try:
-                    wire.call(sock, 19, 5, {"topics": [body], "timeout": 5000, "validate_only": False}, n + 10)
+                    wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [body], "timeout": 5000, "validate_only": False}, n + 10)
                 except (ConnectionError, OSError):
                     return  # closed by the drain between requests: this one was never read
                 with lock:

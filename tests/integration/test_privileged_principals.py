@@ -6,6 +6,7 @@ from typing import Any
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, PROXY_PASSWORD, PROXY_USER, start_stack
 from tests.integration.conftest import audit_records
 
@@ -20,11 +21,11 @@ async def test_a_privileged_principal_is_refused_on_a_client_listener_and_audite
 
     def login(user: str, password: str) -> tuple[int, str | None, bool]:
         with wire.connect(stack.sasl_address) as sock:
-            assert int(wire.call(sock, 17, 1, {"mechanism": "PLAIN"}).error_code) == 0
-            answer = wire.call(sock, 36, 2, {"auth_bytes": wire.plain_token(user, password)}, correlation_id=2)
+            assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code) == 0
+            answer = wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": wire.plain_token(user, password)}, correlation_id=2)
             if int(answer.error_code) != 0:
                 return int(answer.error_code), answer.error_message, wire.is_closed(sock)
-            served = wire.call(sock, 18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=3)
+            served = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=3)
             return int(answer.error_code), None, int(served.error_code) == 0
 
     code, message, closed = await trio.to_thread.run_sync(login, PROXY_USER, PROXY_PASSWORD)

@@ -13,6 +13,7 @@ import trio
 
 from devkit import proxy_header as header
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, EmbeddedStack, start_stack
 from tests.integration.conftest import audit_records
 
@@ -21,7 +22,7 @@ UNTRUSTED = "127.0.0.2"
 DIRECT = "127.0.0.3"
 DENIED_CLIENT = "10.6.6.6"
 NO_CONNECTIONS_CLIENT = "10.5.5.5"
-API_VERSIONS = wire.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)
+API_VERSIONS = wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)
 HEADER_TIMEOUT_MS = 500
 BEHIND_A_LOAD_BALANCER = {
     "proxy.protocol.mode": "any",

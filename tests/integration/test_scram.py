@@ -11,6 +11,7 @@ import trio
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, controller_properties, start_stack
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.credentials import add_user
@@ -152,11 +153,11 @@ async def test_the_upstream_scram_login_checks_the_password(nursery: Any, tmp_pa
 
 
 def _handshake(sock: socket.socket, mechanism: str) -> int:
-    return int(wire.call(sock, 17, 1, {"mechanism": mechanism}, correlation_id=1).error_code)
+    return int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=1).error_code)
 
 
 def _authenticate(sock: socket.socket, token: bytes, correlation_id: int) -> Any:
-    return wire.call(sock, 36, 2, {"auth_bytes": token}, correlation_id=correlation_id)
+    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=correlation_id)
 
 
 def _scram_login(sock: socket.socket, mechanism: str, user: str, password: str) -> tuple[int, str | None, bytes]:
@@ -174,7 +175,7 @@ def _scram_login(sock: socket.socket, mechanism: str, user: str, password: str) 
 
 
 def _works(sock: socket.socket) -> bool:
-    body = wire.call(sock, 18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=99)
+    body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=99)
     return int(body.error_code) == 0
 
 
@@ -247,7 +248,7 @@ async def test_a_replayed_client_final_is_refused(scram_stack: EmbeddedStack) ->
 async def test_scram_over_sasl_handshake_v0_raw_tokens(scram_stack: EmbeddedStack) -> None:
     def login() -> bool:
         with wire.connect(scram_stack.sasl_address) as sock:
-            assert int(wire.call(sock, 17, 0, {"mechanism": SHA512}).error_code) == 0
+            assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 0, {"mechanism": SHA512}).error_code) == 0
             client = ScramClient(SHA512, "alice", USERS["alice"])
             sock.sendall(wire.encode_frame(client.first()))
             sock.sendall(wire.encode_frame(client.final(wire.read_frame(sock))))

@@ -17,6 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.dev_pki import DevPki, generate_dev_pki
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, EmbeddedStack, client_config, controller_properties, start_stack
 from proxy.net.sasl.credentials import add_user
@@ -111,7 +112,7 @@ def server_fingerprint(pki: DevPki) -> str:
 
 
 def api_versions_work(sock: socket.socket, correlation_id: int = 7) -> bool:
-    return int(wire.call(sock, 18, 3, API_VERSIONS, correlation_id=correlation_id).error_code) == 0
+    return int(wire.call(sock, ApiKey.API_VERSIONS, 3, API_VERSIONS, correlation_id=correlation_id).error_code) == 0
 
 
 def create_topic(config: dict[str, str], topic: str) -> None:
@@ -191,7 +192,7 @@ def _fails_without_certificate(addr: str, pki: DevPki) -> bool:
     refusal shows up on the first read (an alert or EOF), or already in the handshake with TLS 1.2."""
     try:
         with tls_socket(addr, pki) as sock:
-            sock.sendall(wire.encode_frame(wire.request(18, 3, API_VERSIONS)))
+            sock.sendall(wire.encode_frame(wire.request(ApiKey.API_VERSIONS, 3, API_VERSIONS)))
             return sock.recv(1) == b""
     except (ssl.SSLError, ConnectionError):
         return True
@@ -312,7 +313,7 @@ async def test_new_connections_get_the_new_certificate_and_open_ones_continue(
         assert context.context.generation == 1
         # The connection opened before the swap still works on its old session (a SASL handshake is the
         # next request Kafka allows after one ApiVersions on a SASL_SSL listener).
-        handshake = await trio.to_thread.run_sync(lambda: wire.call(old_sock, 17, 1, {"mechanism": "SCRAM-SHA-256"}, correlation_id=2))
+        handshake = await trio.to_thread.run_sync(lambda: wire.call(old_sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}, correlation_id=2))
         assert int(handshake.error_code) == 0
         assert fingerprint(old_sock.getpeercert(binary_form=True)) == old
     finally:

@@ -23,7 +23,7 @@ def _call(address: str, user: str, api: int, version: int, values: dict[str, Any
 
 def _advertised(address: str) -> dict[int, tuple[int, int]]:
     with wire.connect(address, timeout=30) as sock:
-        body = wire.call(sock, 18, 3, {"client_software_name": "test", "client_software_version": "1"})
+        body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"})
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from envelope_proxy.embedded import DEFAULT_USERS, proxy_properties
@@ -17,7 +18,6 @@ from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
 from tests.fake_controller import FakeController
 
-REQUEST_TIMED_OUT = 7
 FORWARD_TIMEOUT = 3.0
 WAIT = 30.0  # bound on every wait; none is expected to come near it
 
@@ -77,7 +77,7 @@ async def test_a_request_that_drops_the_connection_backs_off_times_out_and_other
     ended = trio.current_time()
 
     ((code, seconds),) = poisoned
-    assert code == REQUEST_TIMED_OUT
+    assert code == ErrorCode.request_timed_out
     # Given up when the next wait (at most reconnect.backoff.max.ms, 1 s) would pass the deadline.
     assert FORWARD_TIMEOUT - 1.0 <= seconds < WAIT
     attempts = len(controller.dropped)
@@ -109,7 +109,7 @@ async def test_a_controller_that_drops_every_request_is_reconnected_to_a_few_tim
                 clients.start_soon(client, number)
     elapsed = trio.current_time() - started
     connects = controller.connects_between(started, started + elapsed)
-    assert [code for code, _ in answers] == [REQUEST_TIMED_OUT] * 3
+    assert [code for code, _ in answers] == [ErrorCode.request_timed_out] * 3
     # Each request at most 11 attempts in 6 s (50 ms to 1 s apart, less 20%); each attempt one connection for the request and
     # one to find the controller again, and attempts of different requests that meet the node's backoff together
     # share it. Measured: about 35 connects, 6 a second; Kafka's broker makes about 16 a second, the proxy before

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from devkit.kafka_node import KafkaNode
@@ -352,7 +353,6 @@ READS = frozenset(
     }
 )
 TOKEN_APIS = frozenset({ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN, ApiKey.DESCRIBE_DELEGATION_TOKEN})
-DELEGATION_TOKEN_NOT_FOUND = 62
 READ_CATCH_UP = 3.0  # seconds a broker may take to learn a committed change
 PROBE_USER = "mallory"
 PROBE_TOPIC = "probe"
@@ -555,8 +555,8 @@ def _catching_up(call: Call, embedded: Any, kafka: Any) -> bool:
     if call.api in READS:
         return True
     token_change = call.api in (ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN)
-    not_found = isinstance(kafka, dict) and kafka.get("error_code") == DELEGATION_TOKEN_NOT_FOUND
-    return token_change and not_found and not (isinstance(embedded, dict) and embedded.get("error_code") == DELEGATION_TOKEN_NOT_FOUND)
+    not_found = isinstance(kafka, dict) and kafka.get("error_code") == ErrorCode.delegation_token_not_found
+    return token_change and not_found and not (isinstance(embedded, dict) and embedded.get("error_code") == ErrorCode.delegation_token_not_found)
 
 
 def run_group(sides: tuple[Side, Side], group: Group, prefix: str) -> tuple[int, list[Difference]]:

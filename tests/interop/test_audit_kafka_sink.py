@@ -20,6 +20,7 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
 from devkit.kafka_node import KafkaNode
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties, start_proxy
 from proxy.audit.sinks.kafka import KafkaSink
 from proxy.config import parse_proxy_config
@@ -46,7 +47,7 @@ def _admin_work(address: str, prefix: str, count: int) -> list[int]:
         with wire.connect(address, timeout=60) as sock:
             assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
             body = {"topics": [{"name": f"{prefix}-{n}", **TOPIC}], "timeout": 5000, "validate_only": False}
-            codes.append(int(wire.call(sock, 19, 5, body, 3).topics[0].error_code))
+            codes.append(int(wire.call(sock, ApiKey.CREATE_TOPICS, 5, body, 3).topics[0].error_code))
     return codes
 
 

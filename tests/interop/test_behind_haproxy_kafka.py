@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit.haproxy import Backend, Door, haproxy_binary, start_haproxy, stop_process
 from devkit.kafka_jars import ensure_kafka_jars, kafka_jvm
@@ -34,7 +35,6 @@ pytestmark = pytest.mark.interop
 
 TIMEOUT = 30
 TOOL_TIMEOUT = 120
-TOPIC_AUTHORIZATION_FAILED = 29
 ALLOWED, OTHER, LOAD_BALANCER = "127.0.0.2", "127.0.0.3", "127.0.0.1"
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 # proxy listener -> (PROXY protocol version, the source HAProxy sees the client at)
@@ -213,7 +213,7 @@ async def test_a_kafka_controller_behind_haproxy_decides_on_the_client_address(k
             if source == ALLOWED:
                 assert (outcome["result"]["status"], errors) == ("SUCCESS", []), (topic, outcome["result"])
             else:
-                assert (outcome["result"]["status"], errors) == ("FAILURE", [(topic, TOPIC_AUTHORIZATION_FAILED)]), (
+                assert (outcome["result"]["status"], errors) == ("FAILURE", [(topic, ErrorCode.topic_authorization_failed)]), (
                     topic,
                     outcome["result"],
                 )

@@ -14,20 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from tests.interop.envelope_client import BROKER_ID, Controller, EnvelopeClient, unique_topic
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-UNSUPPORTED_SASL_MECHANISM = 33
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_REQUEST = 42
-ELECTION_NOT_NEEDED = 84
-NO_REASSIGNMENT_IN_PROGRESS = 85
-RESOURCE_NOT_FOUND = 91
-DUPLICATE_RESOURCE = 92
-UNACCEPTABLE_CREDENTIAL = 93
-INVALID_UPDATE_VERSION = 95
 
 
 @dataclass(frozen=True)
@@ -63,40 +52,40 @@ def _elect(topic: str, partition: int) -> dict[str, Any]:
 
 
 CASES: dict[str, Case] = {
-    "quota: a valid user quota, validate only": Case(49, 1, lambda _t: _quota([("user", "cc-alice")], "producer_byte_rate", 1024.0), {NONE}),
-    "quota: the default client-id": Case(49, 1, lambda _t: _quota([("client-id", None)], "request_percentage", 50.0), {NONE}),
-    "quota: an unknown key": Case(49, 1, lambda _t: _quota([("user", "cc-alice")], "no_such_quota", 1.0), {NONE, INVALID_REQUEST}),
+    "quota: a valid user quota, validate only": Case(49, 1, lambda _t: _quota([("user", "cc-alice")], "producer_byte_rate", 1024.0), {ErrorCode.none}),
+    "quota: the default client-id": Case(49, 1, lambda _t: _quota([("client-id", None)], "request_percentage", 50.0), {ErrorCode.none}),
+    "quota: an unknown key": Case(49, 1, lambda _t: _quota([("user", "cc-alice")], "no_such_quota", 1.0), {ErrorCode.none, ErrorCode.invalid_request}),
     "quota: ip combined with user": Case(
-        49, 1, lambda _t: _quota([("user", "cc-alice"), ("ip", "127.0.0.1")], "producer_byte_rate", 1.0), {NONE, INVALID_REQUEST}
+        49, 1, lambda _t: _quota([("user", "cc-alice"), ("ip", "127.0.0.1")], "producer_byte_rate", 1.0), {ErrorCode.none, ErrorCode.invalid_request}
     ),
-    "quota: an unknown entity type": Case(49, 1, lambda _t: _quota([("group", "g")], "producer_byte_rate", 1.0), {NONE, INVALID_REQUEST}),
-    "quota: a user key on an ip": Case(49, 1, lambda _t: _quota([("ip", "127.0.0.1")], "producer_byte_rate", 1.0), {NONE, INVALID_REQUEST}),
-    "quota: a connection rate on an ip": Case(49, 1, lambda _t: _quota([("ip", "127.0.0.1")], "connection_creation_rate", 10.0), {NONE}),
-    "scram: too few iterations": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u1", iterations=1000)]}, {NONE, UNACCEPTABLE_CREDENTIAL}),
-    "scram: too many iterations": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u2", iterations=20000)]}, {NONE, UNACCEPTABLE_CREDENTIAL}),
-    "scram: an unknown mechanism": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u3", mechanism=9)]}, {NONE, UNSUPPORTED_SASL_MECHANISM}),
-    "scram: deleting what does not exist": Case(51, 0, lambda _t: {"deletions": [{"name": "cc-nobody", "mechanism": 1}], "upsertions": []}, {NONE, RESOURCE_NOT_FOUND}),
+    "quota: an unknown entity type": Case(49, 1, lambda _t: _quota([("group", "g")], "producer_byte_rate", 1.0), {ErrorCode.none, ErrorCode.invalid_request}),
+    "quota: a user key on an ip": Case(49, 1, lambda _t: _quota([("ip", "127.0.0.1")], "producer_byte_rate", 1.0), {ErrorCode.none, ErrorCode.invalid_request}),
+    "quota: a connection rate on an ip": Case(49, 1, lambda _t: _quota([("ip", "127.0.0.1")], "connection_creation_rate", 10.0), {ErrorCode.none}),
+    "scram: too few iterations": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u1", iterations=1000)]}, {ErrorCode.none, ErrorCode.unacceptable_credential}),
+    "scram: too many iterations": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u2", iterations=20000)]}, {ErrorCode.none, ErrorCode.unacceptable_credential}),
+    "scram: an unknown mechanism": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-u3", mechanism=9)]}, {ErrorCode.none, ErrorCode.unsupported_sasl_mechanism}),
+    "scram: deleting what does not exist": Case(51, 0, lambda _t: {"deletions": [{"name": "cc-nobody", "mechanism": 1}], "upsertions": []}, {ErrorCode.none, ErrorCode.resource_not_found}),
     "scram: one user upserted twice": Case(
-        51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-twice"), _upsert("cc-twice", mechanism=2)]}, {NONE, DUPLICATE_RESOURCE}
+        51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("cc-twice"), _upsert("cc-twice", mechanism=2)]}, {ErrorCode.none, ErrorCode.duplicate_resource}
     ),
     "scram: deleting what does not exist wins over twice": Case(
-        51, 0, lambda _t: {"deletions": [{"name": "cc-twice2", "mechanism": 2}], "upsertions": [_upsert("cc-twice2")]}, {NONE, RESOURCE_NOT_FOUND}
+        51, 0, lambda _t: {"deletions": [{"name": "cc-twice2", "mechanism": 2}], "upsertions": [_upsert("cc-twice2")]}, {ErrorCode.none, ErrorCode.resource_not_found}
     ),
-    "scram: an empty user name": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("")]}, {NONE, UNACCEPTABLE_CREDENTIAL}),
-    "elect: an unknown topic": Case(43, 2, lambda _t: _elect(unique_topic("cc-missing"), 0), {NONE, UNKNOWN_TOPIC_OR_PARTITION}),
-    "elect: the preferred leader already leads": Case(43, 2, lambda t: _elect(t, 0), {NONE, ELECTION_NOT_NEEDED}),
-    "reassign: an unregistered broker": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID, 99]), {NONE, INVALID_REPLICA_ASSIGNMENT}),
-    "reassign: a broker twice": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID, BROKER_ID]), {NONE, INVALID_REPLICA_ASSIGNMENT}),
-    "reassign: an empty replica list": Case(45, 0, lambda t: _reassign(t, 0, []), {NONE, INVALID_REPLICA_ASSIGNMENT}),
-    "reassign: cancel with nothing ongoing": Case(45, 0, lambda t: _reassign(t, 0, None), {NONE, NO_REASSIGNMENT_IN_PROGRESS}),
-    "reassign: an unknown partition": Case(45, 0, lambda t: _reassign(t, 7, [BROKER_ID]), {NONE, UNKNOWN_TOPIC_OR_PARTITION}),
-    "reassign: to the current replicas": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID]), {NONE}),
-    "list reassignments": Case(46, 0, lambda _t: {"timeout": 30000, "topics": None}, {NONE}),
+    "scram: an empty user name": Case(51, 0, lambda _t: {"deletions": [], "upsertions": [_upsert("")]}, {ErrorCode.none, ErrorCode.unacceptable_credential}),
+    "elect: an unknown topic": Case(43, 2, lambda _t: _elect(unique_topic("cc-missing"), 0), {ErrorCode.none, ErrorCode.unknown_topic_or_partition}),
+    "elect: the preferred leader already leads": Case(43, 2, lambda t: _elect(t, 0), {ErrorCode.none, ErrorCode.election_not_needed}),
+    "reassign: an unregistered broker": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID, 99]), {ErrorCode.none, ErrorCode.invalid_replica_assignment}),
+    "reassign: a broker twice": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID, BROKER_ID]), {ErrorCode.none, ErrorCode.invalid_replica_assignment}),
+    "reassign: an empty replica list": Case(45, 0, lambda t: _reassign(t, 0, []), {ErrorCode.none, ErrorCode.invalid_replica_assignment}),
+    "reassign: cancel with nothing ongoing": Case(45, 0, lambda t: _reassign(t, 0, None), {ErrorCode.none, ErrorCode.no_reassignment_in_progress}),
+    "reassign: an unknown partition": Case(45, 0, lambda t: _reassign(t, 7, [BROKER_ID]), {ErrorCode.none, ErrorCode.unknown_topic_or_partition}),
+    "reassign: to the current replicas": Case(45, 0, lambda t: _reassign(t, 0, [BROKER_ID]), {ErrorCode.none}),
+    "list reassignments": Case(46, 0, lambda _t: {"timeout": 30000, "topics": None}, {ErrorCode.none}),
     "features: an unknown feature": Case(
         57,
         1,
         lambda _t: {"timeout": 30000, "feature_updates": [{"feature": "no.such.feature", "max_version_level": 1, "upgrade_type": 1}], "validate_only": True},
-        {INVALID_UPDATE_VERSION},
+        {ErrorCode.invalid_update_version},
     ),
 }
 

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import client_config
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
 
@@ -217,10 +218,10 @@ async def test_malformed_requests_get_the_same_error_codes(target: Target) -> No
         with wire.connect(target.address) as sock:
             assert wire.sasl_plain_login(sock, "admin", "admin-secret") == 0
             topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-            created = wire.call(sock, 19, 5, {"topics": [topic, topic], "timeout": 5000, "validate_only": False}, 3)
-            deleted = wire.call(sock, 20, 4, {"topic_names": [name, name], "timeout": 5000}, 4)
+            created = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [topic, topic], "timeout": 5000, "validate_only": False}, 3)
+            deleted = wire.call(sock, ApiKey.DELETE_TOPICS, 4, {"topic_names": [name, name], "timeout": 5000}, 4)
             grown = wire.call(
-                sock, 37, 1, {"topics": [{"name": name, "count": 2, "assignments": None}] * 2, "timeout": 5000, "validate_only": False}, 11
+                sock, ApiKey.CREATE_PARTITIONS, 1, {"topics": [{"name": name, "count": 2, "assignments": None}] * 2, "timeout": 5000, "validate_only": False}, 11
             )
             acl_results = []
             for correlation_id, creation in enumerate(
@@ -233,7 +234,7 @@ async def test_malformed_requests_get_the_same_error_codes(target: Target) -> No
                 ),
                 start=5,
             ):
-                (result,) = wire.call(sock, 30, 2, {"creations": [creation]}, correlation_id).results
+                (result,) = wire.call(sock, ApiKey.CREATE_ACLS, 2, {"creations": [creation]}, correlation_id).results
                 acl_results.append((int(result.error_code), result.error_message or None))
         return {
             "create duplicates": sorted(int(t.error_code) for t in created.topics),

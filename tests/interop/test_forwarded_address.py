@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS
 from proxy.net.sasl.login_modules import plain_jaas
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, embedded_target, kafka_target, poll
-
-TOPIC_AUTHORIZATION_FAILED = 29
 
 # A second client listener on ::1 so IPv6 clients exist at all.
 IPV6_LISTENER = {
@@ -53,7 +53,7 @@ def create_as_alice(address: str, source: str, topic: str) -> int:
     with wire.connect(address, source=source) as sock:
         assert wire.sasl_plain_login(sock, "alice", DEFAULT_USERS["alice"]) == 0
         body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]}
-        created = wire.call(sock, 19, 5, {**body, "timeout": 5000, "validate_only": False}, 3)
+        created = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {**body, "timeout": 5000, "validate_only": False}, 3)
         return int(created.topics[0].error_code)
 
 
@@ -75,14 +75,14 @@ async def test_a_host_acl_admits_only_that_host(target: Target) -> None:
         seen: dict[str, int | list[str]] = {"grants": [outcome(f) for f in admin.create_acls(bindings).values()]}
         seen["alice from 127.0.0.7"] = poll(
             lambda: create_as_alice(ipv4, "127.0.0.7", f"{v4_prefix}-a"),
-            lambda code: code != TOPIC_AUTHORIZATION_FAILED,
+            lambda code: code != ErrorCode.topic_authorization_failed,
             ACL_PROPAGATION,
             0.25,
         )
         seen["alice from 127.0.0.1"] = create_as_alice(ipv4, "127.0.0.1", f"{v4_prefix}-b")
         seen["alice from ::1, v4 grant"] = create_as_alice(ipv6, "::1", f"{v4_prefix}-c")
         seen["alice from ::1"] = poll(
-            lambda: create_as_alice(ipv6, "::1", f"{v6_prefix}-a"), lambda code: code != TOPIC_AUTHORIZATION_FAILED, ACL_PROPAGATION, 0.25
+            lambda: create_as_alice(ipv6, "::1", f"{v6_prefix}-a"), lambda code: code != ErrorCode.topic_authorization_failed, ACL_PROPAGATION, 0.25
         )
         seen["alice from 127.0.0.7, v6 grant"] = create_as_alice(ipv4, "127.0.0.7", f"{v6_prefix}-b")
         for prefix in (v4_prefix, v6_prefix):
@@ -97,9 +97,9 @@ async def test_a_host_acl_admits_only_that_host(target: Target) -> None:
     assert seen == {
         "grants": ["OK", "OK"],
         "alice from 127.0.0.7": 0,
-        "alice from 127.0.0.1": TOPIC_AUTHORIZATION_FAILED,
-        "alice from ::1, v4 grant": TOPIC_AUTHORIZATION_FAILED,
+        "alice from 127.0.0.1": ErrorCode.topic_authorization_failed,
+        "alice from ::1, v4 grant": ErrorCode.topic_authorization_failed,
         "alice from ::1": 0,
-        "alice from 127.0.0.7, v6 grant": TOPIC_AUTHORIZATION_FAILED,
+        "alice from 127.0.0.7, v6 grant": ErrorCode.topic_authorization_failed,
         "cleanup": ["OK", "OK"],
     }

@@ -9,14 +9,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devkit import wire
 from devkit.kafka_node import KafkaNode
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.principal import Principal
 from envelope.wrap import unwrap, wrap
 
 pytestmark = pytest.mark.interop
-
-ENVELOPE = 58
-CREATE_TOPICS = 19
 
 
 def _wait_all(futures: dict[str, Any]) -> None:
@@ -47,18 +45,18 @@ def test_bob_without_acls_is_denied(kafka_node: KafkaNode) -> None:
 def test_controller_listener_advertises_envelope_to_the_proxy_user(kafka_node: KafkaNode) -> None:
     with wire.connect(kafka_node.controller_address) as sock:
         assert wire.sasl_plain_login(sock, "proxy", kafka_node.users["proxy"]) == 0
-        body = wire.call(sock, 18, 3, {"client_software_name": "interop-test", "client_software_version": "1"}, correlation_id=3)
+        body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "interop-test", "client_software_version": "1"}, correlation_id=3)
     assert int(body.error_code) == 0
     versions = {int(api.api_key): (int(api.min_version), int(api.max_version)) for api in body.api_keys}
-    assert ENVELOPE in versions, f"controller APIs: {sorted(versions)}"
-    assert versions[ENVELOPE][0] == 0
-    assert CREATE_TOPICS in versions
+    assert ApiKey.ENVELOPE in versions, f"controller APIs: {sorted(versions)}"
+    assert versions[ApiKey.ENVELOPE][0] == 0
+    assert ApiKey.CREATE_TOPICS in versions
 
 
 def _envelope_create(node: KafkaNode, login: str, principal: str, topic: str) -> tuple[int, int | None]:
     """(envelope error, inner CreateTopics error) of a CreateTopics v7 for `principal`, sent in an Envelope as `login`."""
     inner = wire.request(
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
@@ -72,7 +70,7 @@ def _envelope_create(node: KafkaNode, login: str, principal: str, topic: str) ->
         error, data = unwrap(wire.exchange(sock, wrap(inner, Principal.parse(principal), "127.0.0.1", correlation_id=9)))
     if data is None:
         return error, None
-    correlation_id, response = decode_response_body(CREATE_TOPICS, 7, data)
+    correlation_id, response = decode_response_body(ApiKey.CREATE_TOPICS, 7, data)
     assert correlation_id == 4242
     (result,) = response.topics
     return error, int(result.error_code)

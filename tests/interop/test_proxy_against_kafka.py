@@ -9,7 +9,7 @@ import trio
 from apiversions import intersect
 from devkit import wire
 from devkit.kafka_node import KafkaNode
-from envelope.apis import FORWARDABLE
+from envelope.apis import FORWARDABLE, ApiKey
 from envelope_proxy.embedded import client_config, proxy_properties
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
@@ -59,7 +59,7 @@ async def test_advertised_versions_are_the_intersection_with_the_real_controller
 
     def versions(target: str) -> dict[int, tuple[int, int]]:
         with wire.connect(target) as sock:
-            body = wire.call(sock, 18, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=9)
+            body = wire.call(sock, ApiKey.API_VERSIONS, 3, {"client_software_name": "test", "client_software_version": "1"}, correlation_id=9)
             return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
     advertised = await trio.to_thread.run_sync(versions, address)

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS
 from tests.interop.test_conformance import TIMEOUT, admin_for, outcome, outcomes, target, unique
 from tests.interop.upstreams import ACL_PROPAGATION, Target, poll
@@ -109,7 +110,7 @@ def _describe_acls_error(address: str, user: str) -> int:
     match_all = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None}
     with wire.connect(address) as sock:
         assert wire.sasl_plain_login(sock, user, DEFAULT_USERS[user]) == 0
-        body = wire.call(sock, 29, 3, {**match_all, "host_filter": None, "operation": 1, "permission_type": 1}, 5)
+        body = wire.call(sock, ApiKey.DESCRIBE_ACLS, 3, {**match_all, "host_filter": None, "operation": 1, "permission_type": 1}, 5)
         return int(body.error_code)
 
 

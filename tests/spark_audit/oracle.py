@@ -20,11 +20,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 CONNECTION_TYPE = "io.github.kafka-envelope-proxy.connection"
-AUTH_CODES = frozenset({29, 30, 31, 53, 58, 65})
-CLUSTER_AUTHORIZATION_FAILED = 31
-SASL_AUTHENTICATION_FAILED = 58
+_TOPIC, _GROUP, _CLUSTER = ErrorCode.topic_authorization_failed, ErrorCode.group_authorization_failed, ErrorCode.cluster_authorization_failed
+_TRANSACTIONAL_ID, _TOKEN = ErrorCode.transactional_id_authorization_failed, ErrorCode.delegation_token_authorization_failed
+AUTH_CODES = frozenset(map(int, (_TOPIC, _GROUP, _CLUSTER, _TRANSACTIONAL_ID, ErrorCode.sasl_authentication_failed, _TOKEN)))
 #: docs/audit-job.md: the resource types an authorization code can name (the others: any type).
-CODE_TYPES: dict[int, tuple[str, ...]] = {29: ("TOPIC",), 30: ("GROUP",), 53: ("TRANSACTIONAL_ID",), 65: ("DELEGATION_TOKEN", "USER")}
+CODE_TYPES: dict[int, tuple[str, ...]] = {_TOPIC: ("TOPIC",), _GROUP: ("GROUP",), _TRANSACTIONAL_ID: ("TRANSACTIONAL_ID",), _TOKEN: ("DELEGATION_TOKEN", "USER")}
 CLOSING = frozenset({"outcome", "refused", "local", "read"})
 SENSITIVE = {
     "kafka.CreateAcls": "acl",
@@ -225,7 +225,7 @@ class Rec:
         return (
             (self.connection and self.stage == "authentication-failed")
             or self.reason in ("authentication-failed", "ssl-principal-mapping")
-            or self.error_code == SASL_AUTHENTICATION_FAILED
+            or self.error_code == ErrorCode.sasl_authentication_failed
         )
 
     def resource_denied(self, resource: dict[str, Any]) -> bool:
@@ -240,7 +240,7 @@ class Rec:
             e.get("errorCode") in AUTH_CODES
             and (
                 (e.get("resource") == resource.get("name") and (not kind or kind in CODE_TYPES.get(e.get("errorCode"), (kind,))))
-                or (kind == "CLUSTER" and e.get("errorCode") == CLUSTER_AUTHORIZATION_FAILED)
+                or (kind == "CLUSTER" and e.get("errorCode") == ErrorCode.cluster_authorization_failed)
             )
             for e in self.errors
         )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 from pyspark.sql import SparkSession
 
 from spark_audit import request_reports
@@ -23,7 +24,6 @@ PROBE_ADDRESS = "10.9.9.9"
 PROBE_METHOD, PROBE_API_KEY = "kafka.CreatePartitions", 37
 PROBE_VALUES = frozenset({PROBE_PRINCIPAL, PROBE_ADDRESS, PROBE_METHOD})
 #: TOPIC_AUTHORIZATION_FAILED: the second probe asks a case the authorizer denies.
-TOPIC_AUTHORIZATION_FAILED = 29
 #: The first record id of the probes, past the scenario's.
 FIRST_ID = 900
 #: What the scenario's records alone give (tests/spark_audit/test_job.py counts the same records).
@@ -36,7 +36,7 @@ def probe_records() -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     n = FIRST_ID
     for case, (status, code, errors) in enumerate(
-        (("SUCCESS", 0, ()), ("FAILURE", 0, (err(TOPIC_AUTHORIZATION_FAILED, "TOPIC_AUTHORIZATION_FAILED"),))), start=1
+        (("SUCCESS", 0, ()), ("FAILURE", 0, (err(ErrorCode.topic_authorization_failed, "TOPIC_AUTHORIZATION_FAILED"),))), start=1
     ):
         for stage in ("intent", "outcome"):
             record = request(

@@ -11,6 +11,7 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
 from devkit.processes import free_port
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import PROXY_PASSWORD, PROXY_USER, controller_properties
 from proxy.net.addresses import ControllerAddress
 from proxy.net.sasl.mechanisms import UsernamePasswordLogin
@@ -30,7 +31,7 @@ def plaintext(*ports: int, **overrides: Any) -> UpstreamSettings:
 
 def marker_request(correlation_id: int) -> bytes:
     """Any request frame: the fake answers what is not ApiVersions with the correlation id and a marker."""
-    return wire.request(19, 5, {"topics": [], "timeout": 1000, "validate_only": True}, correlation_id)
+    return wire.request(ApiKey.CREATE_TOPICS, 5, {"topics": [], "timeout": 1000, "validate_only": True}, correlation_id)
 
 
 async def connected(pool: ControllerPool) -> None:

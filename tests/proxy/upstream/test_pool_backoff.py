@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from devkit import wire
+from envelope.apis import ApiKey
 from proxy.net.addresses import ControllerAddress
 from proxy.upstream.link import UpstreamUnavailable
 from proxy.upstream.pool import ControllerPool
@@ -29,7 +30,7 @@ def kafka_defaults(port: int, **overrides: Any) -> UpstreamSettings:
 def create_topic(name: bytes) -> bytes:
     """A CreateTopics frame naming `name`: the fake drops the connection on those that hold POISON."""
     topic = {"name": name.decode(), "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-    return wire.request(19, 5, {"topics": [topic], "timeout": 1000, "validate_only": True}, 0)
+    return wire.request(ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout": 1000, "validate_only": True}, 0)
 
 
 def with_correlation_id(frame: bytes) -> Callable[[int], bytes]:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
 from proxy.net.sasl import gssapi_mechanism
@@ -52,8 +53,8 @@ def _failed_with_kafkas_answer(events: list[Any]) -> tuple[Any, ...]:
 )
 def test_a_first_token_that_is_no_ap_req_fails_the_login(kerberos_realm: Realm, tmp_path: Path, token: bytes) -> None:
     machine = SaslMachine(_listener(kerberos_realm))
-    machine.receive(wire.request(17, 1, {"mechanism": "GSSAPI"}))
-    events = machine.receive(wire.request(36, 2, {"auth_bytes": token}))
+    machine.receive(wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}))
+    events = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}))
     # The empty token used to be taken as a step (error 0, and the exchange waiting): krb5's acceptor answers it
     # with a SPNEGO hint and "continue needed", where the JDK's fails.
     assert _failed_with_kafkas_answer(events) == (58, GENERIC, b"", Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
@@ -72,7 +73,7 @@ def test_a_spnego_token_fails_the_login_as_the_jdks_kerberos_acceptor_fails_it(k
     spnego = gssapi.Mechanism.from_sasl_name("SPNEGO")
     token = gssapi.SecurityContext(name=target, creds=creds, usage="initiate", mech=spnego).step()
     machine = SaslMachine(_listener(realm))
-    machine.receive(wire.request(17, 1, {"mechanism": "GSSAPI"}))
-    events = machine.receive(wire.request(36, 2, {"auth_bytes": token}))
+    machine.receive(wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}))
+    events = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}))
     assert _failed_with_kafkas_answer(events) == (58, GENERIC, b"", Close(CAUSE_AUTHENTICATION_FAILED, delayed=True))
     assert (events[0].failure.reason or "").startswith("GSSAPI: ")  # krb5 finds no SPNEGO credentials to accept with

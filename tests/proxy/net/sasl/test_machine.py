@@ -60,11 +60,11 @@ def _answer(events: list[Event], api_key: int, version: int) -> Any:
 
 
 def _handshake(mechanism: str = "PLAIN") -> bytes:
-    return wire.request(17, 1, {"mechanism": mechanism})
+    return wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
 
 
 def _authenticate(token: bytes) -> bytes:
-    return wire.request(36, 2, {"auth_bytes": token})
+    return wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
 
 
 def test_plain_login_in_two_frames(tmp_path: Any) -> None:
@@ -105,7 +105,7 @@ def test_an_unsupported_mechanism(tmp_path: Any) -> None:
 
 def test_one_api_versions_before_the_handshake(tmp_path: Any) -> None:
     machine = SaslMachine(_listener(tmp_path))
-    versions = wire.request(18, 3, {"client_software_name": "x", "client_software_version": "1"})
+    versions = wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"})
     (event,) = machine.receive(versions)
     assert isinstance(event, ApiVersionsRequest) and event.frame == versions
     machine.api_versions_answered(False)  # an INVALID_REQUEST answer: the client may ask again
@@ -117,7 +117,7 @@ def test_one_api_versions_before_the_handshake(tmp_path: Any) -> None:
 
 
 def test_a_request_before_the_login_is_illegal(tmp_path: Any) -> None:
-    events = SaslMachine(_listener(tmp_path)).receive(wire.request(19, 7, {"topics": [], "timeout": 1, "validate_only": False}))
+    events = SaslMachine(_listener(tmp_path)).receive(wire.request(ApiKey.CREATE_TOPICS, 7, {"topics": [], "timeout": 1, "validate_only": False}))
     assert isinstance(events[0], Refused) and "ILLEGAL_SASL_STATE" in events[0].detail
     assert events[-1] == Close(CAUSE_PROTOCOL_ERROR)
 
@@ -133,7 +133,7 @@ def test_a_privileged_principal_is_refused_after_its_login(tmp_path: Any) -> Non
 
 def test_raw_v0_tokens(tmp_path: Any) -> None:
     machine = SaslMachine(_listener(tmp_path))
-    assert int(_answer(machine.receive(wire.request(17, 0, {"mechanism": "PLAIN"})), 17, 0).error_code) == 0
+    assert int(_answer(machine.receive(wire.request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})), 17, 0).error_code) == 0
     events = machine.receive(b"\x00alice\x00alice-secret")  # a bare token, no Kafka header
     assert events[0] == Reply(b"") and isinstance(events[-1], LoggedIn)
 
@@ -263,7 +263,7 @@ def test_the_login_over_takes_no_frame(tmp_path: Any) -> None:
 def test_a_raw_token_state_reads_no_header(tmp_path: Any) -> None:
     """After SaslHandshake v0 a frame is a token even when its first bytes look like a Kafka header."""
     machine = SaslMachine(_listener(tmp_path))
-    machine.receive(wire.request(17, 0, {"mechanism": "PLAIN"}))
+    machine.receive(wire.request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}))
     assert machine.state is LoginState.RAW_TOKENS
     events = machine.receive(_header_only(ApiKey.PRODUCE))
     answer = [type(e) for e in events]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from proxy.net.refusals import CAUSE_AUTHENTICATION_FAILED
 from proxy.net.sasl import machine as machine_module
@@ -204,7 +205,7 @@ def oauth_machine(monkeypatch: pytest.MonkeyPatch) -> tuple[SaslMachine, Signing
         monkeypatch.setattr(machine_module, "server_exchange", lambda mechanism, listener: validation.exchange(mechanism))
     listener: Any = _OAuthListener({"OAUTHBEARER": validation})
     machine = SaslMachine(listener)
-    (handshake,) = machine.receive(wire.request(17, 1, {"mechanism": "OAUTHBEARER"}))
+    (handshake,) = machine.receive(wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"}))
     assert isinstance(handshake, Reply) and int(decode_response_body(17, 1, handshake.data)[1].error_code) == 0
     return machine, key
 
@@ -212,10 +213,10 @@ def oauth_machine(monkeypatch: pytest.MonkeyPatch) -> tuple[SaslMachine, Signing
 def test_rfc_7628_failure_sequence_on_the_wire(oauth_machine: tuple[SaslMachine, SigningKey]) -> None:
     machine, key = oauth_machine
     expired = key.sign(claims(lifetime=-120))
-    first = machine.receive(wire.request(36, 2, {"auth_bytes": build_client_first(expired)}))
+    first = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": build_client_first(expired)}))
     answer = _answer(first)
     assert (int(answer.error_code), bytes(answer.auth_bytes)) == (0, b'{"status":"invalid_token"}') and not machine.done
-    events = machine.receive(wire.request(36, 2, {"auth_bytes": b"\x01"}, correlation_id=2))
+    events = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x01"}, correlation_id=2))
     assert [type(event) for event in events] == [LoginFailed, Reply, Close]
     final = _answer(events)
     assert (int(final.error_code), final.error_message) == (58, '{"status":"invalid_token"}')
@@ -225,7 +226,7 @@ def test_rfc_7628_failure_sequence_on_the_wire(oauth_machine: tuple[SaslMachine,
 
 def test_malformed_message_fails_at_once_on_the_wire(oauth_machine: tuple[SaslMachine, SigningKey]) -> None:
     machine, _ = oauth_machine
-    events = machine.receive(wire.request(36, 2, {"auth_bytes": b"n,,\x01auth=Bearer \x01\x01"}))
+    events = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"n,,\x01auth=Bearer \x01\x01"}))
     assert [type(event) for event in events] == [LoginFailed, Reply, Close]
     assert (int(_answer(events).error_code), _answer(events).error_message) == (58, MALFORMED_MESSAGE)
 
@@ -233,7 +234,7 @@ def test_malformed_message_fails_at_once_on_the_wire(oauth_machine: tuple[SaslMa
 def test_good_token_logs_in_on_the_wire(oauth_machine: tuple[SaslMachine, SigningKey]) -> None:
     machine, key = oauth_machine
     token = key.sign(claims("4f0c1c7e-5b7a-4a57-9d4e-0c1f4f8b7b11"))
-    events = machine.receive(wire.request(36, 2, {"auth_bytes": build_client_first(token)}))
+    events = machine.receive(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": build_client_first(token)}))
     assert int(_answer(events).error_code) == 0 and bytes(_answer(events).auth_bytes) == b""
     assert isinstance(events[-1], LoggedIn) and str(events[-1].principal) == "User:4f0c1c7e-5b7a-4a57-9d4e-0c1f4f8b7b11"
 

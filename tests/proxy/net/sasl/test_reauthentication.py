@@ -183,6 +183,6 @@ def test_a_protocol_error_during_a_reauthentication_names_the_sessions_principal
     """Found by an outside check: the refusal of a connection that had logged in carried no principal."""
     machine = SaslMachine(_listener(tmp_path, PLAIN=5000), reauthenticating=SessionLogin("PLAIN", ALICE))
     assert int(_answer(machine.receive(_handshake()), 17, 1).error_code) == 0
-    events = machine.receive(wire.request(18, 0, {}))  # an ApiVersions where the SaslAuthenticate belongs
+    events = machine.receive(wire.request(ApiKey.API_VERSIONS, 0, {}))  # an ApiVersions where the SaslAuthenticate belongs
     (refused,) = [e for e in events if isinstance(e, Refused)]
     assert (refused.reason, refused.principal, refused.mechanism) == ("protocol-error", ALICE, "PLAIN")
