@@ -18,11 +18,7 @@ from typing import Any
 
 from authz.model import CLUSTER_NAME, Operation, PatternType, RequestContext, ResourceType
 from envelope.apis import ApiKey
-
-# Config resource types of (Incremental)AlterConfigs (ConfigResource.Type).
-CONFIG_TOPIC = 2
-CONFIG_BROKER = 4
-CONFIG_BROKER_LOGGER = 8
+from envelope.config_resources import CONFIG_TOPIC
 
 
 @dataclass(frozen=True, slots=True)

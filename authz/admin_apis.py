@@ -28,8 +28,6 @@ from authz.actions import (
     token_owner,
     topics,
 )
-from authz.change_parameters import CONFIG_CLIENT_METRICS as CONFIG_CLIENT_METRICS  # the audit imports it from here
-from authz.change_parameters import CONFIG_GROUP as CONFIG_GROUP  # the audit imports it from here
 from authz.change_parameters import ParameterBounds as ParameterBounds  # the audit imports it from here
 from authz.change_parameters import Parameters
 from authz.model import Operation

@@ -15,27 +15,17 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from authz.actions import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC
 from authz.model import Operation, PatternType, PermissionType, ResourceType
+from envelope.config_resources import CONFIG_RESOURCE_TYPE_NAMES, CONFIG_TOPIC, OP_NAMES
 
 Parameters = Callable[[Any, "ParameterBounds"], dict[str, Any]]
 """(decoded request body, bounds) -> what the request asks to change, as its intent record's `request` object."""
 
-CONFIG_CLIENT_METRICS = 16  # ConfigResource.Type, beside authz/actions.py's TOPIC, BROKER and BROKER_LOGGER
-CONFIG_GROUP = 32
 HIDDEN = "[hidden]"
 """What a sensitive config value reads as (Kafka's Password.HIDDEN)."""
-CONFIG_RESOURCE_TYPE_NAMES = {
-    CONFIG_TOPIC: "TOPIC",
-    CONFIG_BROKER: "BROKER",
-    CONFIG_BROKER_LOGGER: "BROKER_LOGGER",
-    CONFIG_CLIENT_METRICS: "CLIENT_METRICS",
-    CONFIG_GROUP: "GROUP",
-}
 T = TypeVar("T")
 
-# IncrementalAlterConfigs' OpType, ScramMechanism, UpdateFeatures' UpgradeType, ElectLeaders' ElectionType.
-CONFIG_OPERATIONS = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
+# ScramMechanism, UpdateFeatures' UpgradeType, ElectLeaders' ElectionType (IncrementalAlterConfigs' OpType: OP_NAMES).
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 UPGRADE_TYPES = {1: "UPGRADE", 2: "SAFE_DOWNGRADE", 3: "UNSAFE_DOWNGRADE"}
 ELECTION_TYPES = {0: "PREFERRED", 1: "UNCLEAN"}
@@ -106,7 +96,7 @@ def _config(resource_type: int, bounds: ParameterBounds, incremental: bool) -> C
         name = str(config.name)
         hidden = bounds.hidden(resource_type, name)
         value = None if config.value is None else HIDDEN if hidden else bounds.text(config.value)
-        operation = _code_name(CONFIG_OPERATIONS, config.config_operation) if incremental else "SET"
+        operation = _code_name(OP_NAMES, config.config_operation) if incremental else "SET"
         return {"name": bounds.text(name), "operation": operation, "value": value, "sensitive": hidden}
 
     return row

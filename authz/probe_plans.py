@@ -17,11 +17,8 @@ from kio.schema.errors import ErrorCode
 
 from authz.model import CLUSTER_NAME, Action, Decision, Operation, ResourceType
 from envelope.apis import ApiKey
+from envelope.config_resources import CONFIG_BROKER, CONFIG_GROUP, CONFIG_TOPIC
 
-# Config resource types of (Incremental)AlterConfigs (ConfigResource.Type).
-CONFIG_TOPIC = 2
-CONFIG_BROKER = 4
-CONFIG_GROUP = 32
 CLUSTER_WIDE_BROKER = ""
 """The broker config resource that names no broker: the cluster-wide default, which every controller has."""
 PROBE_TIMEOUT_MS = 30000

@@ -11,8 +11,9 @@ import logging
 from kio.schema.errors import ErrorCode
 
 from controller.config_defs import kafka_configs
-from controller.config_resources import APPEND, DELETE, OP_NAMES, SET, SUBTRACT, ConfigProblem
+from controller.config_resources import ConfigProblem
 from controller.java_values import java_text
+from envelope.config_resources import OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT
 
 ROOT_LOGGER = "root"
 TRACE = 5  # log4j's TRACE, below DEBUG: Python has no name for it
@@ -39,18 +40,18 @@ def python_loggers() -> dict[str, str]:
 def check_logger_change(logger: str, op: int, value: str | None) -> None:
     """RuntimeLoggerManager's checks of one change to a logger: ConfigProblem where Kafka refuses it."""
     levels = kafka_configs().log_levels
-    if op == SET:
+    if op == OP_SET:
         _logger_exists(logger)
         if value not in levels:
             raise ConfigProblem(
                 ErrorCode.invalid_config,
                 f"Cannot set the log level of {logger} to {java_text(value)} as it is not a supported log level. Valid log levels are {', '.join(levels)}",
             )
-    elif op == DELETE:
+    elif op == OP_DELETE:
         _logger_exists(logger)
         if logger == ROOT_LOGGER:
             raise ConfigProblem(ErrorCode.invalid_request, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
-    elif op in (APPEND, SUBTRACT):
+    elif op in (OP_APPEND, OP_SUBTRACT):
         raise ConfigProblem(ErrorCode.invalid_request, f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
     else:
         # Kafka switches over OpType.forId(op), which is null here: a NullPointerException, UNKNOWN_SERVER_ERROR.

@@ -1,7 +1,6 @@
 """What the config APIs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) share about a config resource.
 
-Kafka's ConfigResource.Type numbers and names, the IncrementalAlterConfigs
-operations (AlterConfigOp.OpType), the words Kafka's ControllerApis answers a
+The words Kafka's ControllerApis answers a
 denied resource with, and one resource's failure and answer entry as the alter
 handlers and the BROKER_LOGGER changes give them.
 """
@@ -9,15 +8,6 @@ handlers and the BROKER_LOGGER changes give them.
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-
-# ConfigResource.Type
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
-CONFIG_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
-TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER", CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType)
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 ERROR_MESSAGES: dict[int, str] = {
     ErrorCode.topic_authorization_failed: "Topic authorization failed.",

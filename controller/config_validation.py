@@ -13,13 +13,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from controller.config_defs import Definitions, kafka_configs
-from controller.config_resources import BROKER, CLIENT_METRICS, GROUP, TOPIC, ConfigProblem
+from controller.config_resources import ConfigProblem
 from controller.config_state import ConfigState
 from controller.config_validators import ConfigValueError
 from controller.java_order import string_map_order
 from controller.java_values import java_integer
 from controller.topic_configs import topic_configs_problem
 from controller.topic_rules import topic_name_problem
+from envelope.config_resources import CONFIG_BROKER, CONFIG_CLIENT_METRICS, CONFIG_GROUP, CONFIG_TOPIC
 
 # ClientMetricsConfigs: the push interval a subscription may ask for, 100 ms to an hour
 MIN_INTERVAL_MS = 100
@@ -28,23 +29,23 @@ MAX_INTERVAL_MS = 3_600_000
 
 def validate_resource_configs(kind: int, name: str, configs: dict[str, str], state: ConfigState) -> None:
     """ControllerConfigurationValidator."""
-    if kind == TOPIC:
+    if kind == CONFIG_TOPIC:
         if not name:
             raise ConfigProblem(ErrorCode.invalid_request, "Default topic resources are not allowed.")
         if (problem := topic_name_problem(name)) is not None:
             raise ConfigProblem(ErrorCode.invalid_topic_exception, problem)
         if (problem := topic_configs_problem(configs, state)) is not None:
             raise ConfigProblem(ErrorCode.invalid_config, problem)
-    elif kind == BROKER:
+    elif kind == CONFIG_BROKER:
         if name:
             broker = java_integer(name)
             if broker is None:
                 raise ConfigProblem(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
             if broker < 0:
                 raise ConfigProblem(ErrorCode.invalid_request, "Invalid negative broker ID.")
-    elif kind == CLIENT_METRICS:
+    elif kind == CONFIG_CLIENT_METRICS:
         _client_metrics_problem(name, configs)
-    elif kind == GROUP:
+    elif kind == CONFIG_GROUP:
         if not name:
             raise ConfigProblem(ErrorCode.invalid_request, "Default group resources are not allowed.")
         _group_problem(configs, state)

@@ -30,28 +30,26 @@ from controller.authorize import allowed
 from controller.broker_loggers import LOG4J_TO_PYTHON, ROOT_LOGGER, check_logger_change
 from controller.changes import change_of
 from controller.config_defs import kafka_configs
-from controller.config_resources import (
-    APPEND,
-    BROKER,
-    BROKER_LOGGER,
-    CLIENT_METRICS,
-    CONFIG_RESOURCE_TYPES,
-    DELETE,
-    ERROR_MESSAGES,
-    GROUP,
-    OP_NAMES,
-    SET,
-    SUBTRACT,
-    TOPIC,
-    TYPE_NAMES,
-    ConfigProblem,
-    alter_response,
-)
+from controller.config_resources import ERROR_MESSAGES, ConfigProblem, alter_response
 from controller.config_state import ConfigState
 from controller.config_validation import validate_resource_configs
 from controller.image import MetadataImage
 from controller.java_order import string_map_order
 from controller.java_values import java_integer
+from envelope.config_resources import (
+    CONFIG_BROKER,
+    CONFIG_BROKER_LOGGER,
+    CONFIG_CLIENT_METRICS,
+    CONFIG_GROUP,
+    CONFIG_RESOURCE_TYPE_NAMES,
+    CONFIG_RESOURCE_TYPES,
+    CONFIG_TOPIC,
+    OP_APPEND,
+    OP_DELETE,
+    OP_NAMES,
+    OP_SET,
+    OP_SUBTRACT,
+)
 from envelope.java_types import SHORT_MAX
 
 log = logging.getLogger(__name__)
@@ -121,7 +119,7 @@ class ConfigHandlers:
 
     def alter_configs(self, body: Any, ctx: RequestContext) -> dict[str, Any]:
         def changes_of(resource: Any) -> Changes:
-            return {str(config.name): (SET, config.value) for config in resource.configs}
+            return {str(config.name): (OP_SET, config.value) for config in resource.configs}
 
         return self._alter("AlterConfigs", body, ctx, changes_of, incremental=False)
 
@@ -135,7 +133,7 @@ class ConfigHandlers:
         for resource in body.resources:
             kind, name = int(resource.resource_type), str(resource.resource_name)
             key = (kind, name)
-            if kind == BROKER_LOGGER and incremental:
+            if kind == CONFIG_BROKER_LOGGER and incremental:
                 loggers.append(self._broker_logger(resource, ctx, validate_only))
             elif kind not in CONFIG_RESOURCE_TYPES:
                 sorted_out.append(alter_response(ErrorCode.unsupported_version, f"Unknown resource type {kind}.", kind, name))
@@ -172,36 +170,36 @@ class ConfigHandlers:
     def _authorize(self, key: Key, ctx: RequestContext) -> ConfigProblem | None:
         """ControllerApis.authorizeAlterResource."""
         kind, name = key
-        if kind == TOPIC:
+        if kind == CONFIG_TOPIC:
             ok, code = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.TOPIC, name), ErrorCode.topic_authorization_failed
-        elif kind == GROUP:
+        elif kind == CONFIG_GROUP:
             ok, code = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.GROUP, name), ErrorCode.group_authorization_failed
-        elif kind in (BROKER, CLIENT_METRICS):
+        elif kind in (CONFIG_BROKER, CONFIG_CLIENT_METRICS):
             ok = allowed(self.authorizer, ctx, Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
             code = ErrorCode.cluster_authorization_failed
         else:
-            return ConfigProblem(ErrorCode.invalid_request, f"Unexpected resource type {TYPE_NAMES.get(kind, kind)}.")
+            return ConfigProblem(ErrorCode.invalid_request, f"Unexpected resource type {CONFIG_RESOURCE_TYPE_NAMES.get(kind, kind)}.")
         return None if ok else ConfigProblem(code, ERROR_MESSAGES[code])
 
     # ---------------------------------------------------------------- one resource
 
     def _current(self, key: Key) -> dict[str, str]:
         kind, name = key
-        store = {TOPIC: None, BROKER: self.image.broker_configs, GROUP: self.image.group_configs, CLIENT_METRICS: self.image.client_metrics_configs}
-        if kind == TOPIC:
+        store = {CONFIG_TOPIC: None, CONFIG_BROKER: self.image.broker_configs, CONFIG_GROUP: self.image.group_configs, CONFIG_CLIENT_METRICS: self.image.client_metrics_configs}
+        if kind == CONFIG_TOPIC:
             topic = self.image.topics.get(name)
             return dict(topic.configs) if topic is not None else {}
         return dict((store[kind] or {}).get(name, {}))
 
     def _store(self, key: Key, updated: dict[str, str]) -> None:
         kind, name = key
-        if kind == TOPIC:
+        if kind == CONFIG_TOPIC:
             topic = self.image.topics.get(name)
             if topic is not None:
                 topic.configs.clear()
                 topic.configs.update(updated)
             return
-        store = {BROKER: self.image.broker_configs, GROUP: self.image.group_configs, CLIENT_METRICS: self.image.client_metrics_configs}[kind]
+        store = {CONFIG_BROKER: self.image.broker_configs, CONFIG_GROUP: self.image.group_configs, CONFIG_CLIENT_METRICS: self.image.client_metrics_configs}[kind]
         if updated:
             store[name] = updated
         else:
@@ -223,25 +221,25 @@ class ConfigHandlers:
         for name in string_map_order(changes):  # Kafka keeps each resource's changes in a HashMap
             op, value = changes[name]
             old = current.get(name)
-            if op == SET:
+            if op == OP_SET:
                 new = value
-            elif op == DELETE:
+            elif op == OP_DELETE:
                 new = None
-            elif op in (APPEND, SUBTRACT):
+            elif op in (OP_APPEND, OP_SUBTRACT):
                 if not self._splittable(kind, name):
                     raise ConfigProblem(ErrorCode.invalid_config, f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
                 if value is None:
                     raise WholeRequestFailure(name)
                 parts = self._parts(kind, name, old)
                 for item in java_split(value):
-                    if op == APPEND and item not in parts:
+                    if op == OP_APPEND and item not in parts:
                         parts.append(item)
-                    elif op == SUBTRACT and item in parts:
+                    elif op == OP_SUBTRACT and item in parts:
                         parts.remove(item)
                 new = ",".join(parts)
             else:
                 raise WholeRequestFailure(name)
-            if new != old or kind == BROKER:
+            if new != old or kind == CONFIG_BROKER:
                 records.append(Record(name, new))
         if not incremental:
             records += [Record(name, None) for name in current if name not in changes]
@@ -249,13 +247,13 @@ class ConfigHandlers:
 
     def _splittable(self, kind: int, name: str) -> bool:
         defs = kafka_configs()
-        key = defs.topic.get(name) if kind == TOPIC else defs.broker.get(name) if kind == BROKER else None
+        key = defs.topic.get(name) if kind == CONFIG_TOPIC else defs.broker.get(name) if kind == CONFIG_BROKER else None
         return key is not None and key.type == "LIST"
 
     def _parts(self, kind: int, name: str, value: str | None) -> list[str]:
         if value is None:
             defs = kafka_configs()
-            key = defs.topic.get(name) if kind == TOPIC else defs.broker.get(name)
+            key = defs.topic.get(name) if kind == CONFIG_TOPIC else defs.broker.get(name)
             value = key.default if key is not None else None
         return [] if value is None else [part for part in java_split(value) if part]
 
@@ -265,11 +263,11 @@ class ConfigHandlers:
         elr = self.image.finalized_features.get(ELR_FEATURE, 0) >= 1
         updated = dict(current)
         for record in records:
-            if record.name == MIN_INSYNC_REPLICAS and kind == BROKER and name and elr:
+            if record.name == MIN_INSYNC_REPLICAS and kind == CONFIG_BROKER and name and elr:
                 raise ConfigProblem(ErrorCode.invalid_config, f"Broker-level {MIN_INSYNC_REPLICAS} cannot be altered while ELR is enabled.")
-            if record.name == MIN_INSYNC_REPLICAS and kind == BROKER and not name and record.value is None and elr:
+            if record.name == MIN_INSYNC_REPLICAS and kind == CONFIG_BROKER and not name and record.value is None and elr:
                 raise ConfigProblem(ErrorCode.invalid_config, f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")
-            if record.name == CORDONED_LOG_DIRS and kind == BROKER:
+            if record.name == CORDONED_LOG_DIRS and kind == CONFIG_BROKER:
                 self._check_cordoned(record, current.get(CORDONED_LOG_DIRS), forwarded)
             if record.value is None:
                 updated.pop(record.name, None)
@@ -301,11 +299,11 @@ class ConfigHandlers:
 
     def _exists(self, kind: int, name: str) -> None:
         """QuorumController's ConfigResourceExistenceChecker."""
-        if kind == BROKER and name:
+        if kind == CONFIG_BROKER and name:
             node = java_integer(name)  # checked before: a broker name that parses
             if node not in self.broker_ids and node not in self.controller_ids:
                 raise ConfigProblem(ErrorCode.broker_id_not_registered, f"No node with id {node} found.")
-        elif kind == TOPIC and name not in self.image.topics:
+        elif kind == CONFIG_TOPIC and name not in self.image.topics:
             raise ConfigProblem(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
 
     # ---------------------------------------------------------------- BROKER_LOGGER
@@ -329,10 +327,10 @@ class ConfigHandlers:
         if not validate_only:
             for logger, op, value in ops:
                 target = logging.getLogger() if logger == ROOT_LOGGER else logging.getLogger(logger)
-                if op == SET and value is not None:
+                if op == OP_SET and value is not None:
                     target.setLevel(LOG4J_TO_PYTHON[value])
                     log.warning("Updated the log level of %s to %s", logger, value)
-                elif op == DELETE:
+                elif op == OP_DELETE:
                     target.setLevel(logging.NOTSET)
                     log.warning("Unset the log level of %s", logger)
         return alter_response(ErrorCode.none, None, kind, name)

@@ -22,7 +22,7 @@ from authz.model import CLUSTER_NAME
 from controller.authorize import allowed
 from controller.broker_loggers import python_loggers
 from controller.config_defs import CONFIG_TYPE_IDS, UNKNOWN_CONFIG_TYPE, ConfigKey, kafka_configs, normalized
-from controller.config_resources import BROKER, BROKER_LOGGER, CLIENT_METRICS, CONFIG_RESOURCE_TYPES, ERROR_MESSAGES, GROUP, TOPIC
+from controller.config_resources import ERROR_MESSAGES
 from controller.config_state import (
     CLIENT_METRICS_CONFIG,
     CLUSTER_DEFAULT,
@@ -37,6 +37,14 @@ from controller.config_state import (
 from controller.image import MetadataImage
 from controller.java_values import java_hash_map_order, java_integer, scala_hash_map_order
 from controller.topic_rules import topic_name_problem
+from envelope.config_resources import (
+    CONFIG_BROKER,
+    CONFIG_BROKER_LOGGER,
+    CONFIG_CLIENT_METRICS,
+    CONFIG_GROUP,
+    CONFIG_RESOURCE_TYPES,
+    CONFIG_TOPIC,
+)
 
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was sent to an "
@@ -144,10 +152,10 @@ class ConfigDescriber:
 
     def _denial(self, resource: Any, ctx: RequestContext) -> int | None:
         kind, name = int(resource.resource_type), str(resource.resource_name)
-        if kind == TOPIC:
+        if kind == CONFIG_TOPIC:
             ok = allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
             return None if ok else ErrorCode.topic_authorization_failed
-        if kind == GROUP:
+        if kind == CONFIG_GROUP:
             ok = allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, name)
             return None if ok else ErrorCode.group_authorization_failed
         ok = allowed(self.authorizer, ctx, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -157,13 +165,13 @@ class ConfigDescriber:
         kind, name = int(resource.resource_type), str(resource.resource_name)
         wanted = None if resource.configuration_keys is None else [str(k) for k in resource.configuration_keys]
         try:
-            if kind == TOPIC:
+            if kind == CONFIG_TOPIC:
                 configs = self._topic(name, state, wanted, include_synonyms, include_documentation)
-            elif kind == BROKER:
+            elif kind == CONFIG_BROKER:
                 configs = self._broker(name, state, wanted, include_synonyms, include_documentation)
-            elif kind == BROKER_LOGGER:
+            elif kind == CONFIG_BROKER_LOGGER:
                 configs = self._broker_logger(name, wanted)
-            elif kind == CLIENT_METRICS:
+            elif kind == CONFIG_CLIENT_METRICS:
                 configs = self._client_metrics(name, wanted, include_synonyms, include_documentation)
             else:
                 configs = self._group(name, state, wanted, include_synonyms, include_documentation)

@@ -24,8 +24,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from authz.actions import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC
-from authz.admin_apis import CONFIG_CLIENT_METRICS, CONFIG_GROUP
+from envelope.config_resources import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS, CONFIG_GROUP, CONFIG_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from authz import Operation, PatternType, RequestContext, ResourceType
-from authz.actions import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC, ResourceAccess
+from authz.actions import ResourceAccess
 from authz.model import CLUSTER_NAME
 from envelope.apis import ApiKey
+from envelope.config_resources import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP, CONFIG_RESOURCE_TYPES, CONFIG_TOPIC
 from envelope.config_sources import DEFAULT_CONFIG, UNKNOWN_CONFIG, UNKNOWN_CONFIG_TYPE
 from envelope.error_messages import default_message
 from envelope.header import RequestHeaderInfo
@@ -19,8 +20,6 @@ from proxy.net.settings import ListenerConfig
 
 log = logging.getLogger(__name__)
 
-CONFIG_GROUP = 32
-CONFIG_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})  # ConfigResource.Type: TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
 
 
 async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:
