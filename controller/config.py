@@ -6,9 +6,9 @@ from pathlib import Path
 from authz import Authorizer
 from controller.delegation_tokens import TokenSettings, parse_token_settings
 from controller.identity import CLUSTER_ID_KEY
-from controller.leadership import NO_LEADER
 from envelope import kafka_uuid
 from envelope.java_types import INT_MAX
+from envelope.responses import NO_NODE
 from proxy.files import directory_problem
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
@@ -57,7 +57,7 @@ class ControllerConfig:
             "metadata.log.dir": str(self.metadata_dir) if self.metadata_dir else None,
             "authorizer.class.name": self.authorizer_class or None,
             VOTERS_KEY: ",".join(str(v) for v in self.voters) or None,
-            ACTIVE_ID_KEY: self.active_id if self.active_id is not None else NO_LEADER,
+            ACTIVE_ID_KEY: self.active_id if self.active_id is not None else NO_NODE,
             CLUSTER_ID_KEY: self.cluster_id,
             **self.tokens.effective(),
             **self.transport.effective(),
@@ -86,9 +86,9 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
     voter_ids = [v.node_id for v in voters] or [node_id]
     if node_id not in voter_ids:
         raise ConfigError("node.id", str(node_id), f"is not among {VOTERS_KEY} ({', '.join(map(str, voter_ids))})")
-    active = props.int(ACTIVE_ID_KEY, node_id, minimum=NO_LEADER)
-    if active != NO_LEADER and active not in voter_ids:
-        raise ConfigError(ACTIVE_ID_KEY, str(active), f"names no voter: use one of {', '.join(map(str, voter_ids))}, or {NO_LEADER} for none")
+    active = props.int(ACTIVE_ID_KEY, node_id, minimum=NO_NODE)
+    if active != NO_NODE and active not in voter_ids:
+        raise ConfigError(ACTIVE_ID_KEY, str(active), f"names no voter: use one of {', '.join(map(str, voter_ids))}, or {NO_NODE} for none")
     cluster_id = props.get(CLUSTER_ID_KEY)
     if cluster_id is not None and (problem := kafka_uuid.parse_problem(cluster_id)) is not None:
         raise ConfigError(CLUSTER_ID_KEY, cluster_id, problem)
@@ -96,7 +96,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         node_id=node_id,
         voters=voters,
         cluster_id=cluster_id,
-        active_id=None if active == NO_LEADER else active,
+        active_id=None if active == NO_NODE else active,
         listeners=listeners,
         super_users=super_users(props),
         allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),

@@ -23,10 +23,9 @@ from authz import Authorizer, Operation, RequestContext
 from controller.authorize import AUTHORIZATION_FAILED, cluster_allowed
 from envelope import kafka_uuid
 from envelope.apis import ApiKey, EndpointType, is_forwardable
-from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE
 from proxy.net.addresses import ControllerAddress
 
-NO_LEADER = -1
 # Answered by the Raft layer itself on every voter (NOT_LEADER_OR_FOLLOWER on a follower), not by the active controller.
 RAFT_ANSWERED = frozenset({ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
 
@@ -82,9 +81,9 @@ class Leadership:
                 "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER",
             )
         endpoints = self.endpoints(ctx.listener)
-        leader = self.active_id if self.active_id is not None else NO_LEADER
+        leader = self.active_id if self.active_id is not None else NO_NODE
         if all(e.node_id != leader for e in endpoints):
-            leader = NO_LEADER  # Kafka names no controller it has no endpoint for
+            leader = NO_NODE  # Kafka names no controller it has no endpoint for
         brokers = [{"broker_id": e.node_id, "host": e.host, "port": e.port, "rack": None, "is_fenced": False} for e in endpoints]
         return {**_cluster_error(ErrorCode.none, None), "cluster_id": self.cluster_id, "controller_id": leader, "brokers": brokers}
 
@@ -103,7 +102,7 @@ def _cluster_error(code: int, message: str | None) -> dict[str, Any]:
         "error_message": message,
         "endpoint_type": EndpointType.CONTROLLER,
         "cluster_id": "",
-        "controller_id": NO_LEADER,
+        "controller_id": NO_NODE,
         "brokers": [],
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

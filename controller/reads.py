@@ -23,10 +23,9 @@ from authz.model import CLUSTER_NAME
 from controller.acls import NO_ACL_STORE, binding_filter_of
 from controller.authorize import AUTHORIZATION_FAILED, allowed
 from controller.image import MetadataImage
-from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, metadata_topic_error
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE, metadata_topic_error
 from proxy.net.addresses import ControllerAddress
 
-NO_CONTROLLER = -1
 METADATA_TOPIC_IDS = 12
 """Metadata asks for topics by id (KIP-516) from v12; before, a topic's name is required."""
 
@@ -71,7 +70,7 @@ class ReadHandlers:
                 {**metadata_topic_error(str(t.name or ""), ErrorCode.invalid_request), "topic_id": getattr(t, "topic_id", None) or zero}
                 for t in body.topics
             ]
-            return {**self._answer(topics, ctx), "brokers": [], "cluster_id": None, "controller_id": NO_CONTROLLER}
+            return {**self._answer(topics, ctx), "brokers": [], "cluster_id": None, "controller_id": NO_NODE}
         ids = list(dict.fromkeys(t.topic_id for t in body.topics or () if getattr(t, "topic_id", None) is not None))
         if ids:
             return self._answer(self._topics_by_id(ids, ctx), ctx)

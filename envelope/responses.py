@@ -11,6 +11,8 @@ from envelope.java_types import INT_MIN
 
 AUTHORIZED_OPERATIONS_OMITTED = INT_MIN
 """An `authorized_operations` field the client did not ask for: Integer.MIN_VALUE, the schemas' default."""
+NO_NODE = -1
+"""The node id an answer gives where it names none: no controller (Metadata, DescribeCluster), no quorum leader."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from kio.schema.errors import ErrorCode
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType, TimestampType
@@ -33,7 +34,7 @@ from spark_audit.whatif import decisions
 #: The method of the controller's own check of a forwarded request (Kafka's Envelope, API key 58).
 ENVELOPE_METHOD = "kafka.Envelope"
 #: The envelope error with which the controller refuses the proxy's own rights: that check was denied.
-CLUSTER_AUTHORIZATION_FAILED = 31
+CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
 #: Outcome statuses the controller decided (ERROR: nobody decided; docs/audit-job.md, "Authorizer what-if").
 DECIDED_STATUSES = ("SUCCESS", "FAILURE")
 #: The columns of an allowed decision, and of a distinct one.

@@ -17,7 +17,7 @@ from envelope.apis import EndpointType
 from envelope.build import build_entity
 from envelope.codec import encode_response, response_schema
 from envelope.header import RequestHeaderInfo
-from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE
 from proxy.forward.broker_view import BrokerSet
 from proxy.net.settings import ListenerConfig
 
@@ -86,7 +86,7 @@ def describe_cluster_response(
             "error_message": error[1],
             "endpoint_type": EndpointType.BROKER,
             "cluster_id": "",
-            "controller_id": -1,
+            "controller_id": NO_NODE,
             "brokers": [],
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }

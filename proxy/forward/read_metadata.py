@@ -16,7 +16,7 @@ from authz import Operation, RequestContext, ResourceType
 from authz.actions import ResourceAccess
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
-from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, metadata_topic_error
+from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE, metadata_topic_error
 from proxy.forward.broker_view import BrokerSet
 from proxy.forward.local import metadata_response
 from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, topic_access
@@ -177,7 +177,7 @@ def error_answer(body: Any, error: dict[str, Any]) -> dict[str, Any]:
         "topics": topics,
         "brokers": [],
         "cluster_id": None,
-        "controller_id": -1,
+        "controller_id": NO_NODE,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 

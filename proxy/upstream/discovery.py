@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey, EndpointType
 from envelope.errors import ProtocolError
+from envelope.responses import NO_NODE
 from proxy.backoff import Backoff
 from proxy.net.addresses import ControllerAddress
 from proxy.upstream.cluster_identity import ClusterIdentity
@@ -33,7 +34,6 @@ from proxy.upstream.settings import UpstreamSettings
 log = logging.getLogger(LOGGER)
 
 METADATA_TOPIC = "__cluster_metadata"
-NO_LEADER = -1
 # What each discovery request needs of the proxy's principal on the Cluster resource, as Kafka 4.3.1's controller checks it.
 DESCRIBE_CLUSTER_OPERATION = "Alter"
 DESCRIBE_QUORUM_OPERATION = "Describe"
@@ -90,7 +90,7 @@ def from_describe_quorum(response: Any, listener: str, voters: tuple[ControllerA
         if str(item.name).upper() == listener.upper()
     ]
     endpoints = tuple(named) or tuple(voter for voter in voters if voter.node_id is not None)
-    if leader == NO_LEADER:
+    if leader == NO_NODE:
         return Answer(None, endpoints, "DescribeQuorum")
     active = next((endpoint for endpoint in endpoints if endpoint.node_id == leader), None)
     return Answer(active or ControllerAddress(answering.host, answering.port, leader), endpoints, "DescribeQuorum")

@@ -35,6 +35,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from apiversions import VersionRange
+from envelope.responses import NO_NODE
 from envelope.wrap import unwrap
 from proxy.backoff import Backoff, Uniform
 from proxy.net.addresses import ControllerAddress
@@ -46,7 +47,6 @@ from proxy.upstream.settings import UpstreamSettings
 
 log = logging.getLogger(__name__)
 
-NO_CONTROLLER = -1
 
 
 class QueueFull(UpstreamUnavailable):
@@ -245,7 +245,7 @@ class ControllerPool:
     def active_id(self) -> int:
         active = self.discovery.active
         if active is None or active.node_id is None:
-            return NO_CONTROLLER
+            return NO_NODE
         return active.node_id
 
     @property
