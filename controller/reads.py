@@ -24,10 +24,8 @@ from controller.acls import NO_ACL_STORE, binding_filter_of
 from controller.authorize import AUTHORIZATION_FAILED, allowed
 from controller.image import MetadataImage
 from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE, metadata_topic_error
+from envelope.versions import METADATA_TOPIC_IDS
 from proxy.net.addresses import ControllerAddress
-
-METADATA_TOPIC_IDS = 12
-"""Metadata asks for topics by id (KIP-516) from v12; before, a topic's name is required."""
 
 
 def _by_id(topic_id: Any, code: int) -> dict[str, Any]:

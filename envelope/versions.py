@@ -1,4 +1,5 @@
-"""A range of versions of one API, as ApiVersions lists it."""
+"""A range of versions of one API, as ApiVersions lists it; and the versions at which a request changes meaning that
+more than one package tests."""
 
 from dataclasses import dataclass
 
@@ -18,3 +19,7 @@ class VersionRange:
     def intersect(self, other: "VersionRange") -> "VersionRange | None":
         low, high = max(self.min, other.min), min(self.max, other.max)
         return VersionRange(low, high) if low <= high else None
+
+
+METADATA_TOPIC_IDS = 12
+"""The first Metadata version that may name topics by id alone (KIP-516); Kafka refuses ids below it."""

@@ -17,6 +17,7 @@ from authz.actions import ResourceAccess
 from envelope.apis import ApiKey
 from envelope.header import RequestHeaderInfo
 from envelope.responses import AUTHORIZED_OPERATIONS_OMITTED, NO_NODE, metadata_topic_error
+from envelope.versions import METADATA_TOPIC_IDS
 from proxy.forward.broker_view import BrokerSet
 from proxy.forward.local import metadata_response
 from proxy.forward.reads import ReadPath, ReadResult, ReadUnavailable, as_dict, topic_access
@@ -28,8 +29,6 @@ METADATA_CLUSTER_OPERATIONS = range(8, 11)
 """The Metadata versions that carry cluster_authorized_operations (v11 moved them to DescribeCluster)."""
 METADATA_TOPIC_OPERATIONS = 8
 """The first Metadata version with topic_authorized_operations."""
-METADATA_TOPIC_IDS = 12
-"""The first Metadata version that may name topics by id alone (KIP-516); Kafka refuses ids below it."""
 
 
 async def answer(path: ReadPath, ctx: RequestContext, listener: ListenerConfig, header: RequestHeaderInfo, body: Any) -> ReadResult:

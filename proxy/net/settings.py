@@ -6,6 +6,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from envelope.frames import DEFAULT_MAX_FRAME_SIZE
 from envelope.java_types import INT_MAX
 from proxy.net.addresses import host_port
 from proxy.net.ip_filter import IpFilter, parse_ip_filter
@@ -102,8 +103,8 @@ def _check_duplicates(key: str, text: str, endpoints: list[Endpoint]) -> None:
 class TransportSettings:
     """Frame caps and connection timings every listener of a process shares."""
 
-    max_frame_size: int = 104857600
-    sasl_max_receive_size: int = 524288
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    sasl_max_receive_size: int = 524288  # sasl.server.max.receive.size
     failed_auth_delay: float = 0.1
     # Before a login completes (and for a connection's first request), a frame must arrive whole within this.
     preauth_idle_timeout: float = 10.0
@@ -124,11 +125,14 @@ def parse_transport(props: Properties) -> TransportSettings:
     reuse_port = props.bool("socket.reuse.port", False)
     if reuse_port and not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError("socket.reuse.port", "true", "this platform has no SO_REUSEPORT")
+    # Kafka's defaults, as TransportSettings' own (the effective configuration prints them in Kafka's units)
+    default = TransportSettings().effective()
     return TransportSettings(
-        max_frame_size=props.int("socket.request.max.bytes", 104857600, minimum=1, maximum=INT_MAX),
-        sasl_max_receive_size=props.int("sasl.server.max.receive.size", 524288, minimum=1),
-        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", 100, minimum=0) / 1000,
-        preauth_idle_timeout=props.int("connections.preauth.idle.ms", 10000, minimum=1) / 1000,
+        max_frame_size=props.int("socket.request.max.bytes", int(default["socket.request.max.bytes"]), minimum=1, maximum=INT_MAX),
+        sasl_max_receive_size=props.int("sasl.server.max.receive.size", int(default["sasl.server.max.receive.size"]), minimum=1),
+        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", int(default["connection.failed.authentication.delay.ms"]), minimum=0)
+        / 1000,
+        preauth_idle_timeout=props.int("connections.preauth.idle.ms", int(default["connections.preauth.idle.ms"]), minimum=1) / 1000,
         reuse_port=reuse_port,
     )
 
