@@ -12,7 +12,7 @@ from envelope.responses import NO_NODE
 from proxy.files import directory_problem
 from proxy.net.addresses import VOTERS_KEY, ControllerAddress, parse_voters
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_transport
-from proxy.properties import ConfigError, Properties, load_authorizer, load_properties, super_users
+from proxy.properties import ConfigError, Properties, allow_everyone_if_no_acl_found, load_authorizer, load_properties, super_users
 
 ACTIVE_ID_KEY = "embedded.controller.active.id"
 
@@ -99,7 +99,7 @@ def parse_controller_config(raw: dict[str, str]) -> ControllerConfig:
         active_id=None if active == NO_NODE else active,
         listeners=listeners,
         super_users=super_users(props),
-        allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
+        allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found(props),
         default_partitions=props.int("num.partitions", 1, minimum=1),
         default_replication_factor=props.int("default.replication.factor", 1, minimum=1),
         broker_count=props.int("embedded.broker.count", 1, minimum=1),

@@ -15,7 +15,7 @@ from proxy.net.addresses import parse_quorum, parse_servers
 from proxy.net.settings import ListenerConfig, TransportSettings, parse_listeners, parse_protocol_map, parse_transport
 from proxy.net.tls.settings import parse_client_tls
 from proxy.ops.http import parse_listen
-from proxy.properties import ConfigError, Properties, load_authorizer, load_properties, super_users
+from proxy.properties import ConfigError, Properties, allow_everyone_if_no_acl_found, load_authorizer, load_properties, super_users
 from proxy.upstream.cluster_identity import CLUSTER_ID_KEY
 from proxy.upstream.login import parse_upstream_login
 from proxy.upstream.settings import UpstreamSettings
@@ -192,7 +192,7 @@ def _edge(props: Properties, listeners: list[ListenerConfig], transport: Transpo
     return EdgeSettings(
         policy=policy,
         super_users=super_users(props),
-        allow_everyone_if_no_acl_found=props.bool("allow.everyone.if.no.acl.found", False),
+        allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found(props),
         refresh_seconds=props.int("edge.acl.refresh.ms", 5000, minimum=0) / 1000,
         token_refresh_seconds=props.int("edge.token.refresh.ms", 5000, minimum=100) / 1000,
         plugin=plugin,

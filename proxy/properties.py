@@ -164,6 +164,11 @@ def scoped(raw: Mapping[str, str], key: str, *, listener: str | None = None, mec
     return key, raw.get(key)
 
 
+def allow_everyone_if_no_acl_found(props: Properties) -> bool:
+    """`allow.everyone.if.no.acl.found` (StandardAuthorizer's default: false), for the proxy's and the controller's ACLs."""
+    return props.bool("allow.everyone.if.no.acl.found", False)
+
+
 def super_users(props: Properties) -> frozenset[str]:
     """`super.users`, its errors as ConfigError."""
     try:
