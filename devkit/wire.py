@@ -61,11 +61,20 @@ def plain_token(user: str, password: str, authzid: str = "") -> bytes:
     return f"{authzid}\x00{user}\x00{password}".encode()
 
 
+def sasl_handshake(sock: socket.socket, mechanism: str, correlation_id: int = 1) -> int:
+    """SaslHandshake v1 for `mechanism`: its error code (0: the server takes it)."""
+    return int(call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=correlation_id).error_code)
+
+
+def sasl_authenticate(sock: socket.socket, token: bytes, correlation_id: int) -> Any:
+    """SaslAuthenticate v2 carrying `token`: the decoded answer."""
+    return call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=correlation_id)
+
+
 def sasl_plain_authenticate(sock: socket.socket, user: str, password: str, correlation_id: int = 1) -> Any:
     """SaslHandshake(PLAIN) v1, then SaslAuthenticate v2: the decoded SaslAuthenticate answer."""
-    handshake = call(sock, 17, 1, {"mechanism": "PLAIN"}, correlation_id=correlation_id)
-    assert int(handshake.error_code) == 0
-    return call(sock, 36, 2, {"auth_bytes": plain_token(user, password)}, correlation_id=correlation_id + 1)
+    assert sasl_handshake(sock, "PLAIN", correlation_id) == 0
+    return sasl_authenticate(sock, plain_token(user, password), correlation_id + 1)
 
 
 def sasl_plain_login(sock: socket.socket, user: str, password: str) -> int:
@@ -94,15 +103,25 @@ def create_topic(sock: socket.socket, name: str, *, version: int = 5, correlatio
     return call(sock, ApiKey.CREATE_TOPICS, version, values, correlation_id).topics[0]
 
 
+def create_topic_at(
+    address: str, user: str, password: str, name: str, *, version: int = 5, source: str | None = None, timeout: float = 30.0
+) -> int:
+    """A new connection to `address` (from `source`), a PLAIN login and :func:`create_topic`: the topic's error code, or
+    the login's where it failed."""
+    with connect(address, source=source, timeout=timeout) as sock:
+        code = sasl_plain_login(sock, user, password)
+        return code if code != 0 else int(create_topic(sock, name, version=version).error_code)
+
+
 def scram_token_login(sock: socket.socket, token_id: str, hmac: bytes, mechanism: str = "SCRAM-SHA-256") -> int:
     """A delegation-token login as Kafka's ScramLoginModule with tokenauth="true" makes it: the SaslAuthenticate
     error code (0: logged in, and the server's proof checked)."""
-    assert int(call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=1).error_code) == 0
+    assert sasl_handshake(sock, mechanism) == 0
     client = ScramClient(mechanism, token_id, base64.b64encode(hmac).decode(), extensions={"tokenauth": "true"})
-    first = call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.first()}, correlation_id=2)
+    first = sasl_authenticate(sock, client.first(), correlation_id=2)
     if int(first.error_code):
         return int(first.error_code)
-    final = call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}, correlation_id=3)
+    final = sasl_authenticate(sock, client.final(bytes(first.auth_bytes)), correlation_id=3)
     if int(final.error_code) == 0:
         client.verify(bytes(final.auth_bytes))
     return int(final.error_code)

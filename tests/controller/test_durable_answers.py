@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
@@ -18,9 +19,7 @@ PROXY = ("proxy", "proxy-secret")  # a super user of controller_properties()
 
 
 def _create_topic(address: str, name: str) -> int:
-    with wire.connect(address, timeout=30) as sock:
-        assert wire.sasl_plain_login(sock, *PROXY) == 0
-        return int(wire.create_topic(sock, name, version=7).error_code)
+    return wire.create_topic_at(address, *PROXY, name, version=7)
 
 
 def _topic_names(address: str) -> list[str]:
@@ -119,7 +118,7 @@ async def test_an_unchanged_image_is_not_written_again(nursery: Any, tmp_path: P
     address = f"127.0.0.1:{bound.port}"
     assert await trio.to_thread.run_sync(_create_topic, address, "t1") == 0
     stored = (tmp_path / "metadata.json").stat().st_ino
-    assert await trio.to_thread.run_sync(_create_topic, address, "t1") == 36  # TOPIC_ALREADY_EXISTS: nothing changed
+    assert await trio.to_thread.run_sync(_create_topic, address, "t1") == ErrorCode.topic_already_exists  # nothing changed
     assert await trio.to_thread.run_sync(_topic_names, address) == ["t1"]  # a read alone never writes
     assert len(gate.started) == 2 and gate.started[0] == gate.started[1]
     assert (tmp_path / "metadata.json").stat().st_ino == stored  # not replaced: the same image is not written twice

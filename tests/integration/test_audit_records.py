@@ -42,7 +42,7 @@ def traffic(client: str, plain: str) -> dict[str, Any]:
         seen["wrong_password"] = int(wire.sasl_plain_authenticate(sock, "alice", "wrong").error_code)
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
-        seen["unsupported_mechanism"] = int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}).error_code)
+        seen["unsupported_mechanism"] = wire.sasl_handshake(sock, "SCRAM-SHA-256")
         assert wire.is_closed(sock)
     with wire.connect(client) as sock:
         seen["privileged"] = int(wire.sasl_plain_authenticate(sock, PROXY_USER, PROXY_PASSWORD).error_code)

@@ -43,9 +43,7 @@ class ElectingController(EmbeddedController):
 
 
 def _create_topic(address: str, name: str) -> int:
-    with wire.connect(address, timeout=30) as sock:
-        assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-        return int(wire.create_topic(sock, name).error_code)
+    return wire.create_topic_at(address, "admin", DEFAULT_USERS["admin"], name)
 
 
 def _create_topics_range(address: str) -> tuple[int, int]:

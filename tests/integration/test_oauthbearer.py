@@ -3,7 +3,6 @@ signed with cryptography and PyJWT, confluent-kafka logging in with its `oauth_c
 to an embedded controller that validates it the same way."""
 
 import json
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -125,14 +124,6 @@ async def test_confluent_kafka_creates_a_topic_with_a_token(oauth_stack: Embedde
     assert intent["data"]["authenticationInfo"]["mechanism"] == MECHANISM
 
 
-def _handshake(sock: socket.socket) -> int:
-    return int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": MECHANISM}, correlation_id=1).error_code)
-
-
-def _authenticate(sock: socket.socket, token: bytes, correlation_id: int) -> Any:
-    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=correlation_id)
-
-
 @pytest.mark.parametrize(
     "bad",
     ["expired", "wrong audience", "unknown key", "garbage"],
@@ -151,9 +142,9 @@ async def test_a_bad_token_is_invalid_token_then_sasl_authentication_failed(
     def work() -> tuple[int, bytes, int]:
         sock = wire.connect(oauth_stack.sasl_address)
         try:
-            assert _handshake(sock) == 0
-            first = _authenticate(sock, build_client_first(token), 2)
-            second = _authenticate(sock, b"\x01", 3)
+            assert wire.sasl_handshake(sock, MECHANISM) == 0
+            first = wire.sasl_authenticate(sock, build_client_first(token), 2)
+            second = wire.sasl_authenticate(sock, b"\x01", 3)
             return int(first.error_code), bytes(first.auth_bytes), int(second.error_code)
         finally:
             sock.close()
@@ -296,17 +287,17 @@ async def test_a_tokens_expiry_caps_the_session_and_a_fresh_token_re_authenticat
 
     def sessions() -> tuple[float, float, int, bool]:
         sock = wire.connect(stack.sasl_address)
-        assert _handshake(sock) == 0
-        first = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=3))), 2)
+        assert wire.sasl_handshake(sock, MECHANISM) == 0
+        first = wire.sasl_authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=3))), 2)
         time.sleep(1.1)  # re-authentications may begin once a second
-        assert int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": MECHANISM}, correlation_id=3).error_code) == 0
-        renewed = _authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=60))), 4)
+        assert wire.sasl_handshake(sock, MECHANISM, 3) == 0
+        renewed = wire.sasl_authenticate(sock, build_client_first(key.sign(claims("alice", lifetime=60))), 4)
         assert int(renewed.error_code) == 0
         time.sleep(2.2)  # the first token has expired; the renewed session has not
         served = wire.call(sock, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, correlation_id=5)
         other = wire.connect(stack.sasl_address)
-        assert _handshake(other) == 0
-        assert int(_authenticate(other, build_client_first(key.sign(claims("alice", lifetime=2))), 2).error_code) == 0
+        assert wire.sasl_handshake(other, MECHANISM) == 0
+        assert int(wire.sasl_authenticate(other, build_client_first(key.sign(claims("alice", lifetime=2))), 2).error_code) == 0
         time.sleep(2.5)
         other.sendall(wire.encode_frame(wire.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, 3)))
         return first.session_lifetime.total_seconds(), renewed.session_lifetime.total_seconds(), int(served.error_code), wire.is_closed(other)

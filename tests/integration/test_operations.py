@@ -40,14 +40,6 @@ def _samples(text: str) -> dict[str, float]:
     return found
 
 
-def _create_topic(address: str, user: str, password: str, topic: str, source: str | None = None) -> int:
-    with wire.connect(address, source=source) as sock:
-        code = wire.sasl_plain_login(sock, user, password)
-        if code != 0:
-            return code
-        return int(wire.create_topic(sock, topic).error_code)
-
-
 async def test_metrics_change_exactly_after_a_known_sequence(nursery: Any, tmp_path: Path) -> None:
     controller = EmbeddedController(parse_controller_config(controller_properties()))
     (bound,) = await nursery.start(controller.run)
@@ -62,12 +54,12 @@ async def test_metrics_change_exactly_after_a_known_sequence(nursery: Any, tmp_p
 
     def sequence() -> list[int | str]:
         seen: list[int | str] = [
-            _create_topic(address, "admin", DEFAULT_USERS["admin"], "accepted"),
-            _create_topic(address, "alice", DEFAULT_USERS["alice"], "denied"),
-            _create_topic(address, "alice", "wrong", "never"),
+            wire.create_topic_at(address, "admin", DEFAULT_USERS["admin"], "accepted"),
+            wire.create_topic_at(address, "alice", DEFAULT_USERS["alice"], "denied"),
+            wire.create_topic_at(address, "alice", "wrong", "never"),
         ]
         try:
-            _create_topic(address, "admin", DEFAULT_USERS["admin"], "filtered", source="127.0.0.5")
+            wire.create_topic_at(address, "admin", DEFAULT_USERS["admin"], "filtered", source="127.0.0.5")
         except (ConnectionError, OSError) as exc:
             seen.append(type(exc).__name__)
         return seen

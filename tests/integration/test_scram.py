@@ -152,23 +152,15 @@ async def test_the_upstream_scram_login_checks_the_password(nursery: Any, tmp_pa
 # -- raw wire: the Kafka error and the connection's fate --------------------------------
 
 
-def _handshake(sock: socket.socket, mechanism: str) -> int:
-    return int(wire.call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=1).error_code)
-
-
-def _authenticate(sock: socket.socket, token: bytes, correlation_id: int) -> Any:
-    return wire.call(sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=correlation_id)
-
-
 def _scram_login(sock: socket.socket, mechanism: str, user: str, password: str) -> tuple[int, str | None, bytes]:
     """(error code, error message, the client-final token sent) of a full SCRAM exchange."""
-    assert _handshake(sock, mechanism) == 0
+    assert wire.sasl_handshake(sock, mechanism) == 0
     client = ScramClient(mechanism, user, password)
-    first = _authenticate(sock, client.first(), 2)
+    first = wire.sasl_authenticate(sock, client.first(), 2)
     if int(first.error_code) != 0:
         return int(first.error_code), first.error_message, b""
     final = client.final(bytes(first.auth_bytes))
-    answer = _authenticate(sock, final, 3)
+    answer = wire.sasl_authenticate(sock, final, 3)
     if int(answer.error_code) == 0:
         client.verify(bytes(answer.auth_bytes))
     return int(answer.error_code), answer.error_message, final
@@ -195,7 +187,7 @@ def _missing_mechanism_credential(sock: socket.socket) -> tuple[int | None, str 
 
 
 def _disabled_mechanism(sock: socket.socket) -> tuple[int | None, str | None]:
-    return _handshake(sock, "PLAIN"), None
+    return wire.sasl_handshake(sock, "PLAIN"), None
 
 
 def _frame_over_the_pre_auth_cap(sock: socket.socket) -> tuple[int | None, str | None]:
@@ -235,10 +227,10 @@ async def test_a_replayed_client_final_is_refused(scram_stack: EmbeddedStack) ->
             code, _, final = _scram_login(first, SHA256, "alice", USERS["alice"])
             assert code == 0
         with wire.connect(scram_stack.sasl_address) as second:
-            assert _handshake(second, SHA256) == 0
+            assert wire.sasl_handshake(second, SHA256) == 0
             client = ScramClient(SHA256, "alice", USERS["alice"])
-            assert int(_authenticate(second, client.first(), 2).error_code) == 0
-            answer = _authenticate(second, final, 3)  # the proof of the earlier exchange, for another server nonce
+            assert int(wire.sasl_authenticate(second, client.first(), 2).error_code) == 0
+            answer = wire.sasl_authenticate(second, final, 3)  # the proof of the earlier exchange, for another server nonce
             return int(answer.error_code), answer.error_message, wire.is_closed(second)
 
     code, message, closed = await trio.to_thread.run_sync(replay)

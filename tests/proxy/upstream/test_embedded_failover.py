@@ -19,7 +19,6 @@ from controller.server import EmbeddedController
 from devkit import wire
 from devkit.processes import free_port
 from envelope import kafka_uuid
-from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties
 from proxy.app import RunningProxy, run_proxy
 from proxy.config import parse_proxy_config
@@ -67,11 +66,7 @@ async def start_proxy(nursery: trio.Nursery, audit_dir: Path, quorum_key: str, q
 
 
 def create_topic(address: str, name: str) -> int:
-    with wire.connect(address, timeout=WAIT) as sock:
-        assert wire.sasl_plain_login(sock, "admin", DEFAULT_USERS["admin"]) == 0
-        topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-        body = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
-        return int(body.topics[0].error_code)
+    return wire.create_topic_at(address, "admin", DEFAULT_USERS["admin"], name, timeout=WAIT)
 
 
 def outcome_of(audit_dir: Path, topic: str) -> dict[str, Any]:
