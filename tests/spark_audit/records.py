@@ -26,6 +26,11 @@ def resource(name: str, operation: str = "CREATE", kind: str = "TOPIC") -> dict[
     return {"type": kind, "name": name, "patternType": "LITERAL", "operation": operation}
 
 
+def acl(principal: str, operation: str, kind: str, name: str, pattern: str = "LITERAL", **extra: str) -> dict[str, str]:
+    """One binding of an ACL file as the audit job's what-if and hygiene read it (docs/audit-job.md)."""
+    return {"principal": principal, "operation": operation, "resourceType": kind, "resourceName": name, "patternType": pattern, **extra}
+
+
 def err(code: int, name: str, resource_name: str = "orders") -> dict[str, Any]:
     return {"resource": resource_name, "errorCode": code, "errorName": name, "message": "m"}
 

@@ -17,15 +17,11 @@ from spark_audit.acl_usage import MatcherSpec, allowed_decisions, binding_uses, 
 from spark_audit.cli import main
 from tests.spark_audit import acl_oracle
 from tests.spark_audit.harness import bench_generator, edge_case_traffic
-from tests.spark_audit.records import err, request, resource, write_jsonl
+from tests.spark_audit.records import acl, err, request, resource, write_jsonl
 from tests.spark_audit.scenario import flat_of
 
 D = "2026-11-21"
 BOB_HOST = "10.0.0.2"
-
-
-def acl(principal: str, operation: str, kind: str, name: str, pattern: str = "LITERAL", **extra: str) -> dict[str, str]:
-    return {"principal": principal, "operation": operation, "resourceType": kind, "resourceName": name, "patternType": pattern, **extra}
 
 
 IN_FORCE = [

@@ -13,7 +13,7 @@ from pyspark.testing import assertDataFrameEqual
 from authz import AclBinding, Operation, PatternType, PermissionType, ResourceType
 from authz.acl_file import AclFileError, load_acl_file
 from spark_audit.whatif import Candidate, WhatIfError, actions_for, replay
-from tests.spark_audit.records import connection, err, request, resource, rid, ts, write_jsonl
+from tests.spark_audit.records import acl, connection, err, request, resource, rid, ts, write_jsonl
 from tests.spark_audit.scenario import flat_of
 
 HERE = Path(__file__).resolve().parent
@@ -97,10 +97,6 @@ HISTORY: list[dict[str, Any]] = [
     connection(10, f"{D}T10:00:10.000Z", "authentication-failed", principal="User:eve"),
     request(11, f"{D}T10:00:11.000Z", "w11", "outcome", principal="User:broken", status="SUCCESS"),
 ]
-
-
-def acl(principal: str, operation: str, kind: str, name: str, pattern: str = "LITERAL") -> dict[str, str]:
-    return {"principal": principal, "operation": operation, "resourceType": kind, "resourceName": name, "patternType": pattern}
 
 
 # --------------------------------------------------------------------------- the ACL file
