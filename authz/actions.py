@@ -19,6 +19,7 @@ from typing import Any
 from authz.model import CLUSTER_NAME, Operation, PatternType, RequestContext, ResourceType
 from envelope.apis import ApiKey
 from envelope.config_resources import CONFIG_TOPIC
+from envelope.java_types import to_int
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ def operations_field(operations: list[Operation]) -> int:
     bits = 0
     for operation in operations:
         bits |= 1 << int(operation)
-    return bits - (1 << 32) if bits >= 1 << 31 else bits
+    return to_int(bits)
 
 
 def supported_accesses(resource_type: ResourceType, name: str) -> list[ResourceAccess]:

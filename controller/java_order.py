@@ -12,16 +12,13 @@ size. That is all small maps need (no bucket here grows long enough to become a 
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
+from envelope.java_types import INT_VALUES, to_int
+
 K = TypeVar("K", bound=Hashable)
 
 DEFAULT_CAPACITY = 16
 LOAD_FACTOR = 0.75
-_INT_BITS = 32
-
-
-def to_int32(value: int) -> int:
-    value &= (1 << _INT_BITS) - 1
-    return value - (1 << _INT_BITS) if value >= 1 << (_INT_BITS - 1) else value
+_HASH_SPREAD_SHIFT = 16  # HashMap.hash: h ^ (h >>> 16)
 
 
 def string_hash(text: str | None) -> int:
@@ -32,12 +29,12 @@ def string_hash(text: str | None) -> int:
     value = 0
     for index in range(0, len(units), 2):
         value = (31 * value + int.from_bytes(units[index : index + 2], "big")) & 0xFFFFFFFF
-    return to_int32(value)
+    return to_int(value)
 
 
 def map_hash(entries: Iterable[tuple[str, str | None]]) -> int:
     """AbstractMap.hashCode of a Map<String, String>: the sum of key.hashCode() ^ value.hashCode()."""
-    return to_int32(sum(string_hash(key) ^ string_hash(value) for key, value in entries))
+    return to_int(sum(string_hash(key) ^ string_hash(value) for key, value in entries))
 
 
 def _table_size_for(capacity: int) -> int:
@@ -57,8 +54,8 @@ def hashmap_order(keys: Iterable[K], hash_of: Callable[[K], int], initial_capaci
         size *= 2
 
     def slot(key: K) -> tuple[int, int]:
-        spread = hash_of(key) & 0xFFFFFFFF
-        spread ^= spread >> (_INT_BITS // 2)
+        spread = hash_of(key) % INT_VALUES  # the int's bits, unsigned, as `>>>` reads them
+        spread ^= spread >> _HASH_SPREAD_SHIFT
         return spread & (size - 1), arrived[key]
 
     return sorted(arrived, key=slot)

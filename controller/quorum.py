@@ -24,6 +24,7 @@ from controller.leadership import Leadership
 from controller.membership import directory_uuid
 from envelope.error_messages import default_message
 from envelope.java_types import SHORT_MAX
+from envelope.responses import NO_NODE
 from proxy.properties import ConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -65,7 +66,7 @@ class QuorumHandlers:
             ]
             return {"error_code": ErrorCode.none, "error_message": "", "topics": topics, "nodes": []}
         if not self.leadership.is_active:
-            partition = _partition(0, ErrorCode.not_leader_or_follower, -1, 0, [], epoch=-1)
+            partition = _partition(0, ErrorCode.not_leader_or_follower, NO_NODE, 0, [], epoch=-1)
         else:
             # a controller alone stands for a --standalone formatted node, whose voter has a directory id;
             # static voters (controller.quorum.voters) have none

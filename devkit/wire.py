@@ -11,7 +11,7 @@ from envelope.codec import decode_response_body, encode_request, request_schema
 from envelope.frames import FrameReader, encode_frame
 from proxy.net.sasl.scram_client import ScramClient
 
-__all__ = ["call", "connect", "create_topic", "encode_frame", "exchange", "is_closed", "plain", "read_frame", "request", "sasl_plain_login", "scram_token_login"]
+__all__ = ["ONE_PARTITION_TOPIC", "call", "connect", "create_topic", "create_topic_at", "encode_frame", "exchange", "is_closed", "plain", "plain_token", "read_frame", "request", "sasl_authenticate", "sasl_handshake", "sasl_plain_authenticate", "sasl_plain_login", "scram_token_login"]
 
 
 def connect(address: str, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:

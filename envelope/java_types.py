@@ -15,3 +15,11 @@ LONG_MAX = 2**63 - 1
 """Long.MAX_VALUE: the largest LONG config or time in milliseconds."""
 LONG_VALUES = 2**64
 """How many values a long has: Java's long arithmetic wraps modulo this."""
+INT_VALUES = 2**32
+"""How many values an int has."""
+
+
+def to_int(value: int) -> int:
+    """`value` as a Java int holds it: the low 32 bits, signed (Java's int arithmetic and `(int)` casts wrap so)."""
+    value %= INT_VALUES
+    return value - INT_VALUES if value > INT_MAX else value

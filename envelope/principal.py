@@ -9,7 +9,7 @@ from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
 from kio.serial import entity_writer
 
 from envelope.errors import ProtocolError
-from envelope.java_types import SHORT_MAX
+from envelope.java_types import SHORT_MAX, to_int
 
 _VERSION = struct.Struct(">h")
 PRINCIPAL_DATA_VERSION = 0
@@ -78,7 +78,7 @@ class _JavaReader:
             byte = self.byte()
             value |= (byte & 0x7F) << (7 * index)
             if not byte & 0x80:
-                return _int32(value)
+                return to_int(value)
         raise ProtocolError("varint is longer than 5 bytes")
 
     def array(self, size: int) -> bytes:
@@ -89,18 +89,13 @@ class _JavaReader:
         return value
 
     def string(self, field: str) -> str:
-        length = _int32(self.uvarint() - 1)
+        length = to_int(self.uvarint() - 1)
         if length < 0:
             raise ProtocolError(f"non-nullable field {field} was serialized as null")
         if length > SHORT_MAX:
             raise ProtocolError(f"string field {field} had invalid length {length}")
         return self.array(length).decode("utf-8", "replace")
 
-
-
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def deserialize_principal(data: bytes) -> Principal:

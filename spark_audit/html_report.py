@@ -16,6 +16,7 @@ from spark_audit.html_table import table
 from spark_audit.html_text import cell, text
 from spark_audit.integrity_banner import integrity_banner
 from spark_audit.report_data import ReportData
+from spark_audit.view import AUTHORIZATION_ERROR_CODES
 
 #: What each status means (docs/audit-schema.md, ``result.status``; NO_OUTCOME is the job's own).
 STATUS_MEANING: tuple[tuple[str, str], ...] = (
@@ -113,7 +114,7 @@ def legend_section() -> str:
         "<dt><b>requests</b></dt><dd>each request once, however many resources it names</dd>"
         "<dt><b>request &times; resource</b></dt><dd>each request once per resource it names: a CreateTopics of two topics "
         "is 1 request and 2 request &times; resource. The who-did-what chart, heat map and table count these.</dd>"
-        "<dt><b>denials</b></dt><dd>requests refused or answered with an authorization error (29, 30, 31, 53, 58, 65) "
+        f"<dt><b>denials</b></dt><dd>requests refused or answered with an authorization error ({', '.join(map(str, AUTHORIZATION_ERROR_CODES))}) "
         "on any resource, and refused connections and failed logins</dd>"
     )
     body = (

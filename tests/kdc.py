@@ -55,7 +55,10 @@ class Kdc:
     def __init__(self, workdir: Path, realm: str = REALM, *, ticket_lifetime: str = "1h") -> None:
         self.workdir = workdir
         self.realm = realm
-        self.port = free_port(udp_too=True)  # the KDC listens on both
+        try:
+            self.port = free_port(udp_too=True)  # the KDC listens on both
+        except OSError as exc:
+            raise KdcError(str(exc)) from None
         self.krb5_conf = workdir / "krb5.conf"
         self.kdc_conf = workdir / "kdc.conf"
         self.log_path = workdir / "krb5kdc.log"

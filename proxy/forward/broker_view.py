@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from envelope.responses import NO_NODE
 from proxy.net.addresses import ControllerAddress
 
 FIRST_VIEW_WAIT = 5.0
@@ -85,7 +86,7 @@ class BrokerView:
         ids = {b.node_id for b in brokers}
         # The controller a client is told stays put while it is a broker: Kafka names a random live broker, and a
         # client that sees it move at every answer re-resolves it for nothing.
-        upstream_controller = int(getattr(response, "controller_id", -1))
+        upstream_controller = int(getattr(response, "controller_id", NO_NODE))
         if self._set.from_upstream and self._set.controller_id in ids:
             controller = self._set.controller_id
         elif upstream_controller in ids:

@@ -7,6 +7,7 @@ Every message below is the one a real 4.3.1 controller answered for the same req
 import logging
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
@@ -23,8 +24,6 @@ from tests.controller.config_helpers import (
     Denying,
     controller,
 )
-
-INVALID_REQUEST, INVALID_CONFIG, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 40, 3, 17
 
 
 @pytest.mark.parametrize(
@@ -52,7 +51,7 @@ INVALID_REQUEST, INVALID_CONFIG, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 40, 3, 17
 def test_topic_values_are_checked_as_log_config_checks_them(name: str, value: str, message: str) -> None:
     c = controller()
     c.add_topic("t1")
-    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", INVALID_CONFIG, message)]
+    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", ErrorCode.invalid_config, message)]
     assert c.image.topics["t1"].configs == {}
 
 
@@ -79,7 +78,7 @@ def test_numbers_java_refuses_are_refused(name: str, value: str, kind: str) -> N
     c = controller()
     c.add_topic("t1")
     message = f"Invalid value {value} for configuration {name}: Not a number of type {kind}"
-    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", INVALID_CONFIG, message)]
+    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", ErrorCode.invalid_config, message)]
 
 
 def test_checks_across_topic_values_and_accepted_values() -> None:
@@ -87,7 +86,7 @@ def test_checks_across_topic_values_and_accepted_values() -> None:
     c.add_topic("t1")
     both = [("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")]
     assert c.incremental((TOPIC, "t1", both)) == [
-        (TOPIC, "t1", INVALID_CONFIG, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)")
+        (TOPIC, "t1", ErrorCode.invalid_config, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)")
     ]
     assert c.incremental((TOPIC, "t1", [("cleanup.policy", SET, "delete,delete"), ("retention.ms", SET, " 100 ")])) == [(TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,delete", "retention.ms": " 100 "}  # stored as given, shown parsed
@@ -97,12 +96,12 @@ def test_checks_across_topic_values_and_accepted_values() -> None:
 def test_topic_resources_the_validator_refuses_before_existence() -> None:
     c = controller()
     assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "abc")])) == [
-        (TOPIC, "nope", INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+        (TOPIC, "nope", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     ]
-    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "1")])) == [(TOPIC, "nope", UNKNOWN_TOPIC, "The topic 'nope' does not exist.")]
-    assert c.incremental((TOPIC, "", [("retention.ms", SET, "1")])) == [(TOPIC, "", INVALID_REQUEST, "Default topic resources are not allowed.")]
+    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "1")])) == [(TOPIC, "nope", ErrorCode.unknown_topic_or_partition, "The topic 'nope' does not exist.")]
+    assert c.incremental((TOPIC, "", [("retention.ms", SET, "1")])) == [(TOPIC, "", ErrorCode.invalid_request, "Default topic resources are not allowed.")]
     assert c.incremental((TOPIC, "bad!", [("retention.ms", SET, "1")])) == [
-        (TOPIC, "bad!", INVALID_TOPIC, "Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+        (TOPIC, "bad!", ErrorCode.invalid_topic_exception, "Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
     ]
 
 
@@ -110,14 +109,14 @@ def test_append_and_subtract_work_on_lists_from_their_default() -> None:
     c = controller()
     c.add_topic("t1")
     assert c.incremental((TOPIC, "t1", [("retention.ms", APPEND, "1")])) == [
-        (TOPIC, "t1", INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.")
+        (TOPIC, "t1", ErrorCode.invalid_config, "Can't APPEND to key retention.ms because its type is not LIST.")
     ]
     assert c.incremental((TOPIC, "t1", [("cleanup.policy", APPEND, "compact")])) == [(TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,compact"}
     assert c.incremental((TOPIC, "t1", [("cleanup.policy", SUBTRACT, "delete")])) == [(TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "compact"}
     assert c.incremental((CLIENT_METRICS, "cm", [("metrics", APPEND, "x")])) == [
-        (CLIENT_METRICS, "cm", INVALID_CONFIG, "Can't APPEND to key metrics because its type is not LIST.")
+        (CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Can't APPEND to key metrics because its type is not LIST.")
     ]
     assert c.incremental((TOPIC, "t1", [("cleanup.policy", DELETE, None)])) == [(TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {}
@@ -129,21 +128,21 @@ def test_legacy_alter_replaces_every_config_and_a_null_removes() -> None:
     assert c.legacy((TOPIC, "t1", {"retention.ms": "5", "segment.ms": None})) == [(TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"retention.ms": "5"}
     assert c.legacy((TOPIC, "t1", {"retention.ms": "abc"})) == [
-        (TOPIC, "t1", INVALID_CONFIG, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+        (TOPIC, "t1", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     ]
 
 
 def test_min_insync_replicas_follows_kip_966_while_elr_is_on() -> None:
     c = controller()
     assert c.incremental((BROKER, "", [("min.insync.replicas", DELETE, None)])) == [
-        (BROKER, "", INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        (BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     ]
     assert c.incremental((BROKER, "1", [("min.insync.replicas", SET, "2")])) == [
-        (BROKER, "1", INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        (BROKER, "1", ErrorCode.invalid_config, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
     ]
     # the legacy API replaces the whole resource: leaving min.insync.replicas out removes it
     assert c.legacy((BROKER, "", {"log.retention.ms": "1"})) == [
-        (BROKER, "", INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        (BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     ]
     assert c.incremental((BROKER, "", [("min.insync.replicas", SET, "2")])) == [(BROKER, "", 0, None)]
     assert c.image.broker_configs[""] == {"min.insync.replicas": "2"}
@@ -154,8 +153,8 @@ def test_broker_names_and_nodes() -> None:
     change = [("log.retention.ms", SET, "1")]
     assert c.incremental((BROKER, "2", change), (BROKER, "x", change), (BROKER, "-1", change)) == [
         (BROKER, "2", 102, "No node with id 2 found."),
-        (BROKER, "x", INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
-        (BROKER, "-1", INVALID_REQUEST, "Invalid negative broker ID."),
+        (BROKER, "x", ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        (BROKER, "-1", ErrorCode.invalid_request, "Invalid negative broker ID."),
     ]
     # the forwarding broker checks broker values; the controller takes them as they are
     assert c.incremental((BROKER, "", [("log.retention.ms", SET, "abc"), ("foo.bar", SET, "1")]), validate_only=True) == [(BROKER, "", 0, None)]
@@ -168,13 +167,13 @@ def test_numbers_of_thousands_of_digits_are_read_as_java_reads_them() -> None:
     c.add_topic("t1")
     too_long = "1" * 5000
     assert c.incremental((TOPIC, "t1", [("retention.ms", SET, too_long)])) == [
-        (TOPIC, "t1", INVALID_CONFIG, f"Invalid value {too_long} for configuration retention.ms: Not a number of type LONG")
+        (TOPIC, "t1", ErrorCode.invalid_config, f"Invalid value {too_long} for configuration retention.ms: Not a number of type LONG")
     ]
     assert c.incremental((TOPIC, "t1", [("retention.ms", SET, "0" * 5000 + "1000")])) == [(TOPIC, "t1", 0, None)]
     assert c.configs(TOPIC, "t1")["retention.ms"]["value"] == "1000"
     change = [("log.retention.ms", SET, "1")]
     assert c.incremental((BROKER, too_long, change), (BROKER, "0" * 5000 + "2", change)) == [
-        (BROKER, too_long, INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
+        (BROKER, too_long, ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
         (BROKER, "0" * 5000 + "2", 102, "No node with id 2 found."),
     ]
 
@@ -182,24 +181,24 @@ def test_numbers_of_thousands_of_digits_are_read_as_java_reads_them() -> None:
 def test_groups_and_client_metrics_are_validated() -> None:
     c = controller()
     assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "1")])) == [
-        (GROUP, "g", INVALID_CONFIG, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+        (GROUP, "g", ErrorCode.invalid_config, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
     ]
     assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "60000")])) == [
-        (GROUP, "g", INVALID_CONFIG, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms")
+        (GROUP, "g", ErrorCode.invalid_config, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms")
     ]
-    assert c.incremental((GROUP, "g", [("foo", SET, "1")])) == [(GROUP, "g", INVALID_CONFIG, "Unknown group config name: foo")]
+    assert c.incremental((GROUP, "g", [("foo", SET, "1")])) == [(GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo")]
     assert c.incremental((GROUP, "", [("consumer.session.timeout.ms", SET, "50000")])) == [
-        (GROUP, "", INVALID_REQUEST, "Default group resources are not allowed.")
+        (GROUP, "", ErrorCode.invalid_request, "Default group resources are not allowed.")
     ]
     assert c.incremental((GROUP, "g", [("share.auto.offset.reset", SET, "by_duration:PT1H")])) == [(GROUP, "g", 0, None)]
     assert c.incremental((CLIENT_METRICS, "cm", [("interval.ms", SET, "5")])) == [
-        (CLIENT_METRICS, "cm", INVALID_REQUEST, "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)")
+        (CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)")
     ]
     assert c.incremental((CLIENT_METRICS, "cm", [("foo", SET, "5")])) == [
-        (CLIENT_METRICS, "cm", INVALID_REQUEST, "Unknown client metrics configuration: foo")
+        (CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Unknown client metrics configuration: foo")
     ]
-    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "bad")])) == [(CLIENT_METRICS, "cm", INVALID_CONFIG, "Illegal client matching pattern: bad")]
-    assert c.incremental((CLIENT_METRICS, "", [("metrics", SET, "x")])) == [(CLIENT_METRICS, "", INVALID_REQUEST, "Subscription name can't be empty")]
+    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "bad")])) == [(CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Illegal client matching pattern: bad")]
+    assert c.incremental((CLIENT_METRICS, "", [("metrics", SET, "x")])) == [(CLIENT_METRICS, "", ErrorCode.invalid_request, "Subscription name can't be empty")]
     assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "client_id=a.*"), ("metrics", SET, "org.apache")])) == [(CLIENT_METRICS, "cm", 0, None)]
     assert c.image.client_metrics_configs == {"cm": {"match": "client_id=a.*", "metrics": "org.apache"}}
     assert c.image.group_configs == {"g": {"share.auto.offset.reset": "by_duration:PT1H"}}
@@ -218,7 +217,7 @@ def test_the_request_is_sorted_first_duplicates_answered_once_and_unknown_types_
     )
     assert outcome == [
         (99, "x", 35, "Unknown resource type 99."),
-        (TOPIC, "t1", INVALID_REQUEST, "Duplicate resource."),
+        (TOPIC, "t1", ErrorCode.invalid_request, "Duplicate resource."),
         (TOPIC, "t2", 0, None),
     ]
     assert c.image.topics["t1"].configs == {} and c.image.topics["t2"].configs == {"retention.ms": "1"}
@@ -235,7 +234,7 @@ def test_denials_follow_the_sorting_errors_and_precede_the_results() -> None:
         (TOPIC, "t1", 29, "Topic authorization failed."),
         (BROKER, "", 31, "Cluster authorization failed."),
         (TOPIC, "t2", 0, None),
-        (GROUP, "g", INVALID_CONFIG, "Unknown group config name: foo"),
+        (GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo"),
     ]
 
 
@@ -270,17 +269,17 @@ def test_broker_loggers_need_cluster_action_and_change_this_processes_loggers() 
         (BROKER_LOGGER, "x", [("root", SET, "DEBUG")]),
         validate_only=True,
     ) == [
-        (BROKER_LOGGER, "1", INVALID_CONFIG, "Logger nope.logger does not exist!"),
+        (BROKER_LOGGER, "1", ErrorCode.invalid_config, "Logger nope.logger does not exist!"),
         (
             BROKER_LOGGER,
             "1",
-            INVALID_CONFIG,
+            ErrorCode.invalid_config,
             "Cannot set the log level of root to BAD as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN",
         ),
-        (BROKER_LOGGER, "1", INVALID_REQUEST, "Removing the log level of the root logger is not allowed"),
-        (BROKER_LOGGER, "1", INVALID_REQUEST, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
-        (BROKER_LOGGER, "2", INVALID_REQUEST, "Unexpected node id. Expected 1, but received 2"),
-        (BROKER_LOGGER, "x", INVALID_REQUEST, "Node id must be an integer, but it is: x"),
+        (BROKER_LOGGER, "1", ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed"),
+        (BROKER_LOGGER, "1", ErrorCode.invalid_request, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+        (BROKER_LOGGER, "2", ErrorCode.invalid_request, "Unexpected node id. Expected 1, but received 2"),
+        (BROKER_LOGGER, "x", ErrorCode.invalid_request, "Node id must be an integer, but it is: x"),
     ]
     # the legacy API has no BROKER_LOGGER: it reaches the authorization step and is refused there
-    assert c.legacy((BROKER_LOGGER, "1", {"root": "DEBUG"})) == [(BROKER_LOGGER, "1", INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER.")]
+    assert c.legacy((BROKER_LOGGER, "1", {"root": "DEBUG"})) == [(BROKER_LOGGER, "1", ErrorCode.invalid_request, "Unexpected resource type BROKER_LOGGER.")]

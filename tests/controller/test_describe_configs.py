@@ -15,9 +15,17 @@ from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.config_defs import generated_defaults, kafka_configs
 from controller.created_topic_configs import created_topic_configs
+from envelope.config_sources import (
+    CLIENT_METRICS_CONFIG,
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_LOGGER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    GROUP_CONFIG,
+    STATIC_BROKER_CONFIG,
+    TOPIC_CONFIG,
+)
 from tests.controller.config_helpers import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, NODE_ID, TOPIC, Denying, controller
 
-TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT, BROKER_LOGGER_SOURCE, CLIENT_METRICS_SOURCE, GROUP_SOURCE = 1, 2, 3, 4, 5, 6, 7, 8
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was sent to an "
     "incompatible broker. See the broker logs for more details."
@@ -38,7 +46,7 @@ def test_a_topic_lists_every_config_in_kafkas_order_with_its_default_values() ->
     assert {e["name"]: e["value"] for e in result["configs"]} == generated_defaults("topic")
     assert (result["error_code"], result["error_message"]) == (0, "")
     for entry in result["configs"]:
-        source = DYNAMIC_DEFAULT if entry["name"] == "min.insync.replicas" else DEFAULT  # the cluster-level value of a fresh cluster
+        source = DYNAMIC_DEFAULT_BROKER_CONFIG if entry["name"] == "min.insync.replicas" else DEFAULT_CONFIG  # the cluster-level value of a fresh cluster
         assert (entry["config_source"], entry["read_only"], entry["is_sensitive"]) == (source, False, False)
 
 
@@ -52,11 +60,11 @@ def test_a_topic_override_is_a_topic_config_ahead_of_the_broker_synonyms() -> No
     assert synonyms(configs["retention.ms"]) == [("retention.ms", "3600000", TOPIC_CONFIG)]
     # values as Kafka prints them once parsed
     assert configs["cleanup.policy"]["value"] == "compact,delete"
-    assert synonyms(configs["cleanup.policy"]) == [("cleanup.policy", "compact,delete", TOPIC_CONFIG), ("log.cleanup.policy", "delete", DEFAULT)]
+    assert synonyms(configs["cleanup.policy"]) == [("cleanup.policy", "compact,delete", TOPIC_CONFIG), ("log.cleanup.policy", "delete", DEFAULT_CONFIG)]
     assert configs["min.cleanable.dirty.ratio"]["value"] == "1.0"
     # the cluster-level min.insync.replicas a fresh cluster holds (KIP-966) shows through
-    assert configs["min.insync.replicas"]["config_source"] == DYNAMIC_DEFAULT
-    assert synonyms(configs["min.insync.replicas"]) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT), ("min.insync.replicas", "1", DEFAULT)]
+    assert configs["min.insync.replicas"]["config_source"] == DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert synonyms(configs["min.insync.replicas"]) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT_BROKER_CONFIG), ("min.insync.replicas", "1", DEFAULT_CONFIG)]
     assert configs["segment.bytes"]["config_type"] == 3 and configs["retention.ms"]["config_type"] == 5
     assert configs["cleanup.policy"]["config_type"] == 7 and configs["preallocate"]["config_type"] == 1
     assert configs["min.cleanable.dirty.ratio"]["config_type"] == 6 and configs["compression.type"]["config_type"] == 2
@@ -68,15 +76,15 @@ def test_topic_defaults_follow_the_broker_static_and_dynamic_configs() -> None:
     c.add_topic("t")
     configs = c.configs(TOPIC, "t")
     # retention.ms derives from log.retention.hours, but its synonyms start at log.retention.ms, which is unset
-    assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"], synonyms(configs["retention.ms"])) == ("3600000", DEFAULT, [])
+    assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"], synonyms(configs["retention.ms"])) == ("3600000", DEFAULT_CONFIG, [])
     assert configs["segment.bytes"]["value"] == "2097152"
-    assert synonyms(configs["segment.bytes"]) == [("log.segment.bytes", "2097152", STATIC), ("log.segment.bytes", "1073741824", DEFAULT)]
-    assert (configs["segment.ms"]["value"], synonyms(configs["segment.ms"])) == ("5000", [("log.roll.ms", "5000", STATIC), ("log.roll.hours", "168", DEFAULT)])
+    assert synonyms(configs["segment.bytes"]) == [("log.segment.bytes", "2097152", STATIC_BROKER_CONFIG), ("log.segment.bytes", "1073741824", DEFAULT_CONFIG)]
+    assert (configs["segment.ms"]["value"], synonyms(configs["segment.ms"])) == ("5000", [("log.roll.ms", "5000", STATIC_BROKER_CONFIG), ("log.roll.hours", "168", DEFAULT_CONFIG)])
     # a cluster-wide dynamic value wins over the static one, and both are listed
     assert c.incremental((BROKER, "", [("log.segment.bytes", 0, "4194304")])) == [(BROKER, "", 0, None)]
     configs = c.configs(TOPIC, "t")
-    assert (configs["segment.bytes"]["value"], configs["segment.bytes"]["config_source"]) == ("4194304", DYNAMIC_DEFAULT)
-    assert [s[2] for s in synonyms(configs["segment.bytes"])] == [DYNAMIC_DEFAULT, STATIC, DEFAULT]
+    assert (configs["segment.bytes"]["value"], configs["segment.bytes"]["config_source"]) == ("4194304", DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert [s[2] for s in synonyms(configs["segment.bytes"])] == [DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG]
 
 
 def test_without_synonyms_or_documentation_they_are_left_out_and_key_lists_filter() -> None:
@@ -104,8 +112,8 @@ def test_the_cluster_default_lists_only_its_dynamic_configs_starting_with_min_in
     configs = c.configs(BROKER, "")
     assert list(configs) == ["min.insync.replicas"]
     entry = configs["min.insync.replicas"]
-    assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"], entry["config_type"]) == ("1", DYNAMIC_DEFAULT, False, False, 3)
-    assert synonyms(entry) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT)]
+    assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"], entry["config_type"]) == ("1", DYNAMIC_DEFAULT_BROKER_CONFIG, False, False, 3)
+    assert synonyms(entry) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT_BROKER_CONFIG)]
     assert entry["documentation"] == kafka_configs().broker.keys["min.insync.replicas"].documentation
 
 
@@ -130,14 +138,14 @@ def test_the_node_lists_every_broker_config_with_static_ones_and_unknown_ones_fi
     assert names[-len(order) :] == order
     assert set(names[: -len(order)]) == {"listener.name.controller.plain.sasl.jaas.config", "embedded.broker.count"}
     jaas = entries["listener.name.controller.plain.sasl.jaas.config"]
-    assert (jaas["value"], jaas["is_sensitive"], jaas["config_type"], jaas["read_only"], jaas["config_source"]) == (None, True, 9, True, STATIC)
-    assert synonyms(jaas) == [("listener.name.controller.plain.sasl.jaas.config", None, STATIC)] and jaas["documentation"] is None
+    assert (jaas["value"], jaas["is_sensitive"], jaas["config_type"], jaas["read_only"], jaas["config_source"]) == (None, True, 9, True, STATIC_BROKER_CONFIG)
+    assert synonyms(jaas) == [("listener.name.controller.plain.sasl.jaas.config", None, STATIC_BROKER_CONFIG)] and jaas["documentation"] is None
     unknown = entries["embedded.broker.count"]
     assert (unknown["value"], unknown["is_sensitive"], unknown["config_type"]) == (None, True, 0)
-    assert synonyms(entries["num.partitions"]) == [("num.partitions", "3", STATIC), ("num.partitions", "1", DEFAULT)]
-    assert synonyms(entries["broker.id"]) == [("broker.id", "1", STATIC), ("broker.id", "-1", DEFAULT)]  # node.id stands for it
-    assert synonyms(entries["min.insync.replicas"]) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT), ("min.insync.replicas", "1", DEFAULT)]
-    assert synonyms(entries["log.retention.hours"]) == [("log.retention.hours", "24", STATIC), ("log.retention.hours", "168", DEFAULT)]
+    assert synonyms(entries["num.partitions"]) == [("num.partitions", "3", STATIC_BROKER_CONFIG), ("num.partitions", "1", DEFAULT_CONFIG)]
+    assert synonyms(entries["broker.id"]) == [("broker.id", "1", STATIC_BROKER_CONFIG), ("broker.id", "-1", DEFAULT_CONFIG)]  # node.id stands for it
+    assert synonyms(entries["min.insync.replicas"]) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT_BROKER_CONFIG), ("min.insync.replicas", "1", DEFAULT_CONFIG)]
+    assert synonyms(entries["log.retention.hours"]) == [("log.retention.hours", "24", STATIC_BROKER_CONFIG), ("log.retention.hours", "168", DEFAULT_CONFIG)]
     assert (entries["log.retention.ms"]["value"], synonyms(entries["log.retention.ms"])) == (None, [])
     assert entries["num.partitions"]["read_only"] is True and entries["log.retention.ms"]["read_only"] is False
     assert entries["ssl.keystore.password"]["value"] is None and entries["ssl.keystore.password"]["is_sensitive"] is True
@@ -162,7 +170,7 @@ def test_broker_loggers_are_this_processes_loggers() -> None:
     configs = c.configs(BROKER_LOGGER, str(NODE_ID))
     assert next(iter(configs)) == "root"
     entry = configs["kafka.test.describe"]
-    assert (entry["value"], entry["config_source"], entry["config_type"], entry["documentation"], entry["synonyms"]) == ("WARN", BROKER_LOGGER_SOURCE, 0, "", [])
+    assert (entry["value"], entry["config_source"], entry["config_type"], entry["documentation"], entry["synonyms"]) == ("WARN", DYNAMIC_BROKER_LOGGER_CONFIG, 0, "", [])
 
 
 def test_groups_and_client_metrics_list_their_defaults_and_overrides() -> None:
@@ -170,19 +178,19 @@ def test_groups_and_client_metrics_list_their_defaults_and_overrides() -> None:
     group = c.configs(GROUP, "g")
     assert list(group) == list(kafka_configs().group.describe_order)
     assert {n: e["value"] for n, e in group.items()} == generated_defaults("group")
-    assert synonyms(group["consumer.session.timeout.ms"]) == [("group.consumer.session.timeout.ms", "45000", DEFAULT)]
-    assert synonyms(group["share.isolation.level"]) == [("share.isolation.level", "read_uncommitted", DEFAULT)]
+    assert synonyms(group["consumer.session.timeout.ms"]) == [("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG)]
+    assert synonyms(group["share.isolation.level"]) == [("share.isolation.level", "read_uncommitted", DEFAULT_CONFIG)]
     metrics = c.configs(CLIENT_METRICS, "cm")
-    assert {n: (e["value"], e["config_source"]) for n, e in metrics.items()} == {"interval.ms": ("300000", DEFAULT), "match": ("", DEFAULT), "metrics": ("", DEFAULT)}
+    assert {n: (e["value"], e["config_source"]) for n, e in metrics.items()} == {"interval.ms": ("300000", DEFAULT_CONFIG), "match": ("", DEFAULT_CONFIG), "metrics": ("", DEFAULT_CONFIG)}
     assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", 0, "50000")]), (CLIENT_METRICS, "cm", [("metrics", 0, "org.apache")])) == [
         (GROUP, "g", 0, None),
         (CLIENT_METRICS, "cm", 0, None),
     ]
     entry = c.configs(GROUP, "g")["consumer.session.timeout.ms"]
-    assert (entry["value"], entry["config_source"]) == ("50000", GROUP_SOURCE)
-    assert synonyms(entry) == [("consumer.session.timeout.ms", "50000", GROUP_SOURCE), ("group.consumer.session.timeout.ms", "45000", DEFAULT)]
+    assert (entry["value"], entry["config_source"]) == ("50000", GROUP_CONFIG)
+    assert synonyms(entry) == [("consumer.session.timeout.ms", "50000", GROUP_CONFIG), ("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG)]
     entry = c.configs(CLIENT_METRICS, "cm")["metrics"]
-    assert (entry["value"], entry["config_source"], synonyms(entry)) == ("org.apache", CLIENT_METRICS_SOURCE, [("metrics", "org.apache", CLIENT_METRICS_SOURCE)])
+    assert (entry["value"], entry["config_source"], synonyms(entry)) == ("org.apache", CLIENT_METRICS_CONFIG, [("metrics", "org.apache", CLIENT_METRICS_CONFIG)])
 
 
 def test_an_unknown_resource_type_fails_the_whole_request() -> None:
@@ -221,8 +229,8 @@ def test_create_topics_gets_every_config_by_name_resolved_as_the_controller_reso
     assert names == sorted(kafka_configs().topic.describe_order)
     by_name = {entry["name"]: (entry["value"], entry["config_source"]) for entry in configs}
     assert by_name["cleanup.policy"] == ("compact, delete", TOPIC_CONFIG)  # as sent, not parsed
-    assert by_name["retention.ms"] == ("7200000", STATIC)  # hours turned into milliseconds
-    assert by_name["segment.ms"] == ("0", STATIC)  # a value that is no number converts to 0, as Kafka's converter does
-    assert by_name["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT)
-    assert by_name["segment.bytes"] == ("1073741824", DEFAULT)
+    assert by_name["retention.ms"] == ("7200000", STATIC_BROKER_CONFIG)  # hours turned into milliseconds
+    assert by_name["segment.ms"] == ("0", STATIC_BROKER_CONFIG)  # a value that is no number converts to 0, as Kafka's converter does
+    assert by_name["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert by_name["segment.bytes"] == ("1073741824", DEFAULT_CONFIG)
     assert all(entry["read_only"] is False and entry["is_sensitive"] is False for entry in configs)

@@ -10,10 +10,10 @@ from controller.config import parse_controller_config
 from controller.server import EmbeddedController
 from devkit import wire
 from envelope.apis import ApiKey
+from envelope.config_resources import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_TOPIC
 from envelope_proxy.embedded import DEFAULT_USERS, controller_properties, proxy_properties, start_proxy
 from proxy.config import parse_proxy_config
 
-BROKER, BROKER_LOGGER, TOPIC = 4, 8, 2
 TIMEOUT = 60
 
 
@@ -32,7 +32,7 @@ def _describe(address: str, resources: list[tuple[int, str]], version: int = 4) 
 
 def _alter_broker(address: str, broker: str, name: str, value: str) -> int:
     values = {
-        "resources": [{"resource_type": BROKER, "resource_name": broker, "configs": [{"name": name, "config_operation": 0, "value": value}]}],
+        "resources": [{"resource_type": CONFIG_BROKER, "resource_name": broker, "configs": [{"name": name, "config_operation": 0, "value": value}]}],
         "validate_only": False,
     }
     with wire.connect(address, timeout=TIMEOUT) as sock:
@@ -53,17 +53,17 @@ async def test_each_listed_broker_answers_for_its_own_configs(tmp_path: Path) ->
             address = run.running.address("CLIENT")
             assert await trio.to_thread.run_sync(_alter_broker, address, "2", "log.cleaner.threads", "3") == 0
 
-            asked = [(BROKER, "1"), (BROKER, "2"), (TOPIC, "absent"), (BROKER, "3"), (BROKER_LOGGER, "2"), (BROKER, "7"), (BROKER, "")]
+            asked = [(CONFIG_BROKER, "1"), (CONFIG_BROKER, "2"), (CONFIG_TOPIC, "absent"), (CONFIG_BROKER, "3"), (CONFIG_BROKER_LOGGER, "2"), (CONFIG_BROKER, "7"), (CONFIG_BROKER, "")]
             listed, *results = await trio.to_thread.run_sync(_describe, address, asked)
             assert listed == [1, 2, 3]
             assert [(int(r.resource_type), r.resource_name) for r in results] == asked
             by_name = {(int(r.resource_type), r.resource_name): r for r in results}
             for broker in ("1", "2", "3"):
-                assert by_name[(BROKER, broker)].error_code == 0, by_name[(BROKER, broker)].error_message
-                assert len(by_name[(BROKER, broker)].configs) > 100
-            threads = {b: {c.name: c.value for c in by_name[(BROKER, b)].configs}["log.cleaner.threads"] for b in ("1", "2", "3")}
+                assert by_name[(CONFIG_BROKER, broker)].error_code == 0, by_name[(CONFIG_BROKER, broker)].error_message
+                assert len(by_name[(CONFIG_BROKER, broker)].configs) > 100
+            threads = {b: {c.name: c.value for c in by_name[(CONFIG_BROKER, b)].configs}["log.cleaner.threads"] for b in ("1", "2", "3")}
             assert threads == {"1": "1", "2": "3", "3": "1"}
-            assert by_name[(BROKER_LOGGER, "2")].error_code == 0
-            outside = by_name[(BROKER, "7")]
+            assert by_name[(CONFIG_BROKER_LOGGER, "2")].error_code == 0
+            outside = by_name[(CONFIG_BROKER, "7")]
             assert (outside.error_code, outside.error_message) == (ErrorCode.invalid_request, "Unexpected broker id, expected 1 or empty string, but received 7")
             nursery.cancel_scope.cancel()

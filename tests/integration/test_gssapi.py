@@ -15,6 +15,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from devkit import wire
+from envelope.apis import ApiKey
 from envelope_proxy.embedded import EmbeddedStack, proxy_properties, start_stack
 from proxy.config import parse_proxy_config
 from proxy.net.sasl.client import LoginFailed
@@ -23,7 +24,6 @@ from proxy.properties import ConfigError, Properties
 from tests.conftest import BRIEF_TICKET_SECONDS, OTHER_SERVICE, SERVICE, SERVICE_HOST, Realm
 from tests.integration.conftest import audit_records
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE, CREATE_TOPICS = 17, 36, 19
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
 RULES = "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
 TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
@@ -70,12 +70,12 @@ class Login:
 
     def handshake(self) -> int:
         self.correlation += 1
-        return int(wire.call(self.sock, SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}, self.correlation).error_code)
+        return int(wire.call(self.sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}, self.correlation).error_code)
 
     def send(self, token: bytes) -> Any:
         self.sent.append(token)
         self.correlation += 1
-        return wire.call(self.sock, SASL_AUTHENTICATE, 2, {"auth_bytes": token}, self.correlation)
+        return wire.call(self.sock, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, self.correlation)
 
     def login(self, context: gssapi.SecurityContext, authzid: bytes | None = None) -> Any:
         """The whole exchange as RFC 4752 has it (the context, then the wrapped negotiation); the last answer."""
@@ -93,7 +93,7 @@ class Login:
 
 
 def create_topic(sock: socket.socket, name: str, correlation_id: int = 100) -> int:
-    body = wire.call(sock, CREATE_TOPICS, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
+    body = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": name, **TOPIC}], "timeout": 5000, "validate_only": False}, correlation_id)
     return int(body.topics[0].error_code)
 
 

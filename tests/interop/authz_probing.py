@@ -16,6 +16,7 @@ from authz.probe_plans import decide
 from devkit import wire
 from devkit.processes import write_properties
 from envelope.apis import ApiKey
+from envelope.config_resources import CONFIG_BROKER, CONFIG_TOPIC
 from envelope_proxy.authz_probe_cli import plan_for_case
 from envelope_proxy.cli import main
 from envelope_proxy.embedded import proxy_properties
@@ -28,7 +29,6 @@ ACLS = HERE / "probe_acls.jsonl"
 POLICY = HERE / "probe_policy.rego"
 DESCRIBE_ANY = 1
 """ResourceType/PatternType/AclOperation/AclPermissionType ANY in a DescribeAcls filter."""
-CONFIG_BROKER, CONFIG_TOPIC = 4, 2
 
 
 def grant_policy(controller: Controller) -> None:

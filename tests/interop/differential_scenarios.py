@@ -14,6 +14,7 @@ from typing import Any
 
 from authz import Operation, PatternType, PermissionType, ResourceType
 from envelope.apis import ApiKey
+from envelope.config_resources import CONFIG_BROKER, CONFIG_TOPIC, OP_DELETE, OP_SET
 from tests.interop.differential import Acl, Call, Group
 
 ZERO = uuid.UUID(int=0)
@@ -22,8 +23,6 @@ BROKER = 1  # the real node's id, and the embedded controller's one registered b
 UNREGISTERED_BROKER = 99
 TIMEOUT_MS = 30000
 CLUSTER = "kafka-cluster"
-TOPIC_CONFIG, BROKER_CONFIG = 2, 4
-SET, DELETE_OP = 0, 1
 PREFERRED, UNCLEAN = 0, 1
 SHA_256, SHA_512 = 1, 2
 UNKNOWN_CODE = 99  # a code Kafka 4.3 does not know: it reads it as UNKNOWN
@@ -679,8 +678,8 @@ def _groups() -> list[Group]:
                 dt("DELETE implies DESCRIBE", lambda n: delete((n("del"), ZERO))),
                 cp("ALTER on a topic allows CreatePartitions", lambda n: grow((n("alt"), 2), validate_only=True)),
                 cp("DELETE does not", lambda n: grow((n("h2"), 2), validate_only=True)),
-                ic("ALTER_CONFIGS allows IncrementalAlterConfigs", lambda n: incremental((TOPIC_CONFIG, n("cfg"), [("retention.ms", SET, "3600000")]), validate_only=True)),
-                ic("ALTER does not", lambda n: incremental((TOPIC_CONFIG, n("alt"), [("retention.ms", SET, "3600000")]), validate_only=True)),
+                ic("ALTER_CONFIGS allows IncrementalAlterConfigs", lambda n: incremental((CONFIG_TOPIC, n("cfg"), [("retention.ms", OP_SET, "3600000")]), validate_only=True)),
+                ic("ALTER does not", lambda n: incremental((CONFIG_TOPIC, n("alt"), [("retention.ms", OP_SET, "3600000")]), validate_only=True)),
             ),
         )
     )
@@ -988,20 +987,20 @@ def _groups() -> list[Group]:
             ),
             topics=("c1", "cdeny", "other"),
             calls=(
-                ic("alice sets a topic config", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("retention.ms", SET, "7200000")]))),
-                ic("validate only", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("cleanup.policy", SET, "compact")]), validate_only=True)),
-                ic("an unknown topic under her prefix", lambda n: incremental((TOPIC_CONFIG, n("c-missing"), [("retention.ms", SET, "1")]))),
-                ic("a topic she may not alter", lambda n: incremental((TOPIC_CONFIG, n("other"), [("retention.ms", SET, "1")]))),
-                ic("a DENY on the topic", lambda n: incremental((TOPIC_CONFIG, n("cdeny"), [("retention.ms", SET, "1")]))),
-                ic("a broker config without cluster ALTER_CONFIGS", lambda _n: incremental((BROKER_CONFIG, "", [("log.cleaner.threads", SET, "2")]), validate_only=True)),
-                ic("an unknown resource type", lambda n: incremental((UNKNOWN_CODE, n("c1"), [("retention.ms", SET, "1")]))),
-                ic("the same resource twice", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("retention.ms", SET, "1")]), (TOPIC_CONFIG, n("c1"), [("retention.ms", SET, "2")]))),
-                ic("an unknown key", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("no.such.config", SET, "1")]))),
-                ic("a bad value", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("retention.ms", SET, "soon")]))),
-                ic("deleting a key", lambda n: incremental((TOPIC_CONFIG, n("c1"), [("retention.ms", DELETE_OP, None)]))),
-                ac("legacy AlterConfigs on a topic", lambda n: legacy((TOPIC_CONFIG, n("c1"), {"retention.ms": "3600000"}))),
-                ac("legacy AlterConfigs on a topic she may not alter", lambda n: legacy((TOPIC_CONFIG, n("other"), {"retention.ms": "1"}))),
-                ac("legacy AlterConfigs, the same resource twice", lambda n: legacy((TOPIC_CONFIG, n("c1"), {}), (TOPIC_CONFIG, n("c1"), {}))),
+                ic("alice sets a topic config", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("retention.ms", OP_SET, "7200000")]))),
+                ic("validate only", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("cleanup.policy", OP_SET, "compact")]), validate_only=True)),
+                ic("an unknown topic under her prefix", lambda n: incremental((CONFIG_TOPIC, n("c-missing"), [("retention.ms", OP_SET, "1")]))),
+                ic("a topic she may not alter", lambda n: incremental((CONFIG_TOPIC, n("other"), [("retention.ms", OP_SET, "1")]))),
+                ic("a DENY on the topic", lambda n: incremental((CONFIG_TOPIC, n("cdeny"), [("retention.ms", OP_SET, "1")]))),
+                ic("a broker config without cluster ALTER_CONFIGS", lambda _n: incremental((CONFIG_BROKER, "", [("log.cleaner.threads", OP_SET, "2")]), validate_only=True)),
+                ic("an unknown resource type", lambda n: incremental((UNKNOWN_CODE, n("c1"), [("retention.ms", OP_SET, "1")]))),
+                ic("the same resource twice", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("retention.ms", OP_SET, "1")]), (CONFIG_TOPIC, n("c1"), [("retention.ms", OP_SET, "2")]))),
+                ic("an unknown key", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("no.such.config", OP_SET, "1")]))),
+                ic("a bad value", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("retention.ms", OP_SET, "soon")]))),
+                ic("deleting a key", lambda n: incremental((CONFIG_TOPIC, n("c1"), [("retention.ms", OP_DELETE, None)]))),
+                ac("legacy AlterConfigs on a topic", lambda n: legacy((CONFIG_TOPIC, n("c1"), {"retention.ms": "3600000"}))),
+                ac("legacy AlterConfigs on a topic she may not alter", lambda n: legacy((CONFIG_TOPIC, n("other"), {"retention.ms": "1"}))),
+                ac("legacy AlterConfigs, the same resource twice", lambda n: legacy((CONFIG_TOPIC, n("c1"), {}), (CONFIG_TOPIC, n("c1"), {}))),
                 ac("legacy AlterConfigs, an unknown resource type", lambda n: legacy((UNKNOWN_CODE, n("c1"), {}))),
             ),
         )

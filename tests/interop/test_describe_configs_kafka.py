@@ -27,12 +27,21 @@ from devkit import wire
 from devkit.kafka_node import KafkaNode
 from devkit.kafka_node_config import NODE_USER
 from envelope.apis import ApiKey
+from envelope.config_resources import (
+    CONFIG_BROKER,
+    CONFIG_BROKER_LOGGER,
+    CONFIG_CLIENT_METRICS,
+    CONFIG_GROUP,
+    CONFIG_TOPIC,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+)
+from envelope.config_sources import DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG
 
 pytestmark = pytest.mark.interop
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3
 DIFFERENT_STATIC = frozenset({"listeners", "metadata.log.dir"})  # the embedded controller's own port and metadata
 TOPIC_CONFIGS = {"retention.ms": "3600000", "cleanup.policy": "compact, delete", "min.cleanable.dirty.ratio": "0.25", "max.message.bytes": "2000000"}
 
@@ -118,12 +127,12 @@ def _mirror_dynamic_configs(pair: Pair) -> set[str]:
     """Copy the node's dynamic broker configs (as its DescribeConfigs shows them) into the embedded image; returns the
     sensitive ones, whose values Kafka does not show and which are therefore left out of the comparison."""
     hidden: set[str] = set()
-    (node,) = pair.kafka.describe([(BROKER, "1")])
+    (node,) = pair.kafka.describe([(CONFIG_BROKER, "1")])
     per_broker: dict[str, str] = {}
     cluster: dict[str, str] = {}
     for entry in node["configs"]:
         for synonym in entry["synonyms"]:
-            target = per_broker if synonym["source"] == DYNAMIC_BROKER else cluster if synonym["source"] == DYNAMIC_DEFAULT else None
+            target = per_broker if synonym["source"] == DYNAMIC_BROKER_CONFIG else cluster if synonym["source"] == DYNAMIC_DEFAULT_BROKER_CONFIG else None
             if target is None:
                 continue
             if synonym["value"] is None:
@@ -173,8 +182,8 @@ def _differences(kafka: dict[str, Any], embedded: dict[str, Any], skip: frozense
 def test_every_topic_config_is_listed_as_kafka_lists_it(pair: Pair) -> None:
     hidden = _mirror_dynamic_configs(pair)
     for version, synonyms, documentation in ((4, True, True), (4, False, False), (1, True, False)):
-        (kafka,) = pair.kafka.describe([(TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
-        (embedded,) = pair.embedded.describe([(TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
+        (kafka,) = pair.kafka.describe([(CONFIG_TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
+        (embedded,) = pair.embedded.describe([(CONFIG_TOPIC, pair.topic)], version=version, synonyms=synonyms, documentation=documentation)
         assert _differences(kafka, embedded, hidden) == [], f"v{version} synonyms={synonyms} documentation={documentation}"
         assert [e["name"] for e in embedded["configs"]] == [e["name"] for e in kafka["configs"]]
     assert {e["name"] for e in embedded["configs"]} == set(kafka_configs().topic.describe_order)
@@ -188,8 +197,8 @@ def test_create_topics_kip_525_configs_are_computed_as_kafkas_controller_compute
 
 def test_the_cluster_default_and_the_node_are_listed_as_kafka_lists_them(pair: Pair) -> None:
     hidden = _mirror_dynamic_configs(pair)
-    kafka = pair.kafka.describe([(BROKER, ""), (BROKER, "1")])
-    embedded = pair.embedded.describe([(BROKER, ""), (BROKER, "1")])
+    kafka = pair.kafka.describe([(CONFIG_BROKER, ""), (CONFIG_BROKER, "1")])
+    embedded = pair.embedded.describe([(CONFIG_BROKER, ""), (CONFIG_BROKER, "1")])
     assert _differences(kafka[0], embedded[0], hidden) == []
     assert [e["name"] for e in embedded[0]["configs"]] == [e["name"] for e in kafka[0]["configs"]]
     assert "min.insync.replicas" in {e["name"] for e in embedded[0]["configs"]}  # KIP-966, written when the cluster was made
@@ -200,17 +209,17 @@ def test_the_cluster_default_and_the_node_are_listed_as_kafka_lists_them(pair: P
 def test_other_resources_and_errors_are_answered_as_kafka_answers_them(pair: Pair) -> None:
     unique = uuid.uuid4().hex[:8]
     resources = [
-        (GROUP, f"g-{unique}"),
-        (CLIENT_METRICS, f"cm-{unique}"),
-        (BROKER, "2"),
-        (BROKER, "x"),
-        (BROKER_LOGGER, ""),
-        (BROKER_LOGGER, "2"),
-        (CLIENT_METRICS, ""),
-        (GROUP, ""),
-        (TOPIC, f"nope-{unique}"),
-        (TOPIC, "bad name!"),
-        (TOPIC, ""),
+        (CONFIG_GROUP, f"g-{unique}"),
+        (CONFIG_CLIENT_METRICS, f"cm-{unique}"),
+        (CONFIG_BROKER, "2"),
+        (CONFIG_BROKER, "x"),
+        (CONFIG_BROKER_LOGGER, ""),
+        (CONFIG_BROKER_LOGGER, "2"),
+        (CONFIG_CLIENT_METRICS, ""),
+        (CONFIG_GROUP, ""),
+        (CONFIG_TOPIC, f"nope-{unique}"),
+        (CONFIG_TOPIC, "bad name!"),
+        (CONFIG_TOPIC, ""),
     ]
     kafka = pair.kafka.describe(resources)
     embedded = pair.embedded.describe(resources)
@@ -219,11 +228,11 @@ def test_other_resources_and_errors_are_answered_as_kafka_answers_them(pair: Pai
         assert [e["name"] for e in ours["configs"]] == [e["name"] for e in theirs["configs"]]
     # loggers are each process's own: the shape is Kafka's
     for side in (pair.kafka, pair.embedded):
-        (loggers,) = side.describe([(BROKER_LOGGER, "1")])
+        (loggers,) = side.describe([(CONFIG_BROKER_LOGGER, "1")])
         assert loggers["error_code"] == 0 and "root" in {e["name"] for e in loggers["configs"]}
         assert {(e["config_source"], e["config_type"], e["documentation"], e["read_only"], e["is_sensitive"]) for e in loggers["configs"]} == {(6, 0, "", False, False)}
     # an unknown resource type fails the whole request
-    assert pair.embedded.describe([(TOPIC, pair.topic), (99, "x")]) == pair.kafka.describe([(TOPIC, pair.topic), (99, "x")])
+    assert pair.embedded.describe([(CONFIG_TOPIC, pair.topic), (99, "x")]) == pair.kafka.describe([(CONFIG_TOPIC, pair.topic), (99, "x")])
 
 
 def _incremental(kind: int, name: str, *configs: tuple[str, int, str | None]) -> tuple[str, list[dict[str, Any]]]:
@@ -238,55 +247,55 @@ def _changes(topic: str) -> list[tuple[str, list[dict[str, Any]]]]:
     """Config changes whose answers must agree (validate_only, so neither side changes). Kafka's controller resigns on an
     unknown operation or an APPEND without a value (a NullPointerException), so those are left out here."""
     return [
-        _incremental(TOPIC, topic, ("retention.ms", SET, "abc")),
-        _incremental(TOPIC, topic, ("retention.ms", SET, "-5")),
-        _incremental(TOPIC, topic, ("foo", SET, "1")),
-        _incremental(TOPIC, topic, ("retention.ms", APPEND, "1")),
-        _incremental(TOPIC, topic, ("cleanup.policy", APPEND, "delete")),
-        _incremental(TOPIC, topic, ("cleanup.policy", SUBTRACT, "compact")),
-        _incremental(TOPIC, topic, ("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")),
-        _incremental(TOPIC, topic, ("remote.storage.enable", SET, "true")),
-        _incremental(TOPIC, topic, ("compression.gzip.level", SET, "10")),
-        _incremental(TOPIC, topic, ("min.cleanable.dirty.ratio", SET, "2")),
-        _incremental(TOPIC, topic, ("leader.replication.throttled.replicas", SET, "abc")),
-        _incremental(TOPIC, topic, ("segment.bytes", SET, "1")),
-        _incremental(TOPIC, topic, ("retention.ms", DELETE, None)),
-        _incremental(TOPIC, "nope-missing", ("retention.ms", SET, "1")),
-        _incremental(TOPIC, "nope-missing", ("retention.ms", SET, "abc")),
-        _incremental(TOPIC, "", ("retention.ms", SET, "1")),
-        _incremental(BROKER, "", ("min.insync.replicas", DELETE, None)),
-        _incremental(BROKER, "1", ("min.insync.replicas", SET, "2")),
-        _incremental(BROKER, "2", ("log.retention.ms", SET, "1")),
-        _incremental(BROKER, "x", ("log.retention.ms", SET, "1")),
-        _incremental(BROKER, "-1", ("log.retention.ms", SET, "1")),
-        _incremental(BROKER, "", ("foo.bar", SET, "1")),
-        _incremental(BROKER, "1", ("listeners", APPEND, "X://:1")),
-        _incremental(BROKER, "", ("num.partitions", APPEND, "1")),
-        _incremental(GROUP, "g", ("consumer.session.timeout.ms", SET, "1")),
-        _incremental(GROUP, "g", ("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "60000")),
-        _incremental(GROUP, "g", ("foo", SET, "1")),
-        _incremental(GROUP, "g", ("share.auto.offset.reset", SET, "bad")),
-        _incremental(GROUP, "", ("consumer.session.timeout.ms", SET, "50000")),
-        _incremental(CLIENT_METRICS, "cm", ("interval.ms", SET, "5")),
-        _incremental(CLIENT_METRICS, "cm", ("foo", SET, "5")),
-        _incremental(CLIENT_METRICS, "cm", ("match", SET, "bad")),
-        _incremental(CLIENT_METRICS, "cm", ("metrics", APPEND, "x")),
-        _incremental(CLIENT_METRICS, "", ("metrics", SET, "x")),
-        _incremental(99, "x", ("a", SET, "b")),
-        _incremental(BROKER_LOGGER, "1", ("root", SET, "DEBUG")),
-        _incremental(BROKER_LOGGER, "1", ("nope.logger", SET, "DEBUG")),
-        _incremental(BROKER_LOGGER, "1", ("root", SET, "BAD")),
-        _incremental(BROKER_LOGGER, "1", ("root", DELETE, None)),
-        _incremental(BROKER_LOGGER, "1", ("root", APPEND, "x")),
-        _incremental(BROKER_LOGGER, "2", ("root", SET, "DEBUG")),
-        _incremental(BROKER_LOGGER, "x", ("root", SET, "DEBUG")),
-        ("incremental", _incremental(TOPIC, topic, ("retention.ms", SET, "1"))[1] * 3),
-        _legacy(BROKER, "", ("log.retention.ms", "1")),
-        _legacy(BROKER_LOGGER, "1", ("root", "DEBUG")),
+        _incremental(CONFIG_TOPIC, topic, ("retention.ms", OP_SET, "abc")),
+        _incremental(CONFIG_TOPIC, topic, ("retention.ms", OP_SET, "-5")),
+        _incremental(CONFIG_TOPIC, topic, ("foo", OP_SET, "1")),
+        _incremental(CONFIG_TOPIC, topic, ("retention.ms", OP_APPEND, "1")),
+        _incremental(CONFIG_TOPIC, topic, ("cleanup.policy", OP_APPEND, "delete")),
+        _incremental(CONFIG_TOPIC, topic, ("cleanup.policy", OP_SUBTRACT, "compact")),
+        _incremental(CONFIG_TOPIC, topic, ("min.compaction.lag.ms", OP_SET, "10"), ("max.compaction.lag.ms", OP_SET, "5")),
+        _incremental(CONFIG_TOPIC, topic, ("remote.storage.enable", OP_SET, "true")),
+        _incremental(CONFIG_TOPIC, topic, ("compression.gzip.level", OP_SET, "10")),
+        _incremental(CONFIG_TOPIC, topic, ("min.cleanable.dirty.ratio", OP_SET, "2")),
+        _incremental(CONFIG_TOPIC, topic, ("leader.replication.throttled.replicas", OP_SET, "abc")),
+        _incremental(CONFIG_TOPIC, topic, ("segment.bytes", OP_SET, "1")),
+        _incremental(CONFIG_TOPIC, topic, ("retention.ms", OP_DELETE, None)),
+        _incremental(CONFIG_TOPIC, "nope-missing", ("retention.ms", OP_SET, "1")),
+        _incremental(CONFIG_TOPIC, "nope-missing", ("retention.ms", OP_SET, "abc")),
+        _incremental(CONFIG_TOPIC, "", ("retention.ms", OP_SET, "1")),
+        _incremental(CONFIG_BROKER, "", ("min.insync.replicas", OP_DELETE, None)),
+        _incremental(CONFIG_BROKER, "1", ("min.insync.replicas", OP_SET, "2")),
+        _incremental(CONFIG_BROKER, "2", ("log.retention.ms", OP_SET, "1")),
+        _incremental(CONFIG_BROKER, "x", ("log.retention.ms", OP_SET, "1")),
+        _incremental(CONFIG_BROKER, "-1", ("log.retention.ms", OP_SET, "1")),
+        _incremental(CONFIG_BROKER, "", ("foo.bar", OP_SET, "1")),
+        _incremental(CONFIG_BROKER, "1", ("listeners", OP_APPEND, "X://:1")),
+        _incremental(CONFIG_BROKER, "", ("num.partitions", OP_APPEND, "1")),
+        _incremental(CONFIG_GROUP, "g", ("consumer.session.timeout.ms", OP_SET, "1")),
+        _incremental(CONFIG_GROUP, "g", ("consumer.session.timeout.ms", OP_SET, "50000"), ("consumer.heartbeat.interval.ms", OP_SET, "60000")),
+        _incremental(CONFIG_GROUP, "g", ("foo", OP_SET, "1")),
+        _incremental(CONFIG_GROUP, "g", ("share.auto.offset.reset", OP_SET, "bad")),
+        _incremental(CONFIG_GROUP, "", ("consumer.session.timeout.ms", OP_SET, "50000")),
+        _incremental(CONFIG_CLIENT_METRICS, "cm", ("interval.ms", OP_SET, "5")),
+        _incremental(CONFIG_CLIENT_METRICS, "cm", ("foo", OP_SET, "5")),
+        _incremental(CONFIG_CLIENT_METRICS, "cm", ("match", OP_SET, "bad")),
+        _incremental(CONFIG_CLIENT_METRICS, "cm", ("metrics", OP_APPEND, "x")),
+        _incremental(CONFIG_CLIENT_METRICS, "", ("metrics", OP_SET, "x")),
+        _incremental(99, "x", ("a", OP_SET, "b")),
+        _incremental(CONFIG_BROKER_LOGGER, "1", ("root", OP_SET, "DEBUG")),
+        _incremental(CONFIG_BROKER_LOGGER, "1", ("nope.logger", OP_SET, "DEBUG")),
+        _incremental(CONFIG_BROKER_LOGGER, "1", ("root", OP_SET, "BAD")),
+        _incremental(CONFIG_BROKER_LOGGER, "1", ("root", OP_DELETE, None)),
+        _incremental(CONFIG_BROKER_LOGGER, "1", ("root", OP_APPEND, "x")),
+        _incremental(CONFIG_BROKER_LOGGER, "2", ("root", OP_SET, "DEBUG")),
+        _incremental(CONFIG_BROKER_LOGGER, "x", ("root", OP_SET, "DEBUG")),
+        ("incremental", _incremental(CONFIG_TOPIC, topic, ("retention.ms", OP_SET, "1"))[1] * 3),
+        _legacy(CONFIG_BROKER, "", ("log.retention.ms", "1")),
+        _legacy(CONFIG_BROKER_LOGGER, "1", ("root", "DEBUG")),
         _legacy(99, "1", ("root", "DEBUG")),
-        _legacy(TOPIC, topic, ("retention.ms", "abc")),
-        _legacy(TOPIC, topic, ("foo", "1")),
-        _legacy(TOPIC, topic, ("retention.ms", None)),
+        _legacy(CONFIG_TOPIC, topic, ("retention.ms", "abc")),
+        _legacy(CONFIG_TOPIC, topic, ("foo", "1")),
+        _legacy(CONFIG_TOPIC, topic, ("retention.ms", None)),
     ]
 
 

@@ -28,6 +28,7 @@ import trio
 from authz.admin_apis import response_errors
 from devkit import wire
 from devkit.kafka_node import KafkaNode
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope.header import peek_request_header
@@ -42,7 +43,6 @@ READ_TIMEOUT = 15.0
 AUDIT_TIMEOUT = 30.0
 USER, PASSWORD = "admin", "admin-secret"  # a super user on the node and at the proxy's edge
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_ACLS, API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 19, 20, 30, 18, 17, 36
 UNKNOWN_TAG = bytes([0x01, 0x09, 0x01, 0x2A])
 """A tagged-field section with one field: tag 9 (defined nowhere), 1 byte of data."""
 
@@ -59,11 +59,11 @@ def unique(prefix: str) -> str:
 
 def create_topics(name: str) -> bytes:
     topic = {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-    return wire.request(CREATE_TOPICS, 7, {"topics": [topic], "timeout": 30000, "validate_only": False})
+    return wire.request(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": 30000, "validate_only": False})
 
 
 def delete_topics(name: str) -> bytes:
-    return wire.request(DELETE_TOPICS, 6, {"topics": [{"name": name, "topic_id": None}], "timeout": 30000})
+    return wire.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name, "topic_id": None}], "timeout": 30000})
 
 
 def acl_creation(topic: str, principal: str) -> dict[str, Any]:
@@ -80,11 +80,11 @@ def acl_creation(topic: str, principal: str) -> dict[str, Any]:
 
 
 def create_acls(topic: str, principal: str) -> bytes:
-    return wire.request(CREATE_ACLS, 3, {"creations": [acl_creation(topic, principal)]})
+    return wire.request(ApiKey.CREATE_ACLS, 3, {"creations": [acl_creation(topic, principal)]})
 
 
 def api_versions(name: str = "hostile-test", version: str = "1") -> bytes:
-    return wire.request(API_VERSIONS, 3, {"client_software_name": name, "client_software_version": version})
+    return wire.request(ApiKey.API_VERSIONS, 3, {"client_software_name": name, "client_software_version": version})
 
 
 def with_first_count(frame: bytes, count: bytes) -> bytes:
@@ -120,8 +120,8 @@ class Send:
 def login_steps(user: str = USER, password: str = PASSWORD) -> list[Send]:
     token = wire.plain_token(user, password)
     return [
-        Send(SASL_HANDSHAKE, 1, wire.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})),
-        Send(SASL_AUTHENTICATE, 2, wire.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token})),
+        Send(ApiKey.SASL_HANDSHAKE, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})),
+        Send(ApiKey.SASL_AUTHENTICATE, 2, wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})),
     ]
 
 
@@ -137,7 +137,7 @@ def summary(step: Send, frame: bytes) -> tuple[Any, ...]:
     except Exception as exc:  # the other side answered something we cannot read: show it
         return ("undecodable", type(exc).__name__, frame[:64].hex(" "))
     assert received == correlation_id, f"answer to correlation id {received}, sent {correlation_id}"
-    if step.api_key == API_VERSIONS:
+    if step.api_key == ApiKey.API_VERSIONS:
         return ("answer", int(body.error_code), "api_keys" if body.api_keys else "no api_keys")
     top, items = response_errors(step.api_key, body)
     return ("answer", top, *(int(item.error_code) for item in items))
@@ -163,7 +163,7 @@ def play(address: str, steps: list[Send]) -> list[Any]:
 
 def answers_a_fresh_connection(address: str) -> list[Any]:
     """Login as admin and one valid ApiVersions: what a healthy endpoint answers."""
-    return play(address, [*login_steps(), Send(API_VERSIONS, 3, api_versions())])
+    return play(address, [*login_steps(), Send(ApiKey.API_VERSIONS, 3, api_versions())])
 
 
 HEALTHY = [*LOGGED_IN, ("answer", 0, "api_keys")]
@@ -193,9 +193,9 @@ HOSTILE_COUNTS = {
     "null (compact 0) for a non-nullable array": b"\x00",
 }
 HOSTILE_REQUESTS: dict[str, tuple[int, int, Callable[[str], bytes]]] = {
-    "CreateTopics v7 topics": (CREATE_TOPICS, 7, create_topics),
-    "DeleteTopics v6 topics": (DELETE_TOPICS, 6, delete_topics),
-    "CreateAcls v3 creations": (CREATE_ACLS, 3, lambda name: create_acls(name, f"User:{name}")),
+    "CreateTopics v7 topics": (ApiKey.CREATE_TOPICS, 7, create_topics),
+    "DeleteTopics v6 topics": (ApiKey.DELETE_TOPICS, 6, delete_topics),
+    "CreateAcls v3 creations": (ApiKey.CREATE_ACLS, 3, lambda name: create_acls(name, f"User:{name}")),
 }
 
 
@@ -230,7 +230,7 @@ async def test_an_unknown_tag_in_create_topics_is_skipped_and_the_topic_created(
     from confluent_kafka.admin import AdminClient
 
     names = {"kafka": unique("hostile-tag"), "proxy": unique("hostile-tag")}
-    sent = {side: Send(CREATE_TOPICS, 7, with_tag_at(create_topics(name), offset)) for side, name in names.items()}
+    sent = {side: Send(ApiKey.CREATE_TOPICS, 7, with_tag_at(create_topics(name), offset)) for side, name in names.items()}
     direct = await trio.to_thread.run_sync(play, kafka_node.broker_address, [*login_steps(), sent["kafka"]])
     proxied = await trio.to_thread.run_sync(play, proxy.address, [*login_steps(), sent["proxy"]])
 
@@ -259,7 +259,7 @@ async def test_an_unknown_tag_in_a_create_acls_creation_is_skipped(kafka_node: K
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
 
     topics = {"kafka": unique("hostile-acl"), "proxy": unique("hostile-acl")}
-    sent = {side: Send(CREATE_ACLS, 3, with_tag_at(create_acls(t, f"User:{t}"), CREATE_ACLS_CREATION_TAGS)) for side, t in topics.items()}
+    sent = {side: Send(ApiKey.CREATE_ACLS, 3, with_tag_at(create_acls(t, f"User:{t}"), CREATE_ACLS_CREATION_TAGS)) for side, t in topics.items()}
     direct = await trio.to_thread.run_sync(play, kafka_node.broker_address, [*login_steps(), sent["kafka"]])
     proxied = await trio.to_thread.run_sync(play, proxy.address, [*login_steps(), sent["proxy"]])
 
@@ -296,23 +296,23 @@ BAD_SOFTWARE_NAME = "bad name!\n<script>"
 PRE_LOGIN: dict[str, tuple[Callable[[], list[Send]], list[Any]]] = {
     # script, and what Kafka 4.3.1 was seen doing
     "two ApiVersions before SaslHandshake": (
-        lambda: [Send(API_VERSIONS, 3, api_versions()), Send(API_VERSIONS, 3, api_versions())],
+        lambda: [Send(ApiKey.API_VERSIONS, 3, api_versions()), Send(ApiKey.API_VERSIONS, 3, api_versions())],
         [("answer", 0, "api_keys"), CLOSED],
     ),
     "ApiVersions with a bad software name, then a good one, then login": (
-        lambda: [Send(API_VERSIONS, 3, api_versions(BAD_SOFTWARE_NAME)), Send(API_VERSIONS, 3, api_versions()), *login_steps()],
+        lambda: [Send(ApiKey.API_VERSIONS, 3, api_versions(BAD_SOFTWARE_NAME)), Send(ApiKey.API_VERSIONS, 3, api_versions()), *login_steps()],
         [("answer", 42, "no api_keys"), ("answer", 0, "api_keys"), *LOGGED_IN],
     ),
     "ApiVersions with a bad software name, then login": (
-        lambda: [Send(API_VERSIONS, 3, api_versions(BAD_SOFTWARE_NAME)), *login_steps()],
+        lambda: [Send(ApiKey.API_VERSIONS, 3, api_versions(BAD_SOFTWARE_NAME)), *login_steps()],
         [("answer", 42, "no api_keys"), *LOGGED_IN],
     ),
     "CreateTopics before SaslHandshake": (
-        lambda: [Send(CREATE_TOPICS, 7, create_topics(unique("hostile-prelogin")))],
+        lambda: [Send(ApiKey.CREATE_TOPICS, 7, create_topics(unique("hostile-prelogin")))],
         [CLOSED],
     ),
     "CreateTopics after ApiVersions, before SaslHandshake": (
-        lambda: [Send(API_VERSIONS, 3, api_versions()), Send(CREATE_TOPICS, 7, create_topics(unique("hostile-prelogin")))],
+        lambda: [Send(ApiKey.API_VERSIONS, 3, api_versions()), Send(ApiKey.CREATE_TOPICS, 7, create_topics(unique("hostile-prelogin")))],
         [("answer", 0, "api_keys"), CLOSED],
     ),
 }

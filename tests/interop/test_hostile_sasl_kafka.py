@@ -37,6 +37,7 @@ import trio
 
 from devkit import wire
 from devkit.kafka_node import KafkaNode
+from envelope.apis import ApiKey
 from envelope.codec import decode_response_body
 from envelope.frames import encode_frame
 from envelope_proxy.embedded import proxy_properties, start_proxy
@@ -52,7 +53,6 @@ from tests.proxy.net.sasl.oauth_fixtures import AUDIENCE, ISSUER, claims, jwks, 
 
 pytestmark = pytest.mark.interop
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 READ_TIMEOUT = 15.0
 """How long to wait for an answer or a close."""
 CLOSE_WAIT = 2.0
@@ -181,7 +181,7 @@ Move = Callable[[Play], tuple[int, int, bytes]]
 
 def _authenticate(play: Play, token: bytes) -> tuple[int, int, bytes]:
     play.correlation_id += 1
-    return SASL_AUTHENTICATE, 2, wire.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token}, play.correlation_id)
+    return ApiKey.SASL_AUTHENTICATE, 2, wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, play.correlation_id)
 
 
 def token(data: bytes) -> Move:
@@ -217,9 +217,9 @@ def frame_of(size: int, fill: bytes = b"a") -> Move:
     def move(play: Play) -> tuple[int, int, bytes]:
         play.correlation_id += 1
         n = size
-        while len(frame := wire.request(SASL_AUTHENTICATE, 2, {"auth_bytes": (fill * n)[:n]}, play.correlation_id)) != size:
+        while len(frame := wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": (fill * n)[:n]}, play.correlation_id)) != size:
             n -= len(frame) - size
-        return SASL_AUTHENTICATE, 2, frame
+        return ApiKey.SASL_AUTHENTICATE, 2, frame
 
     return move
 
@@ -244,7 +244,7 @@ def handshake(mechanism: str) -> Move:
 
     def move(play: Play) -> tuple[int, int, bytes]:
         play.correlation_id += 1
-        return SASL_HANDSHAKE, 1, wire.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism}, play.correlation_id)
+        return ApiKey.SASL_HANDSHAKE, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, play.correlation_id)
 
     return move
 
@@ -253,7 +253,7 @@ def alive(play: Play) -> tuple[int, int, bytes]:
     """ApiVersions: after a login, an answer shows the connection goes on."""
     play.correlation_id += 1
     values = {"client_software_name": "hostile-sasl", "client_software_version": "1"}
-    return API_VERSIONS, 3, wire.request(API_VERSIONS, 3, values, play.correlation_id)
+    return ApiKey.API_VERSIONS, 3, wire.request(ApiKey.API_VERSIONS, 3, values, play.correlation_id)
 
 
 def login(mechanism: str) -> list[Move]:
@@ -362,9 +362,9 @@ def _summary(api_key: int, version: int, correlation_id: int, frame: bytes) -> t
     except Exception as exc:  # an answer we cannot read: show it
         return ("undecodable", type(exc).__name__, frame[:64].hex(" "))
     assert received == correlation_id, f"answer to correlation id {received}, sent {correlation_id}"
-    if api_key == API_VERSIONS:
+    if api_key == ApiKey.API_VERSIONS:
         return ("versions", int(body.error_code))
-    if api_key == SASL_HANDSHAKE:
+    if api_key == ApiKey.SASL_HANDSHAKE:
         return ("handshake", int(body.error_code))
     data = bytes(body.auth_bytes)
     shown = "" if not data else data.decode("utf-8", "replace") if data.startswith(b"{") else "bytes"
@@ -387,8 +387,8 @@ def play(address: str, mechanism: str, moves: list[Move], clients: Callable[[str
     state = Play(clients(mechanism), clients)
     seen: list[Any] = []
     with wire.connect(address, timeout=READ_TIMEOUT) as sock:
-        handshake = wire.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism}, state.correlation_id)
-        steps: list[Move] = [lambda _: (SASL_HANDSHAKE, 1, handshake), *moves]
+        handshake = wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, state.correlation_id)
+        steps: list[Move] = [lambda _: (ApiKey.SASL_HANDSHAKE, 1, handshake), *moves]
         for index, move in enumerate(steps):
             api_key, version, frame = move(state)
             try:
@@ -403,7 +403,7 @@ def play(address: str, mechanism: str, moves: list[Move], clients: Callable[[str
                 assert summary == ("handshake", 0), f"SaslHandshake({mechanism}) at {address}: {summary}"
                 continue
             seen.append(summary)
-            if api_key == SASL_AUTHENTICATE and summary[0] == "auth":
+            if api_key == ApiKey.SASL_AUTHENTICATE and summary[0] == "auth":
                 _, body = decode_response_body(api_key, version, received)
                 state.challenge = bytes(body.auth_bytes)
         seen.append(OPEN if moves and moves[-1] is alive else _closed_within(sock, CLOSE_WAIT))

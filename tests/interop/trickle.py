@@ -5,13 +5,13 @@ import time
 
 from kio.schema.errors import ErrorCode
 
+from authz.model import Operation, PatternType, PermissionType, ResourceType
 from devkit import wire
 from envelope.apis import ApiKey
 from envelope_proxy.embedded import DEFAULT_USERS
 from tests.interop.test_conformance import unique
 
 CLIENT_WAIT = 30.0  # far above request.timeout.ms: a request still unanswered by then is hung
-ACL_RESOURCE_TOPIC, ACL_PATTERN_LITERAL, ACL_OPERATION_READ, ACL_PERMISSION_ALLOW = 2, 3, 3, 3
 
 
 class Trickle:
@@ -69,13 +69,13 @@ class Trickle:
                     body = wire.call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout": 5000, "validate_only": False}, 3)
                     return int(body.topics[0].error_code)
                 acl = {
-                    "resource_type": ACL_RESOURCE_TOPIC,
+                    "resource_type": ResourceType.TOPIC,
                     "resource_name": name,
-                    "resource_pattern_type": ACL_PATTERN_LITERAL,
+                    "resource_pattern_type": PatternType.LITERAL,
                     "principal": "User:bob",
                     "host": "*",
-                    "operation": ACL_OPERATION_READ,
-                    "permission_type": ACL_PERMISSION_ALLOW,
+                    "operation": Operation.READ,
+                    "permission_type": PermissionType.ALLOW,
                 }
                 body = wire.call(sock, ApiKey.CREATE_ACLS, 2, {"creations": [acl]}, 3)
                 return int(body.results[0].error_code)

@@ -23,7 +23,6 @@ PROBE_PRINCIPAL = "User:probed"
 PROBE_ADDRESS = "10.9.9.9"
 PROBE_METHOD, PROBE_API_KEY = "kafka.CreatePartitions", 37
 PROBE_VALUES = frozenset({PROBE_PRINCIPAL, PROBE_ADDRESS, PROBE_METHOD})
-#: TOPIC_AUTHORIZATION_FAILED: the second probe asks a case the authorizer denies.
 #: The first record id of the probes, past the scenario's.
 FIRST_ID = 900
 #: What the scenario's records alone give (tests/spark_audit/test_job.py counts the same records).
