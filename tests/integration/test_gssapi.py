@@ -25,6 +25,7 @@ from tests.conftest import BRIEF_TICKET_SECONDS, OTHER_SERVICE, SERVICE, SERVICE
 from tests.integration.conftest import audit_records
 
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
+READ_ROUNDING_MS = 1000  # a context's lifetime is given in whole seconds
 RULES = "RULE:[2:$1-$2@$0]([^@]*@ENVELOPE\\.TEST)s/@.*//, DEFAULT"
 TOPIC = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
 
@@ -363,11 +364,13 @@ async def test_the_proxys_own_login_renews_its_ticket_past_half_its_lifetime(ker
 
     first = await ticket_end()
     issued = time.monotonic()
-    # the same ticket while it is young: its end is read as now + the context's lifetime in whole seconds, so two
-    # reads of one ticket differ by up to a second (a renewed one ends at least BRIEF_TICKET_SECONDS / 2 later)
-    assert await ticket_end() == pytest.approx(first, abs=1000)
+    # A ticket's end is read as now + the context's lifetime in whole seconds: a reading is up to a second early.
+    # So the same ticket reads within a second of `first`, at most its end; a ticket taken after 0.6 of the first's
+    # lifetime ends 0.6 of a lifetime later and reads at least that less a second later (1.4 s for a 4 s ticket).
+    assert await ticket_end() == pytest.approx(first, abs=READ_ROUNDING_MS)
     await trio.sleep(max(0.0, issued + BRIEF_TICKET_SECONDS * 0.6 - time.monotonic()))
-    assert await ticket_end() >= first + BRIEF_TICKET_SECONDS * 0.5 * 1000
+    assert BRIEF_TICKET_SECONDS * 0.6 * 1000 - READ_ROUNDING_MS > READ_ROUNDING_MS  # the two cases do not overlap
+    assert await ticket_end() > first + READ_ROUNDING_MS
 
 
 def test_check_config_shows_the_listeners_kerberos_settings(kerberos_realm: Realm, tmp_path: Path) -> None:
