@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 import trio
 from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
@@ -59,15 +60,15 @@ async def test_forwarded_request_runs_as_the_forwarded_principal_and_address(con
         pytest.param(
             "stranger",
             wrap(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), Principal("User", "admin"), "127.0.0.1", correlation_id=1),
-            31,
+            ErrorCode.cluster_authorization_failed,
             id="no-cluster-action",
         ),
-        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), b"\x00\x07garbage", bytes(4)), 97, id="bad-principal"),
-        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), None, bytes(4)), 97, id="no-principal"),
+        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), b"\x00\x07garbage", bytes(4)), ErrorCode.principal_deserialization_failure, id="bad-principal"),
+        pytest.param("proxy", _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), None, bytes(4)), ErrorCode.principal_deserialization_failure, id="no-principal"),
         pytest.param(
             "proxy",
             _raw_envelope(wire.request(ApiKey.CREATE_TOPICS, 7, CREATE), serialize_principal(Principal("User", "a")), bytes(5)),
-            42,
+            ErrorCode.invalid_request,
             id="address-of-5-bytes",
         ),
         pytest.param(
@@ -77,7 +78,7 @@ async def test_forwarded_request_runs_as_the_forwarded_principal_and_address(con
                 serialize_principal(Principal("User", "a")),
                 bytes(4),
             ),
-            42,
+            ErrorCode.invalid_request,
             id="not-forwardable",
         ),
         pytest.param(

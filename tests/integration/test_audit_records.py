@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
@@ -77,8 +78,8 @@ async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nurse
     plain = f"127.0.0.1:{running.listener('PLAIN').port}"
 
     seen = await trio.to_thread.run_sync(traffic, client, plain)
-    assert seen["alice_create"] == 29 and seen["wrong_password"] == 58 and seen["unsupported_mechanism"] == 33
-    assert seen["privileged"] == 58 and seen["filtered_closed"] and seen["idle_closed"]
+    assert seen["alice_create"] == ErrorCode.topic_authorization_failed and seen["wrong_password"] == ErrorCode.sasl_authentication_failed and seen["unsupported_mechanism"] == ErrorCode.unsupported_sasl_mechanism
+    assert seen["privileged"] == ErrorCode.sasl_authentication_failed and seen["filtered_closed"] and seen["idle_closed"]
 
     # A logged-in connection still open at shutdown is closed by the drain.
     lingering = await trio.to_thread.run_sync(lambda: wire.connect(client))
@@ -122,7 +123,7 @@ async def test_every_kind_of_record_matches_the_schema_and_tells_the_story(nurse
         "detail": "Authentication failed: Invalid username or password",
     }
     unsupported = next(data for data in failed if data["authenticationInfo"]["mechanism"] == "SCRAM-SHA-256")
-    assert unsupported["authenticationInfo"]["principal"] is None and unsupported["result"]["errorCode"] == 33
+    assert unsupported["authenticationInfo"]["principal"] is None and unsupported["result"]["errorCode"] == ErrorCode.unsupported_sasl_mechanism
 
     admin_login = next(d for d in events if d["stage"] == "authenticated" and d["authenticationInfo"]["principal"] == "User:admin")
     assert admin_login["authenticationInfo"]["mechanism"] == "PLAIN"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from apiversions import intersect
 from controller.topic_rules import broker_ids_of
@@ -226,7 +227,7 @@ async def test_a_wrong_password_is_refused_and_the_connection_closed(stack: Embe
             return code, wire.is_closed(sock)
 
     code, closed = await trio.to_thread.run_sync(login)
-    assert code == 58
+    assert code == ErrorCode.sasl_authentication_failed
     assert closed
 
 

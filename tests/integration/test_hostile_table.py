@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from devkit.processes import free_port, wait_for_port, write_properties
@@ -322,35 +323,35 @@ def _slowloris(sock: socket.socket) -> Seen:
 
 
 def _two_api_versions(sock: socket.socket) -> Seen:
-    first = _call(sock, 18, 3, _api_versions())
+    first = _call(sock, ApiKey.API_VERSIONS, 3, _api_versions())
     assert first is not None and int(first.error_code) == 0
-    return Seen([first], _call(sock, 18, 3, _api_versions()) is None)
+    return Seen([first], _call(sock, ApiKey.API_VERSIONS, 3, _api_versions()) is None)
 
 
 def _bad_software_name(sock: socket.socket) -> Seen:
-    bad = _call(sock, 18, 3, _api_versions("bad name!\n<script>"))
-    assert bad is not None and int(bad.error_code) == 42 and not bad.api_keys
-    good = _call(sock, 18, 3, _api_versions())
+    bad = _call(sock, ApiKey.API_VERSIONS, 3, _api_versions("bad name!\n<script>"))
+    assert bad is not None and int(bad.error_code) == ErrorCode.invalid_request and not bad.api_keys
+    good = _call(sock, ApiKey.API_VERSIONS, 3, _api_versions())
     assert good is not None and int(good.error_code) == 0 and good.api_keys
     _login(sock)
     return Seen([bad, good], False)
 
 
 def _long_software_name(sock: socket.socket) -> Seen:
-    answer = _call(sock, 18, 3, _api_versions("a" * 30000))
+    answer = _call(sock, ApiKey.API_VERSIONS, 3, _api_versions("a" * 30000))
     assert answer is not None and int(answer.error_code) == 0
     _login(sock)
-    cluster = _call(sock, 60, 0, wire.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, correlation_id=next(_ids)))
+    cluster = _call(sock, ApiKey.DESCRIBE_CLUSTER, 0, wire.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, correlation_id=next(_ids)))
     assert cluster is not None and int(cluster.error_code) == 0
     return Seen([answer, cluster], False)
 
 
 def _plain_token(token: bytes) -> Exchange:
     def run(sock: socket.socket) -> Seen:
-        handshake = _call(sock, 17, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=next(_ids)))
+        handshake = _call(sock, ApiKey.SASL_HANDSHAKE, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, correlation_id=next(_ids)))
         assert handshake is not None and int(handshake.error_code) == 0
-        answer = _call(sock, 36, 2, wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=next(_ids)))
-        assert answer is not None and int(answer.error_code) == 58, answer
+        answer = _call(sock, ApiKey.SASL_AUTHENTICATE, 2, wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, correlation_id=next(_ids)))
+        assert answer is not None and int(answer.error_code) == ErrorCode.sasl_authentication_failed, answer
         return Seen([answer], _closed(sock))
 
     return run
@@ -358,7 +359,7 @@ def _plain_token(token: bytes) -> Exchange:
 
 def _handshake(mechanism: str, expected: int) -> Exchange:
     def run(sock: socket.socket) -> Seen:
-        answer = _call(sock, 17, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=next(_ids)))
+        answer = _call(sock, ApiKey.SASL_HANDSHAKE, 1, wire.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, correlation_id=next(_ids)))
         assert answer is not None and int(answer.error_code) == expected
         return Seen([answer], _closed(sock))
 
@@ -377,7 +378,7 @@ def _tagged_create(where: str) -> tuple[Exchange, Callable[[list[dict[str, Any]]
 
     def run(sock: socket.socket) -> Seen:
         _login(sock)
-        answer = _call(sock, 19, 7, frame)
+        answer = _call(sock, ApiKey.CREATE_TOPICS, 7, frame)
         assert answer is not None
         assert [(str(t.name), int(t.error_code)) for t in answer.topics] == [(name, 0)]
         return Seen([answer], False)
@@ -399,9 +400,9 @@ def _tagged_delete() -> tuple[Exchange, Callable[[list[dict[str, Any]]], bool]]:
 
     def run(sock: socket.socket) -> Seen:
         _login(sock)
-        created = _call(sock, 19, 7, _create_topics(name))
+        created = _call(sock, ApiKey.CREATE_TOPICS, 7, _create_topics(name))
         assert created is not None and int(created.topics[0].error_code) == 0
-        deleted = _call(sock, 20, 6, _tag_before(_delete_topics(name), 0))
+        deleted = _call(sock, ApiKey.DELETE_TOPICS, 6, _tag_before(_delete_topics(name), 0))
         assert deleted is not None and [int(r.error_code) for r in deleted.responses] == [0]
         return Seen([created, deleted], False)
 
@@ -416,7 +417,7 @@ def _tagged_acl() -> tuple[Exchange, Callable[[list[dict[str, Any]]], bool]]:
 
     def run(sock: socket.socket) -> Seen:
         _login(sock)
-        answer = _call(sock, 30, 3, _tag_before(_create_acls(topic), 1))  # the creation's section precedes the top section
+        answer = _call(sock, ApiKey.CREATE_ACLS, 3, _tag_before(_create_acls(topic), 1))  # the creation's section precedes the top section
         assert answer is not None and [int(r.error_code) for r in answer.results] == [0]
         return Seen([answer], False)
 
@@ -429,7 +430,7 @@ def _tagged_acl() -> tuple[Exchange, Callable[[list[dict[str, Any]]], bool]]:
 def _trailing_bytes(sock: socket.socket) -> Seen:
     name = f"trailing-{uuid.uuid4().hex[:6]}"
     _login(sock)
-    answer = _call(sock, 19, 7, _create_topics(name) + b"\x00\x01\x02")
+    answer = _call(sock, ApiKey.CREATE_TOPICS, 7, _create_topics(name) + b"\x00\x01\x02")
     assert answer is not None and [int(t.error_code) for t in answer.topics] == [0]
     return Seen([answer], False)
 
@@ -544,7 +545,7 @@ def _cases(stack: Stack) -> list[Case]:
         Case("create-topics-before-login", "sasl", _frames(create), True, _protocol_refusal),
         Case("sasl-authenticate-before-handshake", "sasl", _frames(wire.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00a\x00b"}), api_key=ApiKey.SASL_AUTHENTICATE, version=2), True, _protocol_refusal),
         Case("two-api-versions-before-handshake", "sasl", _two_api_versions, True, _protocol_refusal),
-        Case("invalid-software-name", "sasl", _bad_software_name, False, lambda rs: any(r["data"]["stage"] == "refused" and r["data"]["result"]["errorCode"] == 42 for r in rs)),
+        Case("invalid-software-name", "sasl", _bad_software_name, False, lambda rs: any(r["data"]["stage"] == "refused" and r["data"]["result"]["errorCode"] == ErrorCode.invalid_request for r in rs)),
         Case(
             "long-software-name",
             "sasl",

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from envelope.apis import ApiKey
@@ -29,7 +30,7 @@ async def test_a_privileged_principal_is_refused_on_a_client_listener_and_audite
             return int(answer.error_code), None, int(served.error_code) == 0
 
     code, message, closed = await trio.to_thread.run_sync(login, PROXY_USER, PROXY_PASSWORD)
-    assert code == 58
+    assert code == ErrorCode.sasl_authentication_failed
     assert message == "Authentication failed: principal User:proxy is in privileged.principals and may not use listener CLIENT"
     assert closed
     assert await trio.to_thread.run_sync(login, "alice", DEFAULT_USERS["alice"]) == (0, None, True)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from controller.config import parse_controller_config
 from controller.server import EmbeddedController
@@ -255,6 +256,6 @@ async def test_a_user_added_while_running_can_log_in_without_a_restart(scram_sta
         with wire.connect(scram_stack.sasl_address) as sock:
             return _scram_login(sock, SHA256, user, password)[0]
 
-    assert await trio.to_thread.run_sync(login, "dave", "dave-scram") == 58
+    assert await trio.to_thread.run_sync(login, "dave", "dave-scram") == ErrorCode.sasl_authentication_failed
     add_user(tmp_path / "clients-scram.json", "dave", "dave-scram", [SHA256])
     assert await trio.to_thread.run_sync(login, "dave", "dave-scram") == 0

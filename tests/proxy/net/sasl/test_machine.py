@@ -5,6 +5,7 @@ import struct
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from devkit import wire
 from envelope.apis import ApiKey, api_name
@@ -71,7 +72,7 @@ def test_plain_login_in_two_frames(tmp_path: Any) -> None:
     machine = SaslMachine(_listener(tmp_path))
     assert int(_answer(machine.receive(_handshake()), 17, 1).error_code) == 0
     events = machine.receive(_authenticate(b"\x00alice\x00alice-secret"))
-    assert int(_answer(events, 36, 2).error_code) == 0
+    assert int(_answer(events, ApiKey.SASL_AUTHENTICATE, 2).error_code) == 0
     assert events[-1] == LoggedIn(principal=events[-1].principal, mechanism="PLAIN") and str(events[-1].principal) == "User:alice"
     assert machine.done
 
@@ -82,7 +83,7 @@ def test_scram_login_in_three_frames(tmp_path: Any) -> None:
     client = ScramClient("SCRAM-SHA-256", "carol", "carol-secret")
     server_first = _answer(machine.receive(_authenticate(client.first())), 36, 2)
     events = machine.receive(_authenticate(client.final(bytes(server_first.auth_bytes))))
-    client.verify(bytes(_answer(events, 36, 2).auth_bytes))
+    client.verify(bytes(_answer(events, ApiKey.SASL_AUTHENTICATE, 2).auth_bytes))
     assert isinstance(events[-1], LoggedIn) and str(events[-1].principal) == "User:carol"
 
 
@@ -92,15 +93,15 @@ def test_a_wrong_password_is_audited_before_the_answer_and_closed_after_the_dela
     events = machine.receive(_authenticate(b"\x00alice\x00wrong"))
     assert [type(e) for e in events] == [LoginFailed, Reply, Close]
     failed = events[0]
-    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("alice", 58)
-    assert int(_answer(events, 36, 2).error_code) == 58
+    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("alice", ErrorCode.sasl_authentication_failed)
+    assert int(_answer(events, ApiKey.SASL_AUTHENTICATE, 2).error_code) == ErrorCode.sasl_authentication_failed
     assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)
 
 
 def test_an_unsupported_mechanism(tmp_path: Any) -> None:
     events = SaslMachine(_listener(tmp_path)).receive(_handshake("GSSAPI"))
     assert [type(e) for e in events] == [LoginFailed, Reply, Close]
-    assert int(_answer(events, 17, 1).error_code) == 33
+    assert int(_answer(events, ApiKey.SASL_HANDSHAKE, 1).error_code) == ErrorCode.unsupported_sasl_mechanism
 
 
 def test_one_api_versions_before_the_handshake(tmp_path: Any) -> None:
@@ -165,7 +166,7 @@ def test_plain_failures_carry_kafkas_messages(tmp_path: Any, token: bytes, messa
     machine = SaslMachine(_listener(tmp_path))
     machine.receive(_handshake())
     events = machine.receive(_authenticate(token))
-    answer = _answer(events, 36, 2)
+    answer = _answer(events, ApiKey.SASL_AUTHENTICATE, 2)
     assert (int(answer.error_code), answer.error_message) == (58, message)
     assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=True)
 
@@ -182,7 +183,7 @@ def test_a_scram_proof_of_the_wrong_length_closes_unanswered_at_once(tmp_path: A
     events = machine.receive(_authenticate(final[: final.index(b",p=") + 3] + proof.encode()))
     assert [type(e) for e in events] == [LoginFailed, Close]
     failed = events[0]
-    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("carol", 58)
+    assert isinstance(failed, LoginFailed) and (failed.failure.user, failed.failure.error_code) == ("carol", ErrorCode.sasl_authentication_failed)
     assert "proof must be 32 bytes" in (failed.failure.reason or "")
     assert events[-1] == Close(CAUSE_AUTHENTICATION_FAILED, delayed=False)
     assert machine.done
