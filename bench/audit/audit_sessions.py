@@ -22,6 +22,7 @@ from audit_traffic import (
     READS,
     REFUSAL_REASONS,
     REFUSED,
+    REQUEST_TIMED_OUT,
     RESOURCE_ERRORS,
     SASL_FAILED,
     START,
@@ -167,7 +168,7 @@ class Generator:
             code, name = self.rng.choice(RESOURCE_ERRORS)
             errors = [{"resource": names[-1], "errorCode": code, "errorName": name, "message": f"{name.lower()}"}]
         elif roll < 0.11:
-            status, top, envelope = "ERROR", 7, 0  # REQUEST_TIMED_OUT from the upstream link
+            status, top, envelope = "ERROR", REQUEST_TIMED_OUT, 0  # from the upstream link
         outcome["result"] = {"status": status, "envelopeErrorCode": envelope, "errorCode": top, "errors": errors}
         outcome["timings"] = self._timings(upstream)
         yield self._record(conn["node"], subject, outcome)
@@ -180,7 +181,8 @@ class Generator:
         data["resources"] = resources
         denied = [r for r in resources if self.rng.random() < 0.04]
         data["authorizationInfo"] = {"decision": "ALLOWED", "reason": "edge-authorizer", "denied": denied}
-        errors = [{"resource": r["name"], "errorCode": 29, "errorName": "TOPIC_AUTHORIZATION_FAILED", "message": "denied"} for r in denied]
+        code, name = AUTHZ_ERRORS["TOPIC"]
+        errors = [{"resource": r["name"], "errorCode": code, "errorName": name, "message": "denied"} for r in denied]
         data["result"] = {"status": "FAILURE" if errors else "SUCCESS", "envelopeErrorCode": 0, "errorCode": 0, "errors": errors}
         data["timings"] = self._timings(round(self.rng.lognormvariate(0.5, 0.5), 3))
         return self._record(conn["node"], f"topic:{names[0]}", data)

@@ -20,6 +20,7 @@ SASL_FAILED = int(ErrorCode.sasl_authentication_failed)
 UNSUPPORTED_MECHANISM = int(ErrorCode.unsupported_sasl_mechanism)
 UNSUPPORTED_VERSION = int(ErrorCode.unsupported_version)
 INVALID_REQUEST = int(ErrorCode.invalid_request)
+REQUEST_TIMED_OUT = int(ErrorCode.request_timed_out)
 #: a key Kafka does not know, as a refused request's record names it
 UNKNOWN_API_KEY = 999
 
