@@ -99,15 +99,21 @@ def _check_duplicates(key: str, text: str, endpoints: list[Endpoint]) -> None:
             )
 
 
+# Kafka's defaults, in its units (socket.request.max.bytes: DEFAULT_MAX_FRAME_SIZE)
+DEFAULT_SASL_MAX_RECEIVE_BYTES = 524288  # sasl.server.max.receive.size
+DEFAULT_FAILED_AUTH_DELAY_MS = 100  # connection.failed.authentication.delay.ms
+DEFAULT_PREAUTH_IDLE_MS = 10000  # connections.preauth.idle.ms
+
+
 @dataclass(frozen=True)
 class TransportSettings:
     """Frame caps and connection timings every listener of a process shares."""
 
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-    sasl_max_receive_size: int = 524288  # sasl.server.max.receive.size
-    failed_auth_delay: float = 0.1
+    sasl_max_receive_size: int = DEFAULT_SASL_MAX_RECEIVE_BYTES
+    failed_auth_delay: float = DEFAULT_FAILED_AUTH_DELAY_MS / 1000
     # Before a login completes (and for a connection's first request), a frame must arrive whole within this.
-    preauth_idle_timeout: float = 10.0
+    preauth_idle_timeout: float = DEFAULT_PREAUTH_IDLE_MS / 1000
     reuse_port: bool = False
     """SO_REUSEPORT on every listener: several proxy processes share its ports (see proxy/net/binding.py)."""
 
@@ -125,14 +131,11 @@ def parse_transport(props: Properties) -> TransportSettings:
     reuse_port = props.bool("socket.reuse.port", False)
     if reuse_port and not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError("socket.reuse.port", "true", "this platform has no SO_REUSEPORT")
-    # Kafka's defaults, as TransportSettings' own (the effective configuration prints them in Kafka's units)
-    default = TransportSettings().effective()
     return TransportSettings(
-        max_frame_size=props.int("socket.request.max.bytes", int(default["socket.request.max.bytes"]), minimum=1, maximum=INT_MAX),
-        sasl_max_receive_size=props.int("sasl.server.max.receive.size", int(default["sasl.server.max.receive.size"]), minimum=1),
-        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", int(default["connection.failed.authentication.delay.ms"]), minimum=0)
-        / 1000,
-        preauth_idle_timeout=props.int("connections.preauth.idle.ms", int(default["connections.preauth.idle.ms"]), minimum=1) / 1000,
+        max_frame_size=props.int("socket.request.max.bytes", DEFAULT_MAX_FRAME_SIZE, minimum=1, maximum=INT_MAX),
+        sasl_max_receive_size=props.int("sasl.server.max.receive.size", DEFAULT_SASL_MAX_RECEIVE_BYTES, minimum=1),
+        failed_auth_delay=props.int("connection.failed.authentication.delay.ms", DEFAULT_FAILED_AUTH_DELAY_MS, minimum=0) / 1000,
+        preauth_idle_timeout=props.int("connections.preauth.idle.ms", DEFAULT_PREAUTH_IDLE_MS, minimum=1) / 1000,
         reuse_port=reuse_port,
     )
 
