@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from kio.schema.errors import ErrorCode
 
 from envelope.apis import ApiKey, api_label
+from envelope.responses import error_name
 
 START = datetime(2026, 11, 21, tzinfo=UTC)
 PROXY_IDENTITY = "User:envelope-proxy"
@@ -31,8 +32,8 @@ def method(api_key: int) -> str:
 
 
 def coded(code: ErrorCode) -> tuple[int, str]:
-    """An error as a record's result lists it: its code and Kafka's upper-case name."""
-    return int(code), code.name.upper()
+    """An error as a record's result lists it: its code and its name, as the proxy writes them."""
+    return int(code), error_name(code)
 
 
 # (method, api key, operation, resource type, weight, max resources)
