@@ -14,17 +14,6 @@ from controller.quorum import format_image
 from envelope.apis import ApiKey
 from envelope.build import build_entity
 from envelope.codec import request_schema
-from envelope.config_resources import (
-    CONFIG_BROKER,
-    CONFIG_BROKER_LOGGER,
-    CONFIG_CLIENT_METRICS,
-    CONFIG_GROUP,
-    CONFIG_TOPIC,
-    OP_APPEND,
-    OP_DELETE,
-    OP_SET,
-    OP_SUBTRACT,
-)
 from envelope.principal import Principal
 
 CONTEXT = RequestContext(
@@ -34,9 +23,6 @@ CONTEXT = RequestContext(
     security_protocol="PLAINTEXT",
 )
 NODE_ID = 1
-# the controller tests' short names for the product's table
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS, CONFIG_GROUP
-SET, DELETE, APPEND, SUBTRACT = OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT
 
 
 @dataclass

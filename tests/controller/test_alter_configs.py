@@ -11,19 +11,18 @@ from kio.schema.errors import ErrorCode
 
 from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
-from tests.controller.config_helpers import (
-    APPEND,
-    BROKER,
-    BROKER_LOGGER,
-    CLIENT_METRICS,
-    DELETE,
-    GROUP,
-    SET,
-    SUBTRACT,
-    TOPIC,
-    Denying,
-    controller,
+from envelope.config_resources import (
+    CONFIG_BROKER,
+    CONFIG_BROKER_LOGGER,
+    CONFIG_CLIENT_METRICS,
+    CONFIG_GROUP,
+    CONFIG_TOPIC,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
 )
+from tests.controller.config_helpers import Denying, controller
 
 
 @pytest.mark.parametrize(
@@ -51,7 +50,7 @@ from tests.controller.config_helpers import (
 def test_topic_values_are_checked_as_log_config_checks_them(name: str, value: str, message: str) -> None:
     c = controller()
     c.add_topic("t1")
-    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", ErrorCode.invalid_config, message)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [(name, OP_SET, value)])) == [(CONFIG_TOPIC, "t1", ErrorCode.invalid_config, message)]
     assert c.image.topics["t1"].configs == {}
 
 
@@ -69,8 +68,8 @@ def test_numbers_are_read_as_java_reads_them(name: str, value: str, shown: str) 
     """Found by an outside differential check: Kafka 4.3.1 accepted each of these."""
     c = controller()
     c.add_topic("t1")
-    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", 0, None)]
-    assert c.configs(TOPIC, "t1")[name]["value"] == shown
+    assert c.incremental((CONFIG_TOPIC, "t1", [(name, OP_SET, value)])) == [(CONFIG_TOPIC, "t1", 0, None)]
+    assert c.configs(CONFIG_TOPIC, "t1")[name]["value"] == shown
 
 
 @pytest.mark.parametrize(("name", "value", "kind"), [("retention.ms", "1_000", "LONG"), ("min.cleanable.dirty.ratio", "\u0660.5", "DOUBLE"), ("min.cleanable.dirty.ratio", "0x1", "DOUBLE")])
@@ -78,86 +77,86 @@ def test_numbers_java_refuses_are_refused(name: str, value: str, kind: str) -> N
     c = controller()
     c.add_topic("t1")
     message = f"Invalid value {value} for configuration {name}: Not a number of type {kind}"
-    assert c.incremental((TOPIC, "t1", [(name, SET, value)])) == [(TOPIC, "t1", ErrorCode.invalid_config, message)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [(name, OP_SET, value)])) == [(CONFIG_TOPIC, "t1", ErrorCode.invalid_config, message)]
 
 
 def test_checks_across_topic_values_and_accepted_values() -> None:
     c = controller()
     c.add_topic("t1")
-    both = [("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")]
-    assert c.incremental((TOPIC, "t1", both)) == [
-        (TOPIC, "t1", ErrorCode.invalid_config, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)")
+    both = [("min.compaction.lag.ms", OP_SET, "10"), ("max.compaction.lag.ms", OP_SET, "5")]
+    assert c.incremental((CONFIG_TOPIC, "t1", both)) == [
+        (CONFIG_TOPIC, "t1", ErrorCode.invalid_config, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)")
     ]
-    assert c.incremental((TOPIC, "t1", [("cleanup.policy", SET, "delete,delete"), ("retention.ms", SET, " 100 ")])) == [(TOPIC, "t1", 0, None)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [("cleanup.policy", OP_SET, "delete,delete"), ("retention.ms", OP_SET, " 100 ")])) == [(CONFIG_TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,delete", "retention.ms": " 100 "}  # stored as given, shown parsed
-    assert c.configs(TOPIC, "t1")["cleanup.policy"]["value"] == "delete"
+    assert c.configs(CONFIG_TOPIC, "t1")["cleanup.policy"]["value"] == "delete"
 
 
 def test_topic_resources_the_validator_refuses_before_existence() -> None:
     c = controller()
-    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "abc")])) == [
-        (TOPIC, "nope", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+    assert c.incremental((CONFIG_TOPIC, "nope", [("retention.ms", OP_SET, "abc")])) == [
+        (CONFIG_TOPIC, "nope", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     ]
-    assert c.incremental((TOPIC, "nope", [("retention.ms", SET, "1")])) == [(TOPIC, "nope", ErrorCode.unknown_topic_or_partition, "The topic 'nope' does not exist.")]
-    assert c.incremental((TOPIC, "", [("retention.ms", SET, "1")])) == [(TOPIC, "", ErrorCode.invalid_request, "Default topic resources are not allowed.")]
-    assert c.incremental((TOPIC, "bad!", [("retention.ms", SET, "1")])) == [
-        (TOPIC, "bad!", ErrorCode.invalid_topic_exception, "Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    assert c.incremental((CONFIG_TOPIC, "nope", [("retention.ms", OP_SET, "1")])) == [(CONFIG_TOPIC, "nope", ErrorCode.unknown_topic_or_partition, "The topic 'nope' does not exist.")]
+    assert c.incremental((CONFIG_TOPIC, "", [("retention.ms", OP_SET, "1")])) == [(CONFIG_TOPIC, "", ErrorCode.invalid_request, "Default topic resources are not allowed.")]
+    assert c.incremental((CONFIG_TOPIC, "bad!", [("retention.ms", OP_SET, "1")])) == [
+        (CONFIG_TOPIC, "bad!", ErrorCode.invalid_topic_exception, "Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
     ]
 
 
 def test_append_and_subtract_work_on_lists_from_their_default() -> None:
     c = controller()
     c.add_topic("t1")
-    assert c.incremental((TOPIC, "t1", [("retention.ms", APPEND, "1")])) == [
-        (TOPIC, "t1", ErrorCode.invalid_config, "Can't APPEND to key retention.ms because its type is not LIST.")
+    assert c.incremental((CONFIG_TOPIC, "t1", [("retention.ms", OP_APPEND, "1")])) == [
+        (CONFIG_TOPIC, "t1", ErrorCode.invalid_config, "Can't APPEND to key retention.ms because its type is not LIST.")
     ]
-    assert c.incremental((TOPIC, "t1", [("cleanup.policy", APPEND, "compact")])) == [(TOPIC, "t1", 0, None)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [("cleanup.policy", OP_APPEND, "compact")])) == [(CONFIG_TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "delete,compact"}
-    assert c.incremental((TOPIC, "t1", [("cleanup.policy", SUBTRACT, "delete")])) == [(TOPIC, "t1", 0, None)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [("cleanup.policy", OP_SUBTRACT, "delete")])) == [(CONFIG_TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"cleanup.policy": "compact"}
-    assert c.incremental((CLIENT_METRICS, "cm", [("metrics", APPEND, "x")])) == [
-        (CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Can't APPEND to key metrics because its type is not LIST.")
+    assert c.incremental((CONFIG_CLIENT_METRICS, "cm", [("metrics", OP_APPEND, "x")])) == [
+        (CONFIG_CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Can't APPEND to key metrics because its type is not LIST.")
     ]
-    assert c.incremental((TOPIC, "t1", [("cleanup.policy", DELETE, None)])) == [(TOPIC, "t1", 0, None)]
+    assert c.incremental((CONFIG_TOPIC, "t1", [("cleanup.policy", OP_DELETE, None)])) == [(CONFIG_TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {}
 
 
 def test_legacy_alter_replaces_every_config_and_a_null_removes() -> None:
     c = controller()
     c.add_topic("t1", {"retention.ms": "1000", "segment.ms": "2000"})
-    assert c.legacy((TOPIC, "t1", {"retention.ms": "5", "segment.ms": None})) == [(TOPIC, "t1", 0, None)]
+    assert c.legacy((CONFIG_TOPIC, "t1", {"retention.ms": "5", "segment.ms": None})) == [(CONFIG_TOPIC, "t1", 0, None)]
     assert c.image.topics["t1"].configs == {"retention.ms": "5"}
-    assert c.legacy((TOPIC, "t1", {"retention.ms": "abc"})) == [
-        (TOPIC, "t1", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
+    assert c.legacy((CONFIG_TOPIC, "t1", {"retention.ms": "abc"})) == [
+        (CONFIG_TOPIC, "t1", ErrorCode.invalid_config, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     ]
 
 
 def test_min_insync_replicas_follows_kip_966_while_elr_is_on() -> None:
     c = controller()
-    assert c.incremental((BROKER, "", [("min.insync.replicas", DELETE, None)])) == [
-        (BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    assert c.incremental((CONFIG_BROKER, "", [("min.insync.replicas", OP_DELETE, None)])) == [
+        (CONFIG_BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     ]
-    assert c.incremental((BROKER, "1", [("min.insync.replicas", SET, "2")])) == [
-        (BROKER, "1", ErrorCode.invalid_config, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    assert c.incremental((CONFIG_BROKER, "1", [("min.insync.replicas", OP_SET, "2")])) == [
+        (CONFIG_BROKER, "1", ErrorCode.invalid_config, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
     ]
     # the legacy API replaces the whole resource: leaving min.insync.replicas out removes it
-    assert c.legacy((BROKER, "", {"log.retention.ms": "1"})) == [
-        (BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    assert c.legacy((CONFIG_BROKER, "", {"log.retention.ms": "1"})) == [
+        (CONFIG_BROKER, "", ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     ]
-    assert c.incremental((BROKER, "", [("min.insync.replicas", SET, "2")])) == [(BROKER, "", 0, None)]
+    assert c.incremental((CONFIG_BROKER, "", [("min.insync.replicas", OP_SET, "2")])) == [(CONFIG_BROKER, "", 0, None)]
     assert c.image.broker_configs[""] == {"min.insync.replicas": "2"}
 
 
 def test_broker_names_and_nodes() -> None:
     c = controller()
-    change = [("log.retention.ms", SET, "1")]
-    assert c.incremental((BROKER, "2", change), (BROKER, "x", change), (BROKER, "-1", change)) == [
-        (BROKER, "2", 102, "No node with id 2 found."),
-        (BROKER, "x", ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        (BROKER, "-1", ErrorCode.invalid_request, "Invalid negative broker ID."),
+    change = [("log.retention.ms", OP_SET, "1")]
+    assert c.incremental((CONFIG_BROKER, "2", change), (CONFIG_BROKER, "x", change), (CONFIG_BROKER, "-1", change)) == [
+        (CONFIG_BROKER, "2", 102, "No node with id 2 found."),
+        (CONFIG_BROKER, "x", ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        (CONFIG_BROKER, "-1", ErrorCode.invalid_request, "Invalid negative broker ID."),
     ]
     # the forwarding broker checks broker values; the controller takes them as they are
-    assert c.incremental((BROKER, "", [("log.retention.ms", SET, "abc"), ("foo.bar", SET, "1")]), validate_only=True) == [(BROKER, "", 0, None)]
+    assert c.incremental((CONFIG_BROKER, "", [("log.retention.ms", OP_SET, "abc"), ("foo.bar", OP_SET, "1")]), validate_only=True) == [(CONFIG_BROKER, "", 0, None)]
     assert c.image.broker_configs[""] == {"min.insync.replicas": "1"}
 
 
@@ -166,40 +165,40 @@ def test_numbers_of_thousands_of_digits_are_read_as_java_reads_them() -> None:
     c = controller()
     c.add_topic("t1")
     too_long = "1" * 5000
-    assert c.incremental((TOPIC, "t1", [("retention.ms", SET, too_long)])) == [
-        (TOPIC, "t1", ErrorCode.invalid_config, f"Invalid value {too_long} for configuration retention.ms: Not a number of type LONG")
+    assert c.incremental((CONFIG_TOPIC, "t1", [("retention.ms", OP_SET, too_long)])) == [
+        (CONFIG_TOPIC, "t1", ErrorCode.invalid_config, f"Invalid value {too_long} for configuration retention.ms: Not a number of type LONG")
     ]
-    assert c.incremental((TOPIC, "t1", [("retention.ms", SET, "0" * 5000 + "1000")])) == [(TOPIC, "t1", 0, None)]
-    assert c.configs(TOPIC, "t1")["retention.ms"]["value"] == "1000"
-    change = [("log.retention.ms", SET, "1")]
-    assert c.incremental((BROKER, too_long, change), (BROKER, "0" * 5000 + "2", change)) == [
-        (BROKER, too_long, ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        (BROKER, "0" * 5000 + "2", 102, "No node with id 2 found."),
+    assert c.incremental((CONFIG_TOPIC, "t1", [("retention.ms", OP_SET, "0" * 5000 + "1000")])) == [(CONFIG_TOPIC, "t1", 0, None)]
+    assert c.configs(CONFIG_TOPIC, "t1")["retention.ms"]["value"] == "1000"
+    change = [("log.retention.ms", OP_SET, "1")]
+    assert c.incremental((CONFIG_BROKER, too_long, change), (CONFIG_BROKER, "0" * 5000 + "2", change)) == [
+        (CONFIG_BROKER, too_long, ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        (CONFIG_BROKER, "0" * 5000 + "2", 102, "No node with id 2 found."),
     ]
 
 
 def test_groups_and_client_metrics_are_validated() -> None:
     c = controller()
-    assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "1")])) == [
-        (GROUP, "g", ErrorCode.invalid_config, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+    assert c.incremental((CONFIG_GROUP, "g", [("consumer.session.timeout.ms", OP_SET, "1")])) == [
+        (CONFIG_GROUP, "g", ErrorCode.invalid_config, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
     ]
-    assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "60000")])) == [
-        (GROUP, "g", ErrorCode.invalid_config, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms")
+    assert c.incremental((CONFIG_GROUP, "g", [("consumer.session.timeout.ms", OP_SET, "50000"), ("consumer.heartbeat.interval.ms", OP_SET, "60000")])) == [
+        (CONFIG_GROUP, "g", ErrorCode.invalid_config, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms")
     ]
-    assert c.incremental((GROUP, "g", [("foo", SET, "1")])) == [(GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo")]
-    assert c.incremental((GROUP, "", [("consumer.session.timeout.ms", SET, "50000")])) == [
-        (GROUP, "", ErrorCode.invalid_request, "Default group resources are not allowed.")
+    assert c.incremental((CONFIG_GROUP, "g", [("foo", OP_SET, "1")])) == [(CONFIG_GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo")]
+    assert c.incremental((CONFIG_GROUP, "", [("consumer.session.timeout.ms", OP_SET, "50000")])) == [
+        (CONFIG_GROUP, "", ErrorCode.invalid_request, "Default group resources are not allowed.")
     ]
-    assert c.incremental((GROUP, "g", [("share.auto.offset.reset", SET, "by_duration:PT1H")])) == [(GROUP, "g", 0, None)]
-    assert c.incremental((CLIENT_METRICS, "cm", [("interval.ms", SET, "5")])) == [
-        (CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)")
+    assert c.incremental((CONFIG_GROUP, "g", [("share.auto.offset.reset", OP_SET, "by_duration:PT1H")])) == [(CONFIG_GROUP, "g", 0, None)]
+    assert c.incremental((CONFIG_CLIENT_METRICS, "cm", [("interval.ms", OP_SET, "5")])) == [
+        (CONFIG_CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)")
     ]
-    assert c.incremental((CLIENT_METRICS, "cm", [("foo", SET, "5")])) == [
-        (CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Unknown client metrics configuration: foo")
+    assert c.incremental((CONFIG_CLIENT_METRICS, "cm", [("foo", OP_SET, "5")])) == [
+        (CONFIG_CLIENT_METRICS, "cm", ErrorCode.invalid_request, "Unknown client metrics configuration: foo")
     ]
-    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "bad")])) == [(CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Illegal client matching pattern: bad")]
-    assert c.incremental((CLIENT_METRICS, "", [("metrics", SET, "x")])) == [(CLIENT_METRICS, "", ErrorCode.invalid_request, "Subscription name can't be empty")]
-    assert c.incremental((CLIENT_METRICS, "cm", [("match", SET, "client_id=a.*"), ("metrics", SET, "org.apache")])) == [(CLIENT_METRICS, "cm", 0, None)]
+    assert c.incremental((CONFIG_CLIENT_METRICS, "cm", [("match", OP_SET, "bad")])) == [(CONFIG_CLIENT_METRICS, "cm", ErrorCode.invalid_config, "Illegal client matching pattern: bad")]
+    assert c.incremental((CONFIG_CLIENT_METRICS, "", [("metrics", OP_SET, "x")])) == [(CONFIG_CLIENT_METRICS, "", ErrorCode.invalid_request, "Subscription name can't be empty")]
+    assert c.incremental((CONFIG_CLIENT_METRICS, "cm", [("match", OP_SET, "client_id=a.*"), ("metrics", OP_SET, "org.apache")])) == [(CONFIG_CLIENT_METRICS, "cm", 0, None)]
     assert c.image.client_metrics_configs == {"cm": {"match": "client_id=a.*", "metrics": "org.apache"}}
     assert c.image.group_configs == {"g": {"share.auto.offset.reset": "by_duration:PT1H"}}
 
@@ -209,16 +208,16 @@ def test_the_request_is_sorted_first_duplicates_answered_once_and_unknown_types_
     c.add_topic("t1")
     c.add_topic("t2")
     outcome = c.incremental(
-        (TOPIC, "t2", [("retention.ms", SET, "1")]),
-        (TOPIC, "t1", [("retention.ms", SET, "1")]),
-        (99, "x", [("a", SET, "b")]),
-        (TOPIC, "t1", [("retention.ms", SET, "2")]),
-        (TOPIC, "t1", [("retention.ms", SET, "3")]),
+        (CONFIG_TOPIC, "t2", [("retention.ms", OP_SET, "1")]),
+        (CONFIG_TOPIC, "t1", [("retention.ms", OP_SET, "1")]),
+        (99, "x", [("a", OP_SET, "b")]),
+        (CONFIG_TOPIC, "t1", [("retention.ms", OP_SET, "2")]),
+        (CONFIG_TOPIC, "t1", [("retention.ms", OP_SET, "3")]),
     )
     assert outcome == [
         (99, "x", 35, "Unknown resource type 99."),
-        (TOPIC, "t1", ErrorCode.invalid_request, "Duplicate resource."),
-        (TOPIC, "t2", 0, None),
+        (CONFIG_TOPIC, "t1", ErrorCode.invalid_request, "Duplicate resource."),
+        (CONFIG_TOPIC, "t2", 0, None),
     ]
     assert c.image.topics["t1"].configs == {} and c.image.topics["t2"].configs == {"retention.ms": "1"}
 
@@ -227,23 +226,23 @@ def test_denials_follow_the_sorting_errors_and_precede_the_results() -> None:
     c = controller(authorizer=Denying({(Operation.ALTER_CONFIGS, ResourceType.TOPIC, "t1"), (Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)}))
     c.add_topic("t1")
     c.add_topic("t2")
-    change = [("retention.ms", SET, "1")]
-    outcome = c.incremental((TOPIC, "t2", change), (TOPIC, "t1", change), (BROKER, "", change), (GROUP, "g", [("foo", SET, "1")]), (99, "x", change))
+    change = [("retention.ms", OP_SET, "1")]
+    outcome = c.incremental((CONFIG_TOPIC, "t2", change), (CONFIG_TOPIC, "t1", change), (CONFIG_BROKER, "", change), (CONFIG_GROUP, "g", [("foo", OP_SET, "1")]), (99, "x", change))
     assert outcome == [
         (99, "x", 35, "Unknown resource type 99."),
-        (TOPIC, "t1", 29, "Topic authorization failed."),
-        (BROKER, "", 31, "Cluster authorization failed."),
-        (TOPIC, "t2", 0, None),
-        (GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo"),
+        (CONFIG_TOPIC, "t1", 29, "Topic authorization failed."),
+        (CONFIG_BROKER, "", 31, "Cluster authorization failed."),
+        (CONFIG_TOPIC, "t2", 0, None),
+        (CONFIG_GROUP, "g", ErrorCode.invalid_config, "Unknown group config name: foo"),
     ]
 
 
 def test_an_unknown_operation_fails_the_whole_request() -> None:
     c = controller()
     c.add_topic("t1")
-    assert c.incremental((TOPIC, "t1", [("retention.ms", 7, "1")]), (BROKER, "", [("a", SET, "b")])) == [
-        (TOPIC, "t1", -1, None),
-        (BROKER, "", -1, None),
+    assert c.incremental((CONFIG_TOPIC, "t1", [("retention.ms", 7, "1")]), (CONFIG_BROKER, "", [("a", OP_SET, "b")])) == [
+        (CONFIG_TOPIC, "t1", -1, None),
+        (CONFIG_BROKER, "", -1, None),
     ]
     assert c.image.broker_configs[""] == {"min.insync.replicas": "1"}
 
@@ -252,34 +251,34 @@ def test_broker_loggers_need_cluster_action_and_change_this_processes_loggers() 
     logger = logging.getLogger("kafka.test.alter")
     logger.setLevel(logging.INFO)
     denied = controller(authorizer=Denying({(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)}))
-    assert denied.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")])) == [(BROKER_LOGGER, "1", 31, "Cluster authorization failed.")]
+    assert denied.incremental((CONFIG_BROKER_LOGGER, "1", [("kafka.test.alter", OP_SET, "DEBUG")])) == [(CONFIG_BROKER_LOGGER, "1", 31, "Cluster authorization failed.")]
     c = controller()
-    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")]), validate_only=True) == [(BROKER_LOGGER, "1", 0, None)]
+    assert c.incremental((CONFIG_BROKER_LOGGER, "1", [("kafka.test.alter", OP_SET, "DEBUG")]), validate_only=True) == [(CONFIG_BROKER_LOGGER, "1", 0, None)]
     assert logger.level == logging.INFO
-    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", SET, "DEBUG")])) == [(BROKER_LOGGER, "1", 0, None)]
+    assert c.incremental((CONFIG_BROKER_LOGGER, "1", [("kafka.test.alter", OP_SET, "DEBUG")])) == [(CONFIG_BROKER_LOGGER, "1", 0, None)]
     assert logger.level == logging.DEBUG
-    assert c.incremental((BROKER_LOGGER, "1", [("kafka.test.alter", DELETE, None)])) == [(BROKER_LOGGER, "1", 0, None)]
+    assert c.incremental((CONFIG_BROKER_LOGGER, "1", [("kafka.test.alter", OP_DELETE, None)])) == [(CONFIG_BROKER_LOGGER, "1", 0, None)]
     assert logger.level == logging.NOTSET
     assert c.incremental(
-        (BROKER_LOGGER, "1", [("nope.logger", SET, "DEBUG")]),
-        (BROKER_LOGGER, "1", [("root", SET, "BAD")]),
-        (BROKER_LOGGER, "1", [("root", DELETE, None)]),
-        (BROKER_LOGGER, "1", [("root", APPEND, "x")]),
-        (BROKER_LOGGER, "2", [("root", SET, "DEBUG")]),
-        (BROKER_LOGGER, "x", [("root", SET, "DEBUG")]),
+        (CONFIG_BROKER_LOGGER, "1", [("nope.logger", OP_SET, "DEBUG")]),
+        (CONFIG_BROKER_LOGGER, "1", [("root", OP_SET, "BAD")]),
+        (CONFIG_BROKER_LOGGER, "1", [("root", OP_DELETE, None)]),
+        (CONFIG_BROKER_LOGGER, "1", [("root", OP_APPEND, "x")]),
+        (CONFIG_BROKER_LOGGER, "2", [("root", OP_SET, "DEBUG")]),
+        (CONFIG_BROKER_LOGGER, "x", [("root", OP_SET, "DEBUG")]),
         validate_only=True,
     ) == [
-        (BROKER_LOGGER, "1", ErrorCode.invalid_config, "Logger nope.logger does not exist!"),
+        (CONFIG_BROKER_LOGGER, "1", ErrorCode.invalid_config, "Logger nope.logger does not exist!"),
         (
-            BROKER_LOGGER,
+            CONFIG_BROKER_LOGGER,
             "1",
             ErrorCode.invalid_config,
             "Cannot set the log level of root to BAD as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN",
         ),
-        (BROKER_LOGGER, "1", ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed"),
-        (BROKER_LOGGER, "1", ErrorCode.invalid_request, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
-        (BROKER_LOGGER, "2", ErrorCode.invalid_request, "Unexpected node id. Expected 1, but received 2"),
-        (BROKER_LOGGER, "x", ErrorCode.invalid_request, "Node id must be an integer, but it is: x"),
+        (CONFIG_BROKER_LOGGER, "1", ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed"),
+        (CONFIG_BROKER_LOGGER, "1", ErrorCode.invalid_request, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+        (CONFIG_BROKER_LOGGER, "2", ErrorCode.invalid_request, "Unexpected node id. Expected 1, but received 2"),
+        (CONFIG_BROKER_LOGGER, "x", ErrorCode.invalid_request, "Node id must be an integer, but it is: x"),
     ]
     # the legacy API has no BROKER_LOGGER: it reaches the authorization step and is refused there
-    assert c.legacy((BROKER_LOGGER, "1", {"root": "DEBUG"})) == [(BROKER_LOGGER, "1", ErrorCode.invalid_request, "Unexpected resource type BROKER_LOGGER.")]
+    assert c.legacy((CONFIG_BROKER_LOGGER, "1", {"root": "DEBUG"})) == [(CONFIG_BROKER_LOGGER, "1", ErrorCode.invalid_request, "Unexpected resource type BROKER_LOGGER.")]

@@ -15,6 +15,7 @@ from authz import Operation, ResourceType
 from authz.model import CLUSTER_NAME
 from controller.config_defs import generated_defaults, kafka_configs
 from controller.created_topic_configs import created_topic_configs
+from envelope.config_resources import CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS, CONFIG_GROUP, CONFIG_TOPIC
 from envelope.config_sources import (
     CLIENT_METRICS_CONFIG,
     DEFAULT_CONFIG,
@@ -24,7 +25,7 @@ from envelope.config_sources import (
     STATIC_BROKER_CONFIG,
     TOPIC_CONFIG,
 )
-from tests.controller.config_helpers import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, NODE_ID, TOPIC, Denying, controller
+from tests.controller.config_helpers import NODE_ID, Denying, controller
 
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or the message was sent to an "
@@ -39,7 +40,7 @@ def synonyms(entry: dict[str, Any]) -> list[tuple[str, str | None, int]]:
 def test_a_topic_lists_every_config_in_kafkas_order_with_its_default_values() -> None:
     c = controller()
     c.add_topic("t1")
-    (result,) = c.describe((TOPIC, "t1"))
+    (result,) = c.describe((CONFIG_TOPIC, "t1"))
     names = [entry["name"] for entry in result["configs"]]
     assert names == list(kafka_configs().topic.describe_order)
     assert "internal.segment.bytes" not in names  # internal configs are not listed
@@ -53,7 +54,7 @@ def test_a_topic_lists_every_config_in_kafkas_order_with_its_default_values() ->
 def test_a_topic_override_is_a_topic_config_ahead_of_the_broker_synonyms() -> None:
     c = controller()
     c.add_topic("t1", {"retention.ms": "3600000", "cleanup.policy": "compact, delete", "min.cleanable.dirty.ratio": "1"})
-    configs = c.configs(TOPIC, "t1")
+    configs = c.configs(CONFIG_TOPIC, "t1")
     assert configs["retention.ms"]["value"] == "3600000"
     assert configs["retention.ms"]["config_source"] == TOPIC_CONFIG
     # log.retention.ms has no default, so nothing of log.retention.hours follows (Kafka drops synonyms before the name)
@@ -74,15 +75,15 @@ def test_a_topic_override_is_a_topic_config_ahead_of_the_broker_synonyms() -> No
 def test_topic_defaults_follow_the_broker_static_and_dynamic_configs() -> None:
     c = controller({"log.retention.hours": "1", "log.segment.bytes": "2097152", "log.roll.ms": "5000"})
     c.add_topic("t")
-    configs = c.configs(TOPIC, "t")
+    configs = c.configs(CONFIG_TOPIC, "t")
     # retention.ms derives from log.retention.hours, but its synonyms start at log.retention.ms, which is unset
     assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"], synonyms(configs["retention.ms"])) == ("3600000", DEFAULT_CONFIG, [])
     assert configs["segment.bytes"]["value"] == "2097152"
     assert synonyms(configs["segment.bytes"]) == [("log.segment.bytes", "2097152", STATIC_BROKER_CONFIG), ("log.segment.bytes", "1073741824", DEFAULT_CONFIG)]
     assert (configs["segment.ms"]["value"], synonyms(configs["segment.ms"])) == ("5000", [("log.roll.ms", "5000", STATIC_BROKER_CONFIG), ("log.roll.hours", "168", DEFAULT_CONFIG)])
     # a cluster-wide dynamic value wins over the static one, and both are listed
-    assert c.incremental((BROKER, "", [("log.segment.bytes", 0, "4194304")])) == [(BROKER, "", 0, None)]
-    configs = c.configs(TOPIC, "t")
+    assert c.incremental((CONFIG_BROKER, "", [("log.segment.bytes", 0, "4194304")])) == [(CONFIG_BROKER, "", 0, None)]
+    configs = c.configs(CONFIG_TOPIC, "t")
     assert (configs["segment.bytes"]["value"], configs["segment.bytes"]["config_source"]) == ("4194304", DYNAMIC_DEFAULT_BROKER_CONFIG)
     assert [s[2] for s in synonyms(configs["segment.bytes"])] == [DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG]
 
@@ -90,16 +91,16 @@ def test_topic_defaults_follow_the_broker_static_and_dynamic_configs() -> None:
 def test_without_synonyms_or_documentation_they_are_left_out_and_key_lists_filter() -> None:
     c = controller()
     c.add_topic("t1", {"retention.ms": "1000"})
-    (result,) = c.describe((TOPIC, "t1"), synonyms=False, documentation=False, keys=["segment.ms", "retention.ms", "nope"])
+    (result,) = c.describe((CONFIG_TOPIC, "t1"), synonyms=False, documentation=False, keys=["segment.ms", "retention.ms", "nope"])
     assert [e["name"] for e in result["configs"]] == [n for n in kafka_configs().topic.describe_order if n in ("segment.ms", "retention.ms")]
     assert all(e["synonyms"] == [] and e["documentation"] is None for e in result["configs"])
-    (everything,) = c.describe((TOPIC, "t1"), keys=[])
+    (everything,) = c.describe((CONFIG_TOPIC, "t1"), keys=[])
     assert len(everything["configs"]) == len(kafka_configs().topic.describe_order)
 
 
 def test_topic_errors() -> None:
     c = controller()
-    results = c.describe((TOPIC, "nope"), (TOPIC, ""), (TOPIC, "bad name!"))
+    results = c.describe((CONFIG_TOPIC, "nope"), (CONFIG_TOPIC, ""), (CONFIG_TOPIC, "bad name!"))
     assert [(r["error_code"], r["error_message"], r["configs"]) for r in results] == [
         (3, "", []),
         (17, "Topic name is invalid: the empty string is not allowed", []),
@@ -109,7 +110,7 @@ def test_topic_errors() -> None:
 
 def test_the_cluster_default_lists_only_its_dynamic_configs_starting_with_min_insync_replicas() -> None:
     c = controller()
-    configs = c.configs(BROKER, "")
+    configs = c.configs(CONFIG_BROKER, "")
     assert list(configs) == ["min.insync.replicas"]
     entry = configs["min.insync.replicas"]
     assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"], entry["config_type"]) == ("1", DYNAMIC_DEFAULT_BROKER_CONFIG, False, False, 3)
@@ -119,10 +120,10 @@ def test_the_cluster_default_lists_only_its_dynamic_configs_starting_with_min_in
 
 def test_stored_cluster_defaults_that_kafka_would_not_apply_are_not_listed() -> None:
     c = controller()
-    outcome = c.incremental((BROKER, "", [("num.partitions", 0, "3"), ("log.retention.ms", 0, "abc"), ("ssl.keystore.password", 0, "x"), ("listeners", 0, "A://:1"), ("foo.bar", 0, "1")]))
-    assert outcome == [(BROKER, "", 0, None)]  # the controller only checks the broker name
+    outcome = c.incremental((CONFIG_BROKER, "", [("num.partitions", 0, "3"), ("log.retention.ms", 0, "abc"), ("ssl.keystore.password", 0, "x"), ("listeners", 0, "A://:1"), ("foo.bar", 0, "1")]))
+    assert outcome == [(CONFIG_BROKER, "", 0, None)]  # the controller only checks the broker name
     assert set(c.image.broker_configs[""]) == {"min.insync.replicas", "num.partitions", "log.retention.ms", "ssl.keystore.password", "listeners", "foo.bar"}
-    configs = c.configs(BROKER, "")
+    configs = c.configs(CONFIG_BROKER, "")
     # non-dynamic, mistyped, SSL stores without a listener prefix and per-broker configs are ignored; an unknown name is kept
     assert set(configs) == {"min.insync.replicas", "foo.bar"}
     assert (configs["foo.bar"]["value"], configs["foo.bar"]["is_sensitive"], configs["foo.bar"]["config_type"], configs["foo.bar"]["read_only"]) == (None, True, 0, True)
@@ -131,7 +132,7 @@ def test_stored_cluster_defaults_that_kafka_would_not_apply_are_not_listed() -> 
 def test_the_node_lists_every_broker_config_with_static_ones_and_unknown_ones_first() -> None:
     static = {"num.partitions": "3", "listener.name.controller.plain.sasl.jaas.config": "secret", "embedded.broker.count": "1", "log.retention.hours": "24"}
     c = controller(static)
-    (result,) = c.describe((BROKER, str(NODE_ID)))
+    (result,) = c.describe((CONFIG_BROKER, str(NODE_ID)))
     entries = {e["name"]: e for e in result["configs"]}
     names = [e["name"] for e in result["configs"]]
     order = list(kafka_configs().broker.describe_order)
@@ -153,21 +154,21 @@ def test_the_node_lists_every_broker_config_with_static_ones_and_unknown_ones_fi
 
 def test_other_broker_names_are_refused_as_kafka_refuses_them() -> None:
     c = controller()
-    results = c.describe((BROKER, "2"), (BROKER, "x"), (BROKER_LOGGER, ""), (BROKER_LOGGER, "2"), (CLIENT_METRICS, ""), (GROUP, ""))
+    results = c.describe((CONFIG_BROKER, "2"), (CONFIG_BROKER, "x"), (CONFIG_BROKER_LOGGER, ""), (CONFIG_BROKER_LOGGER, "2"), (CONFIG_CLIENT_METRICS, ""), (CONFIG_GROUP, ""))
     assert [(r["resource_type"], r["error_code"], r["error_message"]) for r in results] == [
-        (BROKER, 42, "Unexpected broker id, expected 1 or empty string, but received 2"),
-        (BROKER, 42, "Broker id must be an integer, but it is: x"),
-        (BROKER_LOGGER, 42, "Broker id must not be empty"),
-        (BROKER_LOGGER, 42, "Unexpected broker id, expected 1 but received 2"),
-        (CLIENT_METRICS, 42, "Client metrics subscription name must not be empty"),
-        (GROUP, 42, "Group name must not be empty"),
+        (CONFIG_BROKER, 42, "Unexpected broker id, expected 1 or empty string, but received 2"),
+        (CONFIG_BROKER, 42, "Broker id must be an integer, but it is: x"),
+        (CONFIG_BROKER_LOGGER, 42, "Broker id must not be empty"),
+        (CONFIG_BROKER_LOGGER, 42, "Unexpected broker id, expected 1 but received 2"),
+        (CONFIG_CLIENT_METRICS, 42, "Client metrics subscription name must not be empty"),
+        (CONFIG_GROUP, 42, "Group name must not be empty"),
     ]
 
 
 def test_broker_loggers_are_this_processes_loggers() -> None:
     logging.getLogger("kafka.test.describe").setLevel(logging.WARNING)
     c = controller()
-    configs = c.configs(BROKER_LOGGER, str(NODE_ID))
+    configs = c.configs(CONFIG_BROKER_LOGGER, str(NODE_ID))
     assert next(iter(configs)) == "root"
     entry = configs["kafka.test.describe"]
     assert (entry["value"], entry["config_source"], entry["config_type"], entry["documentation"], entry["synonyms"]) == ("WARN", DYNAMIC_BROKER_LOGGER_CONFIG, 0, "", [])
@@ -175,30 +176,30 @@ def test_broker_loggers_are_this_processes_loggers() -> None:
 
 def test_groups_and_client_metrics_list_their_defaults_and_overrides() -> None:
     c = controller()
-    group = c.configs(GROUP, "g")
+    group = c.configs(CONFIG_GROUP, "g")
     assert list(group) == list(kafka_configs().group.describe_order)
     assert {n: e["value"] for n, e in group.items()} == generated_defaults("group")
     assert synonyms(group["consumer.session.timeout.ms"]) == [("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG)]
     assert synonyms(group["share.isolation.level"]) == [("share.isolation.level", "read_uncommitted", DEFAULT_CONFIG)]
-    metrics = c.configs(CLIENT_METRICS, "cm")
+    metrics = c.configs(CONFIG_CLIENT_METRICS, "cm")
     assert {n: (e["value"], e["config_source"]) for n, e in metrics.items()} == {"interval.ms": ("300000", DEFAULT_CONFIG), "match": ("", DEFAULT_CONFIG), "metrics": ("", DEFAULT_CONFIG)}
-    assert c.incremental((GROUP, "g", [("consumer.session.timeout.ms", 0, "50000")]), (CLIENT_METRICS, "cm", [("metrics", 0, "org.apache")])) == [
-        (GROUP, "g", 0, None),
-        (CLIENT_METRICS, "cm", 0, None),
+    assert c.incremental((CONFIG_GROUP, "g", [("consumer.session.timeout.ms", 0, "50000")]), (CONFIG_CLIENT_METRICS, "cm", [("metrics", 0, "org.apache")])) == [
+        (CONFIG_GROUP, "g", 0, None),
+        (CONFIG_CLIENT_METRICS, "cm", 0, None),
     ]
-    entry = c.configs(GROUP, "g")["consumer.session.timeout.ms"]
+    entry = c.configs(CONFIG_GROUP, "g")["consumer.session.timeout.ms"]
     assert (entry["value"], entry["config_source"]) == ("50000", GROUP_CONFIG)
     assert synonyms(entry) == [("consumer.session.timeout.ms", "50000", GROUP_CONFIG), ("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG)]
-    entry = c.configs(CLIENT_METRICS, "cm")["metrics"]
+    entry = c.configs(CONFIG_CLIENT_METRICS, "cm")["metrics"]
     assert (entry["value"], entry["config_source"], synonyms(entry)) == ("org.apache", CLIENT_METRICS_CONFIG, [("metrics", "org.apache", CLIENT_METRICS_CONFIG)])
 
 
 def test_an_unknown_resource_type_fails_the_whole_request() -> None:
     c = controller()
     c.add_topic("t1")
-    results = c.describe((TOPIC, "t1"), (99, "x"))
+    results = c.describe((CONFIG_TOPIC, "t1"), (99, "x"))
     assert [(r["resource_type"], r["error_code"], r["error_message"], r["configs"]) for r in results] == [
-        (TOPIC, 42, INVALID_REQUEST_MESSAGE, []),
+        (CONFIG_TOPIC, 42, INVALID_REQUEST_MESSAGE, []),
         (99, 42, INVALID_REQUEST_MESSAGE, []),
     ]
 
@@ -206,19 +207,19 @@ def test_an_unknown_resource_type_fails_the_whole_request() -> None:
 @pytest.mark.parametrize(
     ("kind", "name", "denied", "code", "message"),
     [
-        (TOPIC, "t1", (Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, "t1"), 29, "Topic authorization failed."),
-        (GROUP, "g", (Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, "g"), 30, "Group authorization failed."),
-        (BROKER, "", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
-        (BROKER_LOGGER, "1", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
-        (CLIENT_METRICS, "cm", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
+        (CONFIG_TOPIC, "t1", (Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, "t1"), 29, "Topic authorization failed."),
+        (CONFIG_GROUP, "g", (Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, "g"), 30, "Group authorization failed."),
+        (CONFIG_BROKER, "", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
+        (CONFIG_BROKER_LOGGER, "1", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
+        (CONFIG_CLIENT_METRICS, "cm", (Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME), 31, "Cluster authorization failed."),
     ],
 )
 def test_denied_resources_come_after_the_others(kind: int, name: str, denied: tuple[Operation, ResourceType, str], code: int, message: str) -> None:
     c = controller(authorizer=Denying({denied}))
     c.add_topic("t1")
     c.add_topic("t2")
-    results = c.describe((kind, name), (TOPIC, "t2"))
-    assert [(r["resource_type"], r["resource_name"], r["error_code"]) for r in results] == [(TOPIC, "t2", 0), (kind, name, code)]
+    results = c.describe((kind, name), (CONFIG_TOPIC, "t2"))
+    assert [(r["resource_type"], r["resource_name"], r["error_code"]) for r in results] == [(CONFIG_TOPIC, "t2", 0), (kind, name, code)]
     assert (results[1]["error_message"], results[1]["configs"]) == (message, [])
 
 
