@@ -9,7 +9,8 @@ each tier has its own `--basetemp` and no cache, and the session fixtures (Kafka
 free ports, so a node the interop tier starts is never one the main tier uses.
 
 Each tier runs its tests on its WORKERS pytest-xdist workers (`--dist loadfile`: a test file stays on one worker, so
-its module fixtures start once); `schedule_rank` starts the files that measured slowest first, so that no long
+its module fixtures start once; `work_unit` keeps the files of SHARED_FIXTURE_FILES together, tests/conftest.py's
+scheduler applies it); `schedule_rank` starts the files that measured slowest first, so that no long
 file starts last. Fixtures of session scope start once per worker that needs them. (Not `--dist loadgroup`:
 pytest-xdist 3.8 marks a group in the test's id in a way pytest 9 no longer reads, so every test would be
 scheduled alone.)
@@ -61,6 +62,22 @@ STARTS_FIRST = (
     "tests/integration/test_audit_crash.py",
     "tests/integration/test_hostile_table.py",
 )
+
+
+#: Test files that share a session fixture which is costly to start, so each group runs on one worker of its tier:
+#: a fixture of session scope starts once per worker that uses it, and these groups' files used to land on both.
+#: Keycloak costs about 40 CPU-s to start, the Kafka quorum three nodes. tests/test_tiers.py checks that every
+#: file naming the fixture is in its group.
+SHARED_FIXTURE_FILES = {
+    "keycloak_server": ("tests/interop/test_keycloak_harness.py", "tests/interop/test_oauthbearer_keycloak.py"),
+    "kafka_quorum": ("tests/interop/test_client_matrix.py", "tests/interop/test_quorum.py"),
+}
+_UNIT_OF_FILE = {path: fixture for fixture, paths in SHARED_FIXTURE_FILES.items() for path in paths}
+
+
+def work_unit(path: str) -> str:
+    """What pytest-xdist hands to one worker for the test file at `path`: the file, or its shared-fixture group."""
+    return _UNIT_OF_FILE.get(path, path)
 
 
 def tier_of(path: str, markers: set[str]) -> str:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 from devkit.processes import skip_or_fail
-from devkit.test_tiers import SPARK_FOLDER, TIERS, schedule_rank, tier_of
+from devkit.test_tiers import SPARK_FOLDER, TIERS, schedule_rank, tier_of, work_unit
 from tests.kdc import Kdc, KdcError, missing_tools
 
 SERVICE = "kafka"
@@ -95,3 +96,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if "PYTEST_XDIST_WORKER" in os.environ:
         items.sort(key=lambda item: schedule_rank(path_of(item)))  # stable: the order within a file stays
 
+
+class _SharedFixtureScheduling(LoadFileScheduling):
+    """`--dist loadfile`, with the files that share a costly session fixture handed to one worker together."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid.split("::", 1)[0])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadFileScheduling | None:
+    return _SharedFixtureScheduling(config, log) if config.getoption("dist") == "loadfile" else None
