@@ -68,7 +68,8 @@ def test_the_files_of_a_group_run_on_one_worker(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--rootdir", str(tmp_path), str(tmp_path)],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        # the caller's PYTEST_ADDOPTS (plugins, -x) are not this inner run's
+        env={**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         timeout=120,
