@@ -66,8 +66,8 @@ STARTS_FIRST = (
 
 #: Test files that share a session fixture which is costly to start, so each group runs on one worker of its tier:
 #: a fixture of session scope starts once per worker that uses it, and these groups' files used to land on both.
-#: Keycloak costs about 40 CPU-s to start, the Kafka quorum three nodes. tests/test_tiers.py checks that every
-#: file naming the fixture is in its group.
+#: Measured on the four files with two workers: 160 CPU-s when they were split, 143 grouped (docs/performance.md).
+#: tests/test_tiers.py checks that every file naming the fixture is in its group.
 SHARED_FIXTURE_FILES = {
     "keycloak_server": ("tests/interop/test_keycloak_harness.py", "tests/interop/test_oauthbearer_keycloak.py"),
     "kafka_quorum": ("tests/interop/test_client_matrix.py", "tests/interop/test_quorum.py"),
