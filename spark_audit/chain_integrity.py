@@ -19,15 +19,15 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_audit.collect import gather
 from spark_audit.read import KafkaSource, nonblank, read_files, read_kafka
+from spark_audit.schema import CHECKPOINT_EVENT_TYPE
 
-CHECKPOINT_EVENT_TYPE = "io.github.kafka-envelope-proxy.checkpoint"
 REASON_START = "start"
 SHA256_BITS = 256
 KEY_ID_HEX_DIGITS = 16
@@ -77,58 +77,62 @@ def raw_lines(spark: SparkSession, input_dir: str | None, kafka: KafkaSource | N
 def positioned(lines: DataFrame, *, kafka: bool) -> DataFrame:
     """:func:`spark_audit.read.read_files`' or :func:`spark_audit.read.read_kafka`'s lines as :func:`raw_lines` gives
     them: a Kafka origin split into its partition and offset, a file's lines numbered as they are read."""
+    origin, position = line_position(kafka=kafka)
+    return lines.select("value", origin.alias("origin"), position.alias("position"))
+
+
+def line_position(*, kafka: bool) -> tuple[Column, Column]:
+    """A raw line's origin as the check names it, and its position there: a Kafka origin's partition and offset,
+    or a file and the line's order in it (evaluate it before any filter, so that the order is the file's)."""
     if kafka:
-        return lines.select(
-            "value",
-            F.regexp_extract("origin", _KAFKA_ORIGIN, 1).alias("origin"),
-            F.regexp_extract("origin", _KAFKA_ORIGIN, 2).cast("long").alias("position"),
-        )
+        return F.regexp_extract("origin", _KAFKA_ORIGIN, 1), F.regexp_extract("origin", _KAFKA_ORIGIN, 2).cast("long")
     # A file is read in order within its partition: the id grows with the line (files bigger than a split are cut
     # into several partitions, whose ids still grow in file order).
-    return lines.select("value", "origin", F.monotonically_increasing_id().alias("position"))
+    return F.col("origin"), F.monotonically_increasing_id()
 
 
-def chain_fields(lines: DataFrame, *, with_id: bool = False, with_date: bool = False) -> DataFrame:
-    """Each nonblank line's chain fields (:func:`raw_lines`' rows in, a narrow row out): all the check reads of a
-    line. An incremental run keeps them for the lines it ingests (:func:`spark_audit.ingest.keep_chain_fields`), so
-    that its check reads them instead of every audit file's text again; a batch run writes them once, ``with_id``:
-    its ingest finds the repeated ids in that table (:data:`ID`), not in a pass of its own over the text. An
-    incremental run over files writes them ``with_id`` and ``with_date`` (the record's date as the ingest's parse
-    reads its time) before its ingest, which finds the new records' dates and repeated ids there."""
-    text = F.col("value")
-    # One parse of the line for all its fields (five get_json_object calls parse it five times). A repeated key
-    # reads as its last value, as the proxy's verifier reads it (envelope-proxy audit verify).
-    names = (*_TOP_LEVEL, ID) if with_id else _TOP_LEVEL
-    top_level = lines.filter(nonblank(text)).select(
-        "origin", "position", text, F.json_tuple(text, *[_KEYS[name] for name in names]).alias(*names)
-    )
-    kind = F.col("type")
-    # the id as the ingest's parse reads it: json_tuple refuses some lines Spark's JSON reader takes (a NaN in a
-    # number), and for those the reader's own parse says
-    line_id = [F.coalesce(F.col(ID), F.from_json(text, f"{ID} string")[ID]).alias(ID)] if with_id else []
-    return top_level.select(
-        "origin",
-        "position",
-        "writer",
-        # try_cast: a chainseq that is no number leaves the line unchained, as the verifier has it, where a cast
-        # stops the run under ANSI mode (Spark 4's default)
-        F.col("chainseq").try_cast("long").alias("seq"),
-        "prev",
-        "time",
-        kind,
-        F.sha2(text, SHA256_BITS).alias("hash"),
-        # only a checkpoint's text is read again (its signature): the rows stay narrow
-        F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text).alias("value"),
-        *line_id,
-        *([F.to_date(F.from_json(text, "time timestamp")["time"]).alias("date")] if with_date else []),
-    )
-
-
-#: The record's id: :func:`chain_fields` ``with_id`` adds it.
+#: The record's id: :func:`top_level_fields` reads it too where its names hold it.
 ID = "id"
-#: The names :func:`chain_fields` gives the top-level fields it reads, and the keys they are read from.
+#: The names :func:`top_level_fields` gives the top-level fields it reads, and the keys they are read from.
 _KEYS = {"writer": "source", "chainseq": "chainseq", "prev": "chainprev", "time": "time", "type": "type", ID: ID}
 _TOP_LEVEL = tuple(name for name in _KEYS if name != ID)
+
+
+def chain_fields(lines: DataFrame) -> DataFrame:
+    """Each nonblank line's chain fields (:func:`raw_lines`' rows in, a narrow row out): all the check reads of a
+    line. An ingest keeps them from its staged parse (spark_audit/staged_parse.py), which reads the text once for them
+    and the records alike; this reads them from the text alone: for a topic's incremental run, the files ingested
+    before the chain fields were kept, and the check of a trail on its own (:func:`check_chains`)."""
+    text = F.col("value")
+    top_level = lines.filter(nonblank(text)).select("origin", "position", text, top_level_fields(text))
+    return top_level.select(*[column.alias(name) for name, column in chain_columns(text).items()])
+
+
+def top_level_fields(text: Column, names: Sequence[str] = _TOP_LEVEL) -> Column:
+    """The top-level fields :func:`chain_columns` reads (and ``ID`` when ``names`` holds it), as columns named
+    ``names``. One parse of the line for all of them (five get_json_object calls parse it five times). A repeated
+    key reads as its last value, as the proxy's verifier reads it (envelope-proxy audit verify)."""
+    return F.json_tuple(text, *[_KEYS[name] for name in names]).alias(*names)
+
+
+def chain_columns(text: Column) -> dict[str, Column]:
+    """A line's chain fields (:data:`CHAIN_FIELDS`) by name, from a row holding its ``origin``, ``position`` and
+    :func:`top_level_fields`."""
+    kind = F.col("type")
+    return {
+        "origin": F.col("origin"),
+        "position": F.col("position"),
+        "writer": F.col("writer"),
+        # try_cast: a chainseq that is no number leaves the line unchained, as the verifier has it, where a cast
+        # stops the run under ANSI mode (Spark 4's default)
+        "seq": F.col("chainseq").try_cast("long"),
+        "prev": F.col("prev"),
+        "time": F.col("time"),
+        "type": kind,
+        "hash": F.sha2(text, SHA256_BITS),
+        # only a checkpoint's text is read again (its signature): the rows stay narrow
+        "value": F.when(kind == F.lit(CHECKPOINT_EVENT_TYPE), text),
+    }
 
 
 #: The schema of :func:`chain_fields`' rows, to read them back without a job reading a Parquet footer.

@@ -22,6 +22,12 @@ def exists(spark: SparkSession, source: str) -> bool:
     return bool(fs.exists(path(source)))
 
 
+def delete(spark: SparkSession, target: str) -> None:
+    """Remove ``target`` and what it holds (nothing when it is absent)."""
+    path, fs = file_system(spark, target)
+    fs.delete(path(target), True)
+
+
 def move(spark: SparkSession, source: str, target: str) -> bool:
     """Replace ``target`` by the directory ``source``; False (``target`` removed) when ``source`` is absent."""
     path, fs = file_system(spark, source)

@@ -24,8 +24,8 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
-from spark_audit import file_manifest, hadoop_fs, table_state
-from spark_audit.chain_integrity import ID, chain_fields, positioned
+from spark_audit import file_manifest, hadoop_fs, staged_parse, table_state
+from spark_audit.chain_integrity import chain_fields
 from spark_audit.layout import Layout
 from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
@@ -134,12 +134,12 @@ def _partition_dates(spark: SparkSession, source: str) -> set[date]:
 
 
 def _repeated_ids_of_batch(ids: DataFrame) -> DataFrame:
-    """Ids seen more than once among every nonblank line's id (the chain fields' table holds them)."""
+    """Ids seen more than once among the records' ids (the staged parse holds them)."""
     return ids.filter(F.col("id").isNotNull()).groupBy("id").count().filter(F.col("count") > 1).select("id")
 
 
 def _repeated_ids_against_store(
-    spark: SparkSession, lines: DataFrame, layout: Layout, known: DataFrame | None = None
+    spark: SparkSession, layout: Layout, *, known: DataFrame | None, lines: DataFrame | None
 ) -> tuple[DataFrame, list[Any], int]:
     """Ids of the new lines seen twice among them or already stored, the new lines' dates, and their origins' number.
 
@@ -147,10 +147,11 @@ def _repeated_ids_against_store(
     column: the cost follows the new input, not the history. The origins (files, or Kafka
     partitions) are counted from the same small table, as a micro-batch has no file listing; it
     keeps the blank lines (no id, no date), so a file of blank lines counts as read, as in batch mode.
-    Files: the new lines' ids and dates are ``known`` already (the chain fields kept for them, written in a pass
-    over their text that this one would repeat); their origins are the files listed, counted by the caller.
+    Files: the new records' ids and dates are ``known`` already (the staged parse holds them,
+    spark_audit/staged_parse.py); their origins are the files listed, counted by the caller.
     """
     if known is None:
+        assert lines is not None, "the new ids, or the lines to find them in"
         record = F.from_json("value", "id string, time timestamp")
         new = lines.select(record["id"].alias("id"), F.to_date(record["time"]).alias("date"), _origin_source().alias("origin"))
         new.write.mode("overwrite").parquet(layout.work("new-ids"))
@@ -190,21 +191,22 @@ def _counted(frame: DataFrame) -> tuple[DataFrame, Observation]:
 
 def _single_write(
     spark: SparkSession,
-    lines: DataFrame,
+    parsed: DataFrame,
     layout: Layout,
     stats: IngestStats,
     *,
     ids: DataFrame | None,
     quarantine: str,
     new_ids: DataFrame | None = None,
+    lines: DataFrame | None = None,
 ) -> None:
-    """Parse every line once and write it once, then put its records into the store.
+    """Write every parsed line once (:func:`spark_audit.read.parse`'s rows), then put its records into the store.
 
     1. The ids seen more than once are found first, from the ids alone (``_work/duplicated-ids``):
-       in batch mode among ``ids`` (every nonblank line's, read as the hash chains' fields were written), in
-       incremental mode among the lines (``new_ids`` where the chain fields kept them, with their dates) and those
-       already in the store's partitions for the lines' dates.
-    2. One pass parses every line and writes it to ``_work/ingest`` partitioned by kind and date:
+       in batch mode among ``ids`` (the records', from the staged parse), in incremental mode among the new
+       records' (``new_ids``, with their dates; or from a pass of its own over the raw ``lines`` of a topic's
+       micro-batch) and those already in the store's partitions for their dates.
+    2. One pass writes every parsed line to ``_work/ingest`` partitioned by kind and date:
        clean records whose id is seen once (``record``), clean records of a repeated id
        (``repeated``), and quarantined lines (``quarantined``, with their origin and text).
     3. The few ``repeated`` records are de-duplicated, and in incremental mode those already
@@ -222,14 +224,13 @@ def _single_write(
     dates: list[Any] = []
     incremental = ids is None
     if ids is None:
-        repeated_ids, dates, origins = _repeated_ids_against_store(spark, lines, layout, new_ids)
+        repeated_ids, dates, origins = _repeated_ids_against_store(spark, layout, known=new_ids, lines=lines)
         stats.origins += origins
     else:
         repeated_ids = _repeated_ids_of_batch(ids)
     counted_ids, ids_seen = _counted(repeated_ids)
     counted_ids.write.mode("overwrite").parquet(layout.work("duplicated-ids"))
     repeated_count = int(ids_seen.get["rows"])
-    parsed = parse(lines)
     if repeated_count == 0:
         flagged = parsed.withColumn("_repeated", F.lit(None).cast("boolean"))
     else:
@@ -278,23 +279,17 @@ def _single_write(
     stats.duplicates += records - kept
 
 
-#: The one column of the chain fields' table the batch ingest reads.
-_ID_ONLY = StructType([StructField(ID, StringType(), True)])
-
-
 def ingest_batch(spark: SparkSession, lines: DataFrame, layout: Layout, *, kafka: bool) -> IngestStats:
     """Rebuild the store and the quarantine from all the lines (:func:`_single_write`).
 
-    The first pass over the text writes each line's hash-chain fields and id (``_work/chain``): the chains' check
-    reads them (spark_audit/pipeline.py), and the repeated ids are found from the ids there, so the text is read
-    twice in all, not three times."""
+    The text is read once, into the staged parse (spark_audit/staged_parse.py, ``_work/staged``): the repeated ids
+    are found from its ids, the store is written from its parse, and the hash chains' check reads its chain fields
+    (spark_audit/pipeline.py)."""
     stats = IngestStats("batch", batches=1)
     table_state.invalidate(layout.table_state)
     stats.origins = _origins(spark, lines)
-    chain = layout.work(CHAIN)
-    chain_fields(positioned(lines, kafka=kafka), with_id=True).write.mode("overwrite").parquet(chain)
-    ids = spark.read.schema(_ID_ONLY).parquet(chain)
-    _single_write(spark, lines, layout, stats, ids=ids, quarantine=layout.quarantine)
+    staged = staged_parse.write(spark, lines, layout.work(staged_parse.STAGED), kafka=kafka)
+    _single_write(spark, staged_parse.parsed(staged), layout, stats, ids=staged_parse.record_ids(staged), quarantine=layout.quarantine)
     return stats
 
 
@@ -310,7 +305,8 @@ class _BatchWriter:
         spark = lines.sparkSession
         self.stats.batches += 1
         self.batch_ids.append(batch_id)
-        _single_write(spark, lines, self.layout, self.stats, ids=None, quarantine=f"{self.layout.quarantine}/batch={batch_id}")
+        quarantine = f"{self.layout.quarantine}/batch={batch_id}"
+        _single_write(spark, parse(lines), self.layout, self.stats, ids=None, quarantine=quarantine, lines=lines)
 
 
 def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> IngestStats:
@@ -327,22 +323,12 @@ def ingest_incremental(stream: DataFrame, layout: Layout, checkpoint: str) -> In
 CHAIN = "chain"
 
 
-#: What :func:`keep_chain_fields` keeps beside the chain fields ``with_ids``: each line's record id and date.
-_IDS_AND_DATES = StructType([StructField(ID, StringType(), True), StructField("date", DateType(), True)])
-
-
-def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str, *, with_ids: bool = False) -> DataFrame | None:
-    """The chain fields of ``files``' lines, written to ``target`` (rewritten whole when a batch is run again).
-
-    A read of the new files' text only: its cost follows the new files, where the check over every file's text grew
-    with the history. A line's position is its order within its file, as the check over the text has it. ``with_ids``:
-    each line's record id and date too, returned (the ingest finds the new dates and repeated ids there, not in a
-    pass of its own over the text).
-    """
+def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile], target: str) -> None:
+    """The chain fields of ``files``' lines, written to ``target``: for the files a checkpoint from before the kept
+    chain fields holds, once (the new files' are kept from their staged parse). A line's position is its order within
+    its file, as the check over the text has it."""
     lines = read_paths(spark, [file_manifest.readable(f) for f in files])
-    fields = chain_fields(lines.withColumn("position", F.monotonically_increasing_id()), with_id=with_ids, with_date=with_ids)
-    fields.write.mode("overwrite").parquet(target)
-    return spark.read.schema(_IDS_AND_DATES).parquet(target) if with_ids else None
+    chain_fields(lines.withColumn("position", F.monotonically_increasing_id())).write.mode("overwrite").parquet(target)
 
 
 def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:
@@ -368,11 +354,13 @@ def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, check
         chunk = new[start : start + step]
         stats.batches += 1
         paths = [file_manifest.readable(f) for f in chunk]
-        # the chain fields first, with each line's id and date: the ingest reads those there, so the text is read
-        # twice in all (here, and once parsed), not three times
-        new_ids = keep_chain_fields(spark, chunk, f"{layout.table(CHAIN)}/batch={manifest.next_batch}", with_ids=True)
+        # the text read once (spark_audit/staged_parse.py): the chain fields kept, the ids and the store from there
+        staged_at = layout.work(staged_parse.STAGED)
+        staged = staged_parse.write(spark, read_paths(spark, paths), staged_at, kafka=False)
+        staged_parse.chain_fields(staged).write.mode("overwrite").parquet(f"{layout.table(CHAIN)}/batch={manifest.next_batch}")
         quarantine = f"{layout.quarantine}/batch={manifest.next_batch}"
-        _single_write(spark, read_paths(spark, paths), layout, stats, ids=None, quarantine=quarantine, new_ids=new_ids)
+        _single_write(spark, staged_parse.parsed(staged), layout, stats, ids=None, quarantine=quarantine, new_ids=staged_parse.record_ids(staged))
+        staged_parse.remove(spark, staged_at)
         manifest = file_manifest.after_batch(manifest, listed, chunk)
         file_manifest.save(spark, checkpoint, manifest)
     if not new:

@@ -23,6 +23,7 @@ from spark_audit import (
     report_writes,
     request_reports,
     spark_jobs,
+    staged_parse,
     table_state,
     tables,
 )
@@ -223,15 +224,17 @@ def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_
 
 
 def chain_fields_of_run(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> DataFrame:
-    """The narrow table the hash chains' check reads: the chain fields a batch run's ingest wrote in its first pass
-    over the text (``_work/chain``), those an incremental run over files kept for every file it ingested, or for an
-    incremental run over a topic those of its text, written here. The check's parts each read the table again
-    (spark_audit/chain_integrity.py): reading the text itself again for each was most of a large run's report time."""
+    """The narrow table the hash chains' check reads: the chain fields of a batch run's staged parse (its columns of
+    ``_work/staged``, spark_audit/staged_parse.py), those an incremental run over files kept for every file it
+    ingested, or for an incremental run over a topic those of its text, written here. The check's parts each read
+    the table again (spark_audit/chain_integrity.py): reading the text itself again for each was most of a large
+    run's report time."""
+    if stats.mode == "batch":
+        return staged_parse.chain_fields(staged_parse.read(spark, layout.work(staged_parse.STAGED)))
+    if options.kafka is None:
+        return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
     path = layout.work(CHAIN)
-    if stats.mode == "incremental":
-        if options.kafka is None:
-            return tables.read_table(spark, CHAIN_FIELDS, layout.table(CHAIN))
-        chain_fields(raw_lines(spark, None, options.kafka)).write.mode("overwrite").parquet(path)
+    chain_fields(raw_lines(spark, None, options.kafka)).write.mode("overwrite").parquet(path)
     return spark.read.schema(CHAIN_FIELDS).parquet(path)
 
 
@@ -366,6 +369,8 @@ def run(
     with spark_jobs.counted(session) as jobs:
         stats = ingest(session, chosen, layout)
         summary = report(session, chosen, layout, stats)
+    # scratch as large as the store (a batch run's chain check read it): the store and the chain table hold it now
+    staged_parse.remove(session, layout.work(staged_parse.STAGED))
     jobs.add_groups(session, stats.job_groups)
     summary["spark_jobs"] = jobs.count
     _write_text(layout.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")

@@ -108,28 +108,42 @@ def nonblank(text: Column) -> Column:
     return F.trim(text, F.lit(JSON_WHITESPACE)) != F.lit("")
 
 
-def parse(lines: DataFrame) -> DataFrame:
-    """Parse raw lines into record columns plus ``problem``, ``origin`` and ``value``.
+#: The column :func:`parsed_line` puts a line's parse in.
+PARSED = "parsed"
 
-    Blank lines are skipped, as Spark's JSON reader does. ``value`` is kept only
-    for quarantined lines, so caching the result does not hold every line twice.
-    """
-    text = F.col("value")
-    parsed = F.from_json(
-        text,
-        AUDIT_SCHEMA,
-        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN},
-    ).alias("parsed")
-    rows = lines.filter(nonblank(text)).select(text, F.col("origin"), parsed)
-    # Checkpoints vouch for the trail (spark_audit/chain_integrity.py reads them from the raw lines): no report counts them.
-    rows = rows.filter(~F.col("parsed")["type"].eqNullSafe(F.lit(CHECKPOINT_EVENT_TYPE)))
-    problem = _problem(F.col("parsed"))
-    return rows.select(
-        *[F.col("parsed")[name].alias(name) for name in RECORD_SCHEMA.fieldNames()],
+
+def parsed_line(text: Column) -> Column:
+    """A line's parse: the record's fields and, for a line the schema does not fit, its corrupt-record column."""
+    return F.from_json(text, AUDIT_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD_COLUMN}).alias(PARSED)
+
+
+def is_checkpoint(parsed: Column) -> Column:
+    """True for a parsed checkpoint: it vouches for the trail (spark_audit/chain_integrity.py reads it from the raw
+    lines), and no report counts it."""
+    return parsed["type"].eqNullSafe(F.lit(CHECKPOINT_EVENT_TYPE))
+
+
+def parsed_columns(parsed: Column, text: Column) -> list[Column]:
+    """:func:`parse`'s columns of a parsed line (``origin`` as the line's)."""
+    problem = _problem(parsed)
+    return [
+        *[parsed[name].alias(name) for name in RECORD_SCHEMA.fieldNames()],
         problem.alias(PROBLEM_COLUMN),
         F.col("origin"),
         F.when(problem.isNotNull(), text).alias("value"),
-    )
+    ]
+
+
+def parse(lines: DataFrame) -> DataFrame:
+    """Parse raw lines into record columns plus ``problem``, ``origin`` and ``value``.
+
+    Blank lines are skipped, as Spark's JSON reader does, and so are checkpoints (:func:`is_checkpoint`). ``value`` is
+    kept only for quarantined lines, so caching the result does not hold every line twice.
+    """
+    text = F.col("value")
+    rows = lines.filter(nonblank(text)).select(text, F.col("origin"), parsed_line(text))
+    rows = rows.filter(~is_checkpoint(F.col(PARSED)))
+    return rows.select(*parsed_columns(F.col(PARSED), text))
 
 
 def records_of(parsed: DataFrame) -> DataFrame:

@@ -177,8 +177,8 @@ def test_hand_made_records_match_the_proxys_schema() -> None:
 
 
 def test_a_repeated_record_is_stored_once_even_where_its_line_holds_a_nan(spark: SparkSession, tmp_path: Path) -> None:
-    """The batch ingest finds repeated ids in the chain fields' pass (json_tuple), which refuses a NaN that Spark's
-    JSON reader takes: the id is then read as the parse reads it, and the record is still stored once."""
+    """A NaN, which json_tuple (the chain fields' reader) refuses and Spark's JSON reader takes, does not hide a
+    repeated record: the batch ingest finds repeated ids among the parsed records, and stores the record once."""
     outcome = request(1, "2026-11-21T10:00:00.010Z", "r1", "outcome", status="SUCCESS", upstream_ms=float("nan"))
     write_jsonl(tmp_path / "in" / "a.jsonl", [outcome, request(2, "2026-11-21T10:00:00.000Z", "r1", "intent")])
     write_jsonl(tmp_path / "in" / "b.jsonl", [outcome])
