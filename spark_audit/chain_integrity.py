@@ -91,11 +91,8 @@ def line_position(*, kafka: bool) -> tuple[Column, Column]:
     return F.col("origin"), F.monotonically_increasing_id()
 
 
-#: The record's id: :func:`top_level_fields` reads it too where its names hold it.
-ID = "id"
 #: The names :func:`top_level_fields` gives the top-level fields it reads, and the keys they are read from.
-_KEYS = {"writer": "source", "chainseq": "chainseq", "prev": "chainprev", "time": "time", "type": "type", ID: ID}
-_TOP_LEVEL = tuple(name for name in _KEYS if name != ID)
+_KEYS = {"writer": "source", "chainseq": "chainseq", "prev": "chainprev", "time": "time", "type": "type"}
 
 
 def chain_fields(lines: DataFrame) -> DataFrame:
@@ -108,11 +105,11 @@ def chain_fields(lines: DataFrame) -> DataFrame:
     return top_level.select(*[column.alias(name) for name, column in chain_columns(text).items()])
 
 
-def top_level_fields(text: Column, names: Sequence[str] = _TOP_LEVEL) -> Column:
-    """The top-level fields :func:`chain_columns` reads (and ``ID`` when ``names`` holds it), as columns named
-    ``names``. One parse of the line for all of them (five get_json_object calls parse it five times). A repeated
-    key reads as its last value, as the proxy's verifier reads it (envelope-proxy audit verify)."""
-    return F.json_tuple(text, *[_KEYS[name] for name in names]).alias(*names)
+def top_level_fields(text: Column) -> Column:
+    """The top-level fields :func:`chain_columns` reads, as columns named as :data:`_KEYS` says. One parse of the
+    line for all of them (five get_json_object calls parse it five times). A repeated key reads as its last value,
+    as the proxy's verifier reads it (envelope-proxy audit verify)."""
+    return F.json_tuple(text, *_KEYS.values()).alias(*_KEYS)
 
 
 def chain_columns(text: Column) -> dict[str, Column]:
@@ -148,7 +145,8 @@ CHAIN_FIELDS = StructType(
 def _chained(fields: DataFrame) -> DataFrame:
     """:func:`chain_fields`' rows shuffled once by writer: every part of :func:`chain_parts` groups or orders within a
     writer. The optimizer prunes each part's columns below the exchange, so the parts do not share it: each reads
-    ``fields`` again, which is why the job reads a narrow Parquet table here, never the text."""
+    ``fields`` again, which is why the job reads narrow Parquet columns here (the kept chain table, or a batch run's
+    staged parse), never the text."""
     return fields.repartition("writer")
 
 
@@ -177,7 +175,7 @@ def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
     """What :func:`conclude` needs, as small frames: counts, per-writer totals, and the findings (at most
     :data:`MAX_FINDINGS` of each kind), from :func:`chain_fields`' rows.
 
-    Each part reads ``fields`` again (:func:`_chained` says why): the job passes the narrow table it wrote them to
+    Each part reads ``fields`` again (:func:`_chained` says why): the job passes Parquet columns it wrote them to
     (:func:`spark_audit.pipeline.chain_fields_of_run`). The counts are taken before the exchange and only chained
     lines are shuffled: lines without a chain never reach it."""
     counts = fields.agg(

@@ -1,6 +1,7 @@
 """Turning raw lines into the record store and the quarantine, in batch or incremental mode.
 
-Both modes parse each line once and write it once (:func:`_single_write`). Batch mode
+Both modes read and parse each line of files once, into a staged table (spark_audit/staged_parse.py), and write its
+parse once more, by kind and date (:func:`_single_write`): the store's files are those. Batch mode
 rebuilds the store from all the input. Incremental mode reads only the files its manifest has
 not seen (spark_audit/file_manifest.py), or for a Kafka topic runs a Structured Streaming query
 with ``trigger(availableNow=True)`` over the offsets its checkpoint has not seen, and adds the
@@ -141,14 +142,15 @@ def _repeated_ids_of_batch(ids: DataFrame) -> DataFrame:
 def _repeated_ids_against_store(
     spark: SparkSession, layout: Layout, *, known: DataFrame | None, lines: DataFrame | None
 ) -> tuple[DataFrame, list[Any], int]:
-    """Ids of the new lines seen twice among them or already stored, the new lines' dates, and their origins' number.
+    """Ids of the new records seen twice among them or already stored, the new records' dates, and their origins'
+    number.
 
-    Only the store's partitions for the dates the new lines carry are read, and only their ``id``
-    column: the cost follows the new input, not the history. The origins (files, or Kafka
-    partitions) are counted from the same small table, as a micro-batch has no file listing; it
-    keeps the blank lines (no id, no date), so a file of blank lines counts as read, as in batch mode.
-    Files: the new records' ids and dates are ``known`` already (the staged parse holds them,
-    spark_audit/staged_parse.py); their origins are the files listed, counted by the caller.
+    Only the store's partitions for the dates the new records carry are read, and only their ``id``
+    column: the cost follows the new input, not the history. Files: the new records' ids and dates are ``known``
+    (the staged parse holds them, spark_audit/staged_parse.py); their origins are the files listed, counted by the
+    caller. A topic's micro-batch: the ids and dates come from a pass over its ``lines``, whose origins (Kafka
+    partitions) are counted from the same small table, as a micro-batch has no file listing; it keeps the blank
+    lines (no id, no date), so a partition of blank lines counts as read, as in batch mode.
     """
     if known is None:
         assert lines is not None, "the new ids, or the lines to find them in"

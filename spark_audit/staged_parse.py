@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DateType, StringType, StructField, StructType
 
 from spark_audit import hadoop_fs
-from spark_audit.chain_integrity import CHAIN_FIELDS, ID, chain_columns, line_position, top_level_fields
+from spark_audit.chain_integrity import CHAIN_FIELDS, chain_columns, line_position, top_level_fields
 from spark_audit.read import PARSED, PROBLEM_COLUMN, is_checkpoint, nonblank, parsed_columns, parsed_line
 from spark_audit.schema import RECORD_SCHEMA
 
@@ -91,4 +91,4 @@ def chain_fields(staged: DataFrame) -> DataFrame:
 
 def record_ids(staged: DataFrame) -> DataFrame:
     """The id and date of every record (a line neither quarantined nor a checkpoint): the ids that may repeat."""
-    return staged.filter(F.col(PROBLEM_COLUMN).isNull() & ~F.col(_CHECKPOINT)).select(F.col(ID), F.col("date"))
+    return staged.filter(F.col(PROBLEM_COLUMN).isNull() & ~F.col(_CHECKPOINT)).select("id", "date")

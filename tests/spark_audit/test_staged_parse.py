@@ -15,9 +15,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from spark_audit import staged_parse
-from spark_audit.chain_integrity import chain_fields, check_chains, load_public_keys, positioned, raw_lines
+from spark_audit.chain_integrity import chain_fields, chain_parts, check_chains, conclude, load_public_keys, positioned, raw_lines
+from spark_audit.collect import gather
+from spark_audit.layout import Layout
 from spark_audit.options import JobOptions
-from spark_audit.pipeline import run
+from spark_audit.pipeline import chain_fields_of_run, ingest
 from spark_audit.read import parse
 from spark_audit.schema import CHECKPOINT_EVENT_TYPE
 from tests.proxy.audit.chain_trail import write_key_pair, write_run
@@ -107,22 +109,26 @@ def text_gone_once_staged(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path
 
 
 @pytest.mark.parametrize("incremental", [False, True], ids=["batch", "incremental"])
-def test_a_run_reads_the_text_once(
+def test_an_ingest_and_the_chain_check_read_the_text_once(
     spark: SparkSession, trail: tuple[Path, Path], tmp_path: Path, text_gone_once_staged: list[Path], incremental: bool
 ) -> None:
+    """The ingest and the chains' check are what read a run's input; the reports read the store."""
     audit, public = trail
     files = sorted(audit.glob("*.jsonl"))
     lines = [json.loads(line) for path in files for line in path.read_text().splitlines() if line.startswith("{") and line.endswith("}")]
     good = [line["id"] for line in lines if {"time", "data"} <= line.keys() and line.get("type") != CHECKPOINT_EVENT_TYPE]
-    options = JobOptions(input=str(audit), incremental=incremental, print_report=False, html=False, chain_public_keys=(str(public),))
+    options = JobOptions(input=str(audit), incremental=incremental, print_report=False, html=False)
+    layout = Layout(str(tmp_path / "out"))
+    keys = load_public_keys([str(public)])
 
-    summary = run(None, str(tmp_path / "out"), spark=spark, options=options)
+    stats = ingest(spark, options, layout)
+    verdict = conclude(gather(chain_parts(chain_fields_of_run(spark, options, layout, stats))), keys)
 
     assert sorted(text_gone_once_staged) == files  # each file read once, then gone
     for path in text_gone_once_staged:
         path.with_name(f".hidden-{path.name}").rename(path)
     text_gone_once_staged.clear()
     # the junk line and the one without a time are quarantined; the repeated record is stored once
-    assert (summary["records"], summary["duplicates_dropped"], summary["malformed"]) == (len(set(good)), len(good) - len(set(good)), 2)
+    assert (stats.records - stats.duplicates, stats.duplicates, stats.malformed) == (len(set(good)), len(good) - len(set(good)), 2)
     assert len(good) - len(set(good)) == 1
-    assert summary["integrity"] == check_chains(raw_lines(spark, str(audit), None), load_public_keys([str(public)]))
+    assert verdict == check_chains(raw_lines(spark, str(audit), None), keys)
