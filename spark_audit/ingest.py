@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StringType, StructField, StructType
 
 from spark_audit import file_manifest, hadoop_fs, staged_parse, table_state
-from spark_audit.chain_integrity import chain_fields
+from spark_audit.chain_integrity import chain_fields, positioned
 from spark_audit.layout import Layout
 from spark_audit.read import PROBLEM_COLUMN, QUARANTINE_COLUMNS, RARE_DUPLICATES, deduplicate, parse, read_paths
 from spark_audit.schema import RECORD_SCHEMA
@@ -330,7 +330,7 @@ def keep_chain_fields(spark: SparkSession, files: list[file_manifest.AuditFile],
     chain fields holds, once (the new files' are kept from their staged parse). A line's position is its order within
     its file, as the check over the text has it."""
     lines = read_paths(spark, [file_manifest.readable(f) for f in files])
-    chain_fields(lines.withColumn("position", F.monotonically_increasing_id())).write.mode("overwrite").parquet(target)
+    chain_fields(positioned(lines, kafka=False)).write.mode("overwrite").parquet(target)
 
 
 def ingest_new_files(spark: SparkSession, input_path: str, layout: Layout, checkpoint: str, *, max_files: int | None = None) -> IngestStats:

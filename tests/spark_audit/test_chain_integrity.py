@@ -133,3 +133,38 @@ def test_incremental_runs_check_the_chains_from_the_fields_they_kept(
     expected = check_chains(raw_lines(spark, str(audit), None), keys)
     assert expected["status"] == "broken"
     assert kept == expected
+
+
+def test_a_manifest_from_before_the_kept_chain_fields_gets_them_once_from_the_files_it_holds(
+    spark: SparkSession, trails: tuple[dict[str, Path], Path], tmp_path: Path
+) -> None:
+    """An older manifest (no ``chainKept``) held files whose chain fields were never kept: the next run keeps those
+    of the files it holds from their text, once, beside the new files' from their staged parse."""
+    directories, public = trails
+    audit, out = tmp_path / "audit", tmp_path / "out"
+    shutil.copytree(directories["untouched"], audit)
+    late = published(audit)[-1]
+    held_back = tmp_path / late.name
+    late.rename(held_back)
+    options = JobOptions(input=str(audit), incremental=True, print_report=False, html=False)
+    layout = Layout(str(out))
+    ingest(spark, options, layout)
+    manifest = out / "_checkpoint" / "files.json"
+    older = json.loads(manifest.read_text())
+    del older["chainKept"]
+    manifest.write_text(json.dumps(older))
+    (manifest.parent / ".files.json.crc").unlink(missing_ok=True)  # Hadoop's checksum of the text replaced
+    shutil.rmtree(layout.table(CHAIN))
+    held_back.rename(late)
+
+    assert ingest(spark, options, layout).batches == 1
+
+    assert sorted(path.name for path in Path(layout.table(CHAIN)).iterdir() if path.is_dir()) == [
+        f"batch={older['nextBatch']}",
+        f"batch=before-{older['nextBatch']}",
+    ]
+    keys = load_public_keys([str(public)])
+    kept = conclude(gather(chain_parts(read_table(spark, CHAIN_FIELDS, layout.table(CHAIN)))), keys)
+    assert kept == check_chains(raw_lines(spark, str(audit), None), keys)
+    assert json.loads(manifest.read_text())["chainKept"] is True
+
