@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_audit.report_basics import MICROS, closing_events, in_order, micros, who
@@ -163,6 +163,47 @@ def ranked(counted: DataFrame, *, ordered: bool = True) -> DataFrame:
     return in_order(counted.withColumn("rank", rank), ordered, "dimension", "rank")
 
 
+#: The bursts report's columns.
+BURST_COLUMNS = ("clientAddress", "kind", "start", "end", "date", "events", "peak", "principals")
+
+
+def burst_events(flat: DataFrame) -> DataFrame:
+    """The events bursts are made of: each denial or authentication failure with a client address, its kind and time."""
+    events = closing_events(flat).filter((F.col("isDenial") | F.col("isAuthFailure")) & F.col("clientAddress").isNotNull())
+    kind = F.when(F.col("isAuthFailure"), F.lit(AUTHENTICATION_FAILURE)).otherwise(F.lit(DENIAL))
+    return events.select("time", "clientAddress", "principal", kind.alias("kind"), micros().alias("us"))
+
+
+def episodes(events: DataFrame, *, window_seconds: int, inside: Column | None = None) -> DataFrame:
+    """:func:`burst_events` grouped into episodes per address and kind (no two consecutive events more than
+    ``window_seconds`` apart), each with its start, end, events, peak (most events within one window) and principals.
+
+    With ``inside`` (true for the events of some dates), each episode also says whether it holds an event inside
+    them (``hasInside``) and whether it holds events on both sides (``crossing``): an incremental run rewrites the
+    episodes of some dates only while none crosses their edge (spark_audit/burst_rewrite.py). Two events one window
+    apart or less are in one episode, so an event outside that an inside one's peak counts is in its episode too."""
+    in_window = Window.partitionBy("clientAddress", "kind").orderBy("us").rangeBetween(-window_seconds * MICROS, 0)
+    counted = events.withColumn("inWindow", F.count(F.lit(1)).over(in_window))
+    checks: list[Column] = []
+    if inside is not None:
+        counted = counted.withColumn("_inside", inside)
+        has_inside, has_outside = F.max("_inside"), F.max(~F.col("_inside"))
+        checks = [has_inside.alias("hasInside"), (has_inside & has_outside).alias("crossing")]
+    return counted.groupBy("clientAddress", "kind", F.session_window("time", f"{window_seconds} seconds")).agg(
+        F.min("time").alias("start"),
+        F.max("time").alias("end"),
+        F.count(F.lit(1)).alias("events"),
+        F.max("inWindow").alias("peak"),
+        F.sort_array(F.collect_set("principal")).alias("principals"),
+        *checks,
+    )
+
+
+def burst_rows(found: DataFrame, threshold: int) -> DataFrame:
+    """The episodes of :func:`episodes` that are bursts, in the report's columns."""
+    return found.filter(F.col("peak") >= threshold).withColumn("date", F.to_date("start")).select(*BURST_COLUMNS)
+
+
 def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10, ordered: bool = True) -> DataFrame:
     """Bursts of denials or authentication failures from one client address.
 
@@ -173,21 +214,5 @@ def bursts(flat: DataFrame, *, window_seconds: int = 60, threshold: int = 10, or
     (``authentication-failure`` or ``denial``), start, end, date, events (in
     the episode), peak (most events within one window), principals (sorted).
     """
-    events = closing_events(flat).filter((F.col("isDenial") | F.col("isAuthFailure")) & F.col("clientAddress").isNotNull())
-    kind = F.when(F.col("isAuthFailure"), F.lit(AUTHENTICATION_FAILURE)).otherwise(F.lit(DENIAL))
-    typed = events.select("time", "clientAddress", "principal", kind.alias("kind"), micros().alias("us"))
-    in_window = Window.partitionBy("clientAddress", "kind").orderBy("us").rangeBetween(-window_seconds * MICROS, 0)
-    counted = typed.withColumn("inWindow", F.count(F.lit(1)).over(in_window))
-    episodes = counted.groupBy("clientAddress", "kind", F.session_window("time", f"{window_seconds} seconds")).agg(
-        F.min("time").alias("start"),
-        F.max("time").alias("end"),
-        F.count(F.lit(1)).alias("events"),
-        F.max("inWindow").alias("peak"),
-        F.sort_array(F.collect_set("principal")).alias("principals"),
-    )
-    found = (
-        episodes.filter(F.col("peak") >= threshold)
-        .withColumn("date", F.to_date("start"))
-        .select("clientAddress", "kind", "start", "end", "date", "events", "peak", "principals")
-    )
+    found = burst_rows(episodes(burst_events(flat), window_seconds=window_seconds), threshold)
     return in_order(found, ordered, "start", "clientAddress", "kind")

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from spark_audit import (
     acl_hygiene,
     acl_page,
+    burst_rewrite,
     collect,
     daily_tables,
     denial_reports,
@@ -266,6 +267,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     rewrites[report_writes.INTENTS] = report_writes.intents_dates(sources.rewritten, state.outcomes_before_us, outcomes_before)
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():
+        if name == burst_rewrite.BURSTS and incremental and sources.rewritten is not None and report_writes.keeps_dates(spark, name, layout, ro, state):
+            # its rows counted in the gathering query, as a date-local report's
+            burst_rewrite.rewrite(spark, sources.alarms, layout, sources.rewritten, ro, span=(window.first_us, window.last_us))
+            continue
         observed = (
             report_writes.write_date_local(spark, name, frame, layout, rewrites[name], ro, state, incremental=incremental)
             if name in rewrites

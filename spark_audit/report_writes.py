@@ -109,15 +109,20 @@ def write_date_local(
     the kept dates are not counted here). A report's ``date`` is its rows' (who-did-what's where its buckets divide a
     day, else it is written whole), so the filter on it reads only those dates' partitions of the request table."""
     path = layout.report(name)
-    if (
-        rewritten is None
-        or state.report_options != tables.date_partitioned_options(options)
-        or (name == "who_did_what" and not tables.within_days(options))
-        or not hadoop_fs.exists(spark, path)
-    ):
+    if rewritten is None or not keeps_dates(spark, name, layout, options, state):
         return write(frame, path, by_date=True, one_file_per_date=incremental)
     tables.rewrite_dates(spark, frame, layout.work(f"{name}-update"), path, rewritten)
     return None
+
+
+def keeps_dates(spark: SparkSession, name: str, layout: Layout, options: ReportOptions, state: TableState) -> bool:
+    """A date-partitioned report's kept partitions hold for this run: written by a run with the same options that
+    they depend on (who-did-what's dates only where its buckets divide a day), and still there."""
+    return (
+        state.report_options == tables.date_partitioned_options(options)
+        and (name != "who_did_what" or tables.within_days(options))
+        and hadoop_fs.exists(spark, layout.report(name))
+    )
 
 
 def intents_dates(rewritten: frozenset[date] | None, kept_before_us: int | None, before_us: int | None) -> frozenset[date] | None:

@@ -181,4 +181,9 @@ def within_days(options: ReportOptions) -> bool:
 
 def date_partitioned_options(options: ReportOptions) -> dict[str, int | bool]:
     """The report options a date-partitioned report's kept partitions depend on."""
-    return {"bucketSeconds": options.bucket_seconds, "includeLocal": options.include_local}
+    return {
+        "bucketSeconds": options.bucket_seconds,
+        "includeLocal": options.include_local,
+        "burstWindowSeconds": options.burst_window_seconds,
+        "burstThreshold": options.burst_threshold,
+    }
