@@ -89,7 +89,7 @@ def _frames(
         unusual_listeners=identity_reports.unusual_listeners(sources.identities, window.baseline, ordered=False),
         first_seen_pairs=identity_reports.first_seen_pairs(sources.identities, window.baseline, ordered=False),
         intents_without_outcome=request_reports.intents_without_outcome(requests, before_us=window.outcomes_before(options), ordered=False),
-        latency=request_reports.latency(requests, ordered=False),
+        latency=counts.latency,
         alarms=alarms,
         denied_by=counts.denied_by,
         timeline=counts.timeline,

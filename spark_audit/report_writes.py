@@ -7,8 +7,9 @@ incremental run keeps two kinds of report state between runs instead of recomput
   only the dates whose request rows it rewrote (spark_audit/tables.py: the new records' dates and the days next to
   them), and keeps the rest;
 - counts per date (``_tables/date_counts``: the requests per principal, method and status, the impersonation pairs,
-  the denial ranking's counts, the denials per denier, the timeline's): the run recounts the dates it rewrote, and
-  merges every date's counts (sums, mins, maxes and the listeners' unions).
+  the denial ranking's counts, the denials per denier, the timeline's, and the latency's KLL sketches per method):
+  the run recounts the dates it rewrote, and merges every date's counts (sums, mins, maxes, the listeners' unions and
+  the sketches' merge).
 
 Either way the kept dates are what a full run computes: the request table changes only on the dates a run rewrites,
 and the pending dates (spark_audit/table_state.py) are cleared only once every report is written, so a run that dies
@@ -23,7 +24,7 @@ from datetime import date
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, BinaryType, DateType, DoubleType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_audit import denial_reports, hadoop_fs, identity_reports, request_reports, tables
 from spark_audit.layout import Layout
@@ -37,7 +38,7 @@ INTENTS = "intents_without_outcome"
 #: What a report's write observes beside its rows: the requests report's sum of its counts is the summary's number of requests.
 SUMMED = {"requests": "count"}
 COUNTS = "date_counts"
-#: The counts an incremental run keeps per date (``_tables/date_counts``), one table for the five aggregates so that one
+#: The counts an incremental run keeps per date (``_tables/date_counts``), one table for the six aggregates so that one
 #: Spark job rewrites them: ``part`` says which, and each uses the columns it needs.
 COUNTS_SCHEMA = StructType(
     [
@@ -54,10 +55,15 @@ COUNTS_SCHEMA = StructType(
         StructField("denials", LongType()),
         StructField("first", TimestampType()),
         StructField("last", TimestampType()),
+        # the latency part's (spark_audit/request_reports.py latency_sketches)
+        StructField("totalMax", DoubleType()),
+        StructField("totalSketch", BinaryType()),
+        StructField("upstreamSketch", BinaryType()),
+        StructField("upstreamCount", LongType()),
         StructField("date", DateType()),
     ]
 )
-RANKING, DENIED_BY, TIMELINE, REQUESTS, IMPERSONATION = "ranking", "denied_by", "timeline", "requests", "impersonation"
+RANKING, DENIED_BY, TIMELINE, REQUESTS, IMPERSONATION, LATENCY = "ranking", "denied_by", "timeline", "requests", "impersonation", "latency"
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ class Counts:
     requests: DataFrame
     #: :func:`spark_audit.identity_reports.impersonation`: forwardingPrincipal, principal, listeners, requests, denied, first, last
     impersonation: DataFrame
+    #: the latency report (:func:`spark_audit.request_reports.latency`), unsorted: from the merged per-date sketches
+    latency: DataFrame
 
 
 def write(frame: DataFrame, path: str, *, by_date: bool, summed: str | None = None, one_file_per_date: bool = False) -> dict[str, int]:
@@ -153,6 +161,7 @@ def _per_date(requests: DataFrame, alarms: DataFrame, bucket: str, include_local
         TIMELINE: timeline,
         REQUESTS: counted.withColumnRenamed("count", "requests"),
         IMPERSONATION: pairs,
+        LATENCY: request_reports.latency_sketches(requests, by=by),
     }
     framed = [
         frame.select(*(F.col(f.name) if f.name in frame.columns else F.lit(None).cast(f.dataType).alias(f.name) for f in COUNTS_SCHEMA.fields[1:]))
@@ -187,6 +196,7 @@ def counts(
             denial_reports.timeline(alarms, bucket),
             request_reports.requests_by_principal_method_outcome(requests, include_local=include_local, ordered=False),
             identity_reports.impersonation(requests, ordered=False),
+            request_reports.latency(requests, ordered=False),
         )
     path = layout.table(COUNTS)
     if rewritten is None or not kept or not hadoop_fs.exists(spark, path):
@@ -211,4 +221,5 @@ def counts(
         part(TIMELINE).groupBy("bucket", F.col("dimension").alias("kind")).agg(F.sum("denials").alias("count")),
         request_reports.merged_requests(part(REQUESTS).withColumnRenamed("requests", "count")),
         identity_reports.merged_impersonation(part(IMPERSONATION).withColumnRenamed("denials", "denied")),
+        request_reports.latency_of_sketches(part(LATENCY), merge=True, ordered=False),
     )

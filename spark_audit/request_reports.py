@@ -35,8 +35,12 @@ SENSITIVE_METHODS: dict[str, str] = {
 
 #: The percentiles the latency report gives (p50, p90, p99), in the order of its columns.
 LATENCY_LEVELS = (0.5, 0.9, 0.99)
-#: ``percentile_approx``'s accuracy: a value from the data whose rank is within 1/ACCURACY (0.01%) of the exact one.
-PERCENTILE_ACCURACY = 10_000
+_LEVEL_NAMES = ("50", "90", "99")
+#: The size of the latency report's KLL sketches (DataSketches' ``k``, Spark's ``kll_sketch_agg_double``). A quantile
+#: is exact while a method has at most ``k`` outcomes, and beyond that within a normalised rank error of about
+#: 2.296 / k^0.9723, 0.01% (docs/audit-job.md). A date's sketches merge into the whole history's, so a rerun keeps one
+#: per date and method and merges them (spark_audit/report_writes.py) instead of reading every outcome again.
+LATENCY_SKETCH_K = 32_768
 
 
 def requests_by_principal_method_outcome(
@@ -187,36 +191,48 @@ def intents_without_outcome(flat: DataFrame, *, before_us: int | None, ordered: 
     return in_order(intents, ordered, "time", "requestId")
 
 
+def latency_sketches(flat: DataFrame, *, by: Sequence[str] = ()) -> DataFrame:
+    """The latency report's mergeable parts per method (and ``by``): requests, totalMax, the KLL sketches of the
+    outcomes' ``totalMs`` and ``upstreamMs`` and the number of ``upstreamMs`` values (a sketch of none has no quantile)."""
+    # a request's row is its outcome when it has one: one outcome per request, no shuffle when ``flat`` holds request rows
+    outcomes = requests(flat).filter((F.col("stage") == F.lit("outcome")) & F.col("totalMs").isNotNull())
+    return outcomes.groupBy(*by, "method").agg(
+        F.count(F.lit(1)).alias("requests"),
+        F.max("totalMs").alias("totalMax"),
+        F.kll_sketch_agg_double("totalMs", LATENCY_SKETCH_K).alias("totalSketch"),
+        F.kll_sketch_agg_double("upstreamMs", LATENCY_SKETCH_K).alias("upstreamSketch"),
+        F.count("upstreamMs").alias("upstreamCount"),
+    )
+
+
+def latency_of_sketches(sketches: DataFrame, *, merge: bool, ordered: bool = True) -> DataFrame:
+    """The latency report from :func:`latency_sketches`' rows: one per method, or several (``merge``, one a date)."""
+    if merge:
+        sketches = sketches.groupBy("method").agg(
+            F.sum("requests").alias("requests"),
+            F.max("totalMax").alias("totalMax"),
+            F.kll_merge_agg_double("totalSketch", LATENCY_SKETCH_K).alias("totalSketch"),
+            F.kll_merge_agg_double("upstreamSketch", LATENCY_SKETCH_K).alias("upstreamSketch"),
+            F.sum("upstreamCount").alias("upstreamCount"),
+        )
+    levels = F.array(*[F.lit(level) for level in LATENCY_LEVELS])
+    total = F.kll_sketch_get_quantile_double("totalSketch", levels)
+    upstream = F.when(F.col("upstreamCount") > 0, F.kll_sketch_get_quantile_double("upstreamSketch", levels))
+    percentiles = sketches.select("method", "requests", total.alias("total"), "totalMax", upstream.alias("upstream")).select(
+        "method",
+        "requests",
+        *[F.col("total")[i].alias(f"totalP{name}") for i, name in enumerate(_LEVEL_NAMES)],
+        "totalMax",
+        *[F.col("upstream")[i].alias(f"upstreamP{name}") for i, name in enumerate(_LEVEL_NAMES)],
+    )
+    return in_order(percentiles, ordered, F.desc("totalP99"), "method")
+
+
 def latency(flat: DataFrame, *, ordered: bool = True) -> DataFrame:
     """Latency percentiles per API from the outcome records' timings (milliseconds), one outcome per request.
 
     Columns: method, requests, totalP50, totalP90, totalP99, totalMax,
-    upstreamP50, upstreamP90, upstreamP99. Percentiles are Spark's
-    ``percentile_approx`` (accuracy :data:`PERCENTILE_ACCURACY`).
+    upstreamP50, upstreamP90, upstreamP99. Percentiles are from KLL sketches of size :data:`LATENCY_SKETCH_K`: the
+    smallest timing at or above the level's rank (exact up to that many outcomes of a method, else within its error).
     """
-    # a request's row is its outcome when it has one: one outcome per request, no shuffle when ``flat`` holds request rows
-    outcomes = requests(flat).filter((F.col("stage") == F.lit("outcome")) & F.col("totalMs").isNotNull())
-    levels = list(LATENCY_LEVELS)
-    total = F.percentile_approx("totalMs", levels, PERCENTILE_ACCURACY)
-    upstream = F.percentile_approx("upstreamMs", levels, PERCENTILE_ACCURACY)
-    percentiles = (
-        outcomes.groupBy("method")
-        .agg(
-            F.count(F.lit(1)).alias("requests"),
-            total.alias("total"),
-            F.max("totalMs").alias("totalMax"),
-            upstream.alias("upstream"),
-        )
-        .select(
-            "method",
-            "requests",
-            F.col("total")[0].alias("totalP50"),
-            F.col("total")[1].alias("totalP90"),
-            F.col("total")[2].alias("totalP99"),
-            "totalMax",
-            F.col("upstream")[0].alias("upstreamP50"),
-            F.col("upstream")[1].alias("upstreamP90"),
-            F.col("upstream")[2].alias("upstreamP99"),
-        )
-    )
-    return in_order(percentiles, ordered, F.desc("totalP99"), "method")
+    return latency_of_sketches(latency_sketches(flat), merge=False, ordered=ordered)

@@ -33,6 +33,7 @@ from spark_audit import hadoop_fs
 from spark_audit.ingest import empty_frame
 from spark_audit.layout import Layout
 from spark_audit.options import ReportOptions
+from spark_audit.request_reports import LATENCY_SKETCH_K
 from spark_audit.view import REPORT_COLUMNS, REQUEST_ROW, flatten, request_rows, traffic
 
 PAIRING_HORIZON = timedelta(hours=1)
@@ -186,4 +187,6 @@ def date_partitioned_options(options: ReportOptions) -> dict[str, int | bool]:
         "includeLocal": options.include_local,
         "burstWindowSeconds": options.burst_window_seconds,
         "burstThreshold": options.burst_threshold,
+        # the kept counts' latency sketches are of this size: another size (or counts kept before them) are counted again
+        "latencySketchK": LATENCY_SKETCH_K,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from datetime import date
 
@@ -232,6 +233,32 @@ def test_latency_percentiles_per_api(spark: SparkSession) -> None:
         "upstreamP50 double, upstreamP90 double, upstreamP99 double",
     )
     assertDataFrameEqual(request_reports.latency(flat), expected, checkRowOrder=True)
+
+
+@pytest.mark.parametrize("dates", [1, 3])
+def test_latency_beyond_the_sketch_size_is_within_its_rank_error(spark: SparkSession, dates: int) -> None:
+    """More outcomes of a method than the KLL sketch keeps exactly: each percentile's rank is within the stated error of
+    the exact one, from one sketch or from one per date merged (as an incremental run keeps them)."""
+    n, k = 5 * request_reports.LATENCY_SKETCH_K, request_reports.LATENCY_SKETCH_K
+    # the timings 0 .. n-1 in a scattered order (a multiplier prime to n), so the exact rank of a value is the value
+    timing = ((F.col("id") * F.lit(7919)) % F.lit(n)).cast("double")
+    flat = spark.range(n).select(
+        F.lit(True).alias("isRequestRow"),
+        F.lit("outcome").alias("stage"),
+        F.lit("SUCCESS").alias("status"),
+        F.lit("kafka.CreateTopics").alias("method"),
+        (F.col("id") % F.lit(dates)).alias("date"),
+        timing.alias("totalMs"),
+        timing.alias("upstreamMs"),
+    )
+    sketches = request_reports.latency_sketches(flat, by=("date",))
+    (row,) = request_reports.latency_of_sketches(sketches, merge=True).collect()
+    assert row["requests"] == n and row["totalMax"] == n - 1
+    # normalised rank error 2.296 / k^0.9723 (DataSketches' KLL), with room for the sketch's randomness
+    bound = 2 * 2.296 / k**0.9723 * n
+    for level, name in zip(request_reports.LATENCY_LEVELS, ("50", "90", "99"), strict=True):
+        exact = math.ceil(level * n) - 1
+        assert abs(row[f"totalP{name}"] - exact) <= bound and abs(row[f"upstreamP{name}"] - exact) <= bound, (name, row)
 
 
 def test_a_resource_listed_twice_counts_once_per_request(spark: SparkSession) -> None:
