@@ -11,7 +11,8 @@ incremental run keeps two kinds of report state between runs instead of recomput
   the run recounts the dates it rewrote, and merges every date's counts (sums, mins, maxes, the listeners' unions and
   the sketches' merge).
 
-Either way the kept dates are what a full run computes: the request table changes only on the dates a run rewrites,
+Either way the kept dates are what a full run computes (the latency percentiles within their sketches' stated error
+where an API has more outcomes than a sketch keeps exactly: spark_audit/request_reports.py): the request table changes only on the dates a run rewrites,
 and the pending dates (spark_audit/table_state.py) are cleared only once every report is written, so a run that dies
 leaves the next one the same dates to redo. The differential test holds the incremental runs' reports to a full
 run's, row for row.

@@ -35,7 +35,7 @@ SENSITIVE_METHODS: dict[str, str] = {
 
 #: The percentiles the latency report gives (p50, p90, p99), in the order of its columns.
 LATENCY_LEVELS = (0.5, 0.9, 0.99)
-_LEVEL_NAMES = ("50", "90", "99")
+_LEVEL_NAMES = tuple(f"{round(level * 100)}" for level in LATENCY_LEVELS)
 #: The size of the latency report's KLL sketches (DataSketches' ``k``, Spark's ``kll_sketch_agg_double``). A quantile
 #: is exact while a method has at most ``k`` outcomes, and beyond that within a normalised rank error of about
 #: 2.296 / k^0.9723, 0.01% (docs/audit-job.md). A date's sketches merge into the whole history's, so a rerun keeps one

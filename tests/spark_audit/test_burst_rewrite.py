@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from spark_audit.options import JobOptions, ReportOptions
 from spark_audit.pipeline import run
-from tests.spark_audit.records import connection, request, write_jsonl
+from tests.spark_audit.records import connection, err, request, write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -91,3 +91,41 @@ def test_a_rerun_rewrites_the_bursts_an_episode_runs_into_and_keeps_the_rest(spa
     # the first day's partition was rewritten (the episode reached it); the sixth's and seventh's were kept as they were
     assert _files(out, "2026-11-21") != before["2026-11-21"]
     assert _files(out, "2026-11-26") == before["2026-11-26"] and _files(out, "2026-11-27") == before["2026-11-27"]
+
+
+def test_a_window_over_a_day_and_a_kept_burst_that_loses_its_event_in_the_rewritten_dates(spark: SparkSession, tmp_path: Path) -> None:
+    """A two-day window: the rerun reads the alarms two days past the rewritten dates' edges (an episode whose next event
+    is 42 hours on); and a burst that began before those dates loses its one event inside them (a late, earlier outcome
+    becomes its request's row): its kept row is found again."""
+    reports = ReportOptions(burst_window_seconds=2 * 86400, burst_threshold=2, outcome_grace_seconds=0)
+    two_days_on = [
+        connection(100, _iso(_at(11, 12)), "authentication-failed", principal="User:admin", client="198.51.100.70"),
+        connection(101, _iso(_at(13, 6)), "authentication-failed", principal="User:admin", client="198.51.100.70"),
+    ]
+    denied = [err(31, "CLUSTER_AUTHORIZATION_FAILED", "kafka-cluster")]
+    losing = [
+        connection(200, _iso(_at(7, 12)), "refused", principal="User:mallory", client="198.51.100.71", reason="ip-filter"),
+        connection(201, _iso(_at(7, 13)), "refused", principal="User:mallory", client="198.51.100.71", reason="ip-filter"),
+        request(202, _iso(_at(9, 6)), "lost", "outcome", status="FAILURE", errors=denied, client="198.51.100.71"),
+    ]
+    source = tmp_path / "audit"
+    for day, records in _by_day([*two_days_on, *losing]).items():
+        write_jsonl(source / f"audit-1-{day}T000000Z-1.jsonl", records)
+    options = JobOptions(input=str(source), incremental=True, html=False, print_report=False, reports=reports)
+    out = tmp_path / "out"
+    run(None, str(out), spark=spark, options=options)
+    assert {row[0]: row[5] for row in _bursts(spark, out)} == {"198.51.100.70": 2, "198.51.100.71": 3}
+
+    # late records on the ninth and tenth days: the rerun rewrites the eighth to the eleventh
+    late = [
+        request(300, _iso(_at(9, 5)), "lost", "outcome", status="SUCCESS", client="198.51.100.71"),
+        connection(301, _iso(_at(10, 8)), "authentication-failed", principal="User:admin", client="198.51.100.72"),
+    ]
+    write_jsonl(source / "audit-2-20261130T000000Z-1.jsonl", late)
+    run(None, str(out), spark=spark, options=options)
+
+    whole = tmp_path / "whole"
+    shutil.copytree(source, tmp_path / "all")
+    run(None, str(whole), spark=spark, options=JobOptions(input=str(tmp_path / "all"), html=False, print_report=False, reports=reports))
+    assert _bursts(spark, out) == _bursts(spark, whole)
+    assert {row[0]: row[5] for row in _bursts(spark, out)} == {"198.51.100.70": 2, "198.51.100.71": 2}
