@@ -15,7 +15,7 @@ rounds end, and the first one is enough unless an episode runs over a rewritten 
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -27,14 +27,10 @@ from spark_audit.options import ReportOptions
 BURSTS = "bursts"
 
 
-def _start(day: date) -> datetime:
-    return datetime.combine(day, time(), tzinfo=UTC)
-
-
 def _edges(dates: frozenset[date]) -> tuple[list[datetime], list[datetime]]:
     """The instants where a run of consecutive ``dates`` begins, and where one ends."""
-    begins = [_start(d) for d in sorted(dates) if d - tables.DAY not in dates]
-    ends = [_start(d + tables.DAY) for d in sorted(dates) if d + tables.DAY not in dates]
+    begins = [tables.midnight(d) for d in sorted(dates) if d - tables.DAY not in dates]
+    ends = [tables.midnight(d + tables.DAY) for d in sorted(dates) if d + tables.DAY not in dates]
     return begins, ends
 
 
@@ -58,10 +54,6 @@ def _spans(frame: DataFrame) -> set[tuple[date, date]]:
     return {(row[0], row[1]) for row in frame.select(F.to_date("start"), F.to_date("end")).distinct().collect()}
 
 
-def _days(first: date, last: date) -> set[date]:
-    return {first + tables.DAY * n for n in range((last - first).days + 1)}
-
-
 def _kept_running_in(spark: SparkSession, target: str, dates: frozenset[date]) -> set[date]:
     """The dates of the kept bursts that begin before ``dates`` and run into them: a request row of those dates can
     change (a request's closing record is its earliest), so such a burst may have lost an event there, which no
@@ -69,7 +61,8 @@ def _kept_running_in(spark: SparkSession, target: str, dates: frozenset[date]) -
     kept = spark.read.schema("start timestamp, end timestamp").parquet(target)
     low, high = min(dates), max(dates)
     spans = _spans(kept.filter((F.to_date("end") >= F.lit(low)) & (F.to_date("start") < F.lit(high))))
-    return {d for first, last in spans if first not in dates and any(first < d <= last for d in dates) for d in _days(first, last)}
+    running_in = [(first, last) for first, last in spans if first not in dates and any(first < day <= last for day in dates)]
+    return {day for first, last in running_in for day in tables.days_from(first, last)}
 
 
 def rewrite(
@@ -102,7 +95,7 @@ def rewrite(
             tables.replace_partitions(spark, staging, target, dates)
             return
         # rare (an episode over the edge of the dates): each crossing episode's own dates, not all between them
-        dates = dates | {d for first, last in _spans(found.filter(F.col("crossing"))) for d in _days(first, last)}
+        dates = dates.union(*[tables.days_from(first, last) for first, last in _spans(found.filter(F.col("crossing")))])
     # not reached (each round adds a date of the store); a whole write is right whatever the dates
     whole = denial_reports.bursts(alarms, window_seconds=options.burst_window_seconds, threshold=options.burst_threshold, ordered=False)
     report_writes.write(whole, target, by_date=True, one_file_per_date=True)

@@ -267,7 +267,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
     rewrites[report_writes.INTENTS] = report_writes.intents_dates(sources.rewritten, state.outcomes_before_us, outcomes_before)
     written: dict[str, dict[str, int]] = {}
     for name, frame in reports.items():
-        if name == burst_rewrite.BURSTS and incremental and sources.rewritten is not None and report_writes.keeps_dates(spark, name, layout, ro, state):
+        # sources.rewritten is None where the request table was written whole (every batch run)
+        if name == burst_rewrite.BURSTS and sources.rewritten is not None and report_writes.keeps_dates(spark, name, layout, ro, state):
             # its rows counted in the gathering query, as a date-local report's
             burst_rewrite.rewrite(spark, sources.alarms, layout, sources.rewritten, ro, span=(window.first_us, window.last_us))
             continue

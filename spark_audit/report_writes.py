@@ -12,9 +12,9 @@ incremental run keeps two kinds of report state between runs instead of recomput
   the sketches' merge).
 
 Either way the kept dates are what a full run computes (the latency percentiles within their sketches' stated error
-where an API has more outcomes than a sketch keeps exactly: spark_audit/request_reports.py): the request table changes only on the dates a run rewrites,
-and the pending dates (spark_audit/table_state.py) are cleared only once every report is written, so a run that dies
-leaves the next one the same dates to redo. The differential test holds the incremental runs' reports to a full
+where an API has more outcomes than a sketch keeps exactly: spark_audit/request_reports.py): the request table changes
+only on the dates a run rewrites, and the pending dates (spark_audit/table_state.py) are cleared only once every report
+is written, so a run that dies leaves the next one the same dates to redo. The differential test holds the incremental runs' reports to a full
 run's, row for row.
 """
 
@@ -143,7 +143,7 @@ def intents_dates(rewritten: frozenset[date] | None, kept_before_us: int | None,
         return None
     low, high = sorted((kept_before_us, before_us))
     first, last = tables.date_of(low), tables.date_of(high) + tables.DAY
-    return rewritten | frozenset(first + tables.DAY * n for n in range((last - first).days + 1))
+    return rewritten | tables.days_from(first, last)
 
 
 def _per_date(requests: DataFrame, alarms: DataFrame, bucket: str, include_local: bool) -> DataFrame:

@@ -131,11 +131,21 @@ def build(spark: SparkSession, store: DataFrame, layout: Layout) -> Tables:
     return _tables(spark, rows.schema, layout, None)
 
 
+def midnight(day: date) -> datetime:
+    """The instant ``day`` begins, in UTC (a record's ``date`` is its time's, in UTC)."""
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def days_from(first: date, last: date) -> frozenset[date]:
+    """Every date from ``first`` to ``last``, both included."""
+    return frozenset(first + DAY * n for n in range((last - first).days + 1))
+
+
 def _near(days: Iterable[date]) -> Column:
     """Records within the pairing horizon of one of ``days`` (the days themselves included)."""
     ranges = []
     for day in days:
-        start = datetime.combine(day, time(), tzinfo=UTC)
+        start = midnight(day)
         ranges.append((F.col("time") >= F.lit(start - PAIRING_HORIZON)) & (F.col("time") < F.lit(start + DAY + PAIRING_HORIZON)))
     near = ranges[0]
     for each in ranges[1:]:
