@@ -10,7 +10,11 @@ from spark_audit.session import Resources, build_session
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    # the tests' inputs are small: the quick compiler alone, as the job chooses for little input (spark_audit/run_size.py)
-    session = build_session("local[2]", shuffle_partitions=2, resources=Resources(short_run=True))
+    # the tests' inputs are small: the quick compiler alone, as the job chooses for little input (spark_audit/run_size.py).
+    # One task thread: a run over a test's few records is a chain of small stages that take their turns anyway, and a
+    # second thread made a warm run take 11% more CPU for 3% less wall time; on the suite's two busy cores the CPU is
+    # what counts (docs/performance.md, "The test suite's time"). The job's own runs (the CLI, the bench, the cluster)
+    # keep two. Two shuffle partitions still, so that every shuffle has more than one.
+    session = build_session("local[1]", shuffle_partitions=2, resources=Resources(short_run=True))
     yield session
     session.stop()
