@@ -40,18 +40,29 @@ SPARK_FOLDER = "tests/spark_audit/"
 TIER_FOLDERS = {"interop": INTEROP_FOLDER, "spark": SPARK_FOLDER}
 # The Spark tier is the longest, and its tests wait on JVMs more than they compute: a third worker there.
 WORKERS = {"main": 2, "interop": 2, "spark": 3}
-# The slowest files of each tier as measured (2026-11-28, `--durations`), longest first: a scheduling hint only.
-# A file missing here runs after these, in collection order; a stale entry costs nothing but balance.
+# The slowest files of each tier as measured (2026-11-28, `--durations`; the Spark tier's again 2026-11-30, CPU per
+# file), longest first: a scheduling hint only. A file missing here runs after these, in collection order; a stale
+# entry costs nothing but balance. The Spark tier ends the suite, so its files of a minute or less are listed too: in
+# collection order, the burst rewrite (two minutes in a suite run) and the job-count tests started in its last minutes,
+# and for the last 50 s of a run one core was idle beside the worker that still ran them.
 STARTS_FIRST = (
     "tests/spark_audit/test_bench_incremental.py",
     "tests/spark_audit/test_memory_wall.py",
     "tests/spark_audit/test_standalone.py",
     "tests/spark_audit/test_bench.py",
     "tests/spark_audit/test_incremental.py",
+    "tests/spark_audit/test_burst_rewrite.py",
     "tests/spark_audit/test_differential.py",
     "tests/spark_audit/test_class_archive.py",
-    "tests/spark_audit/test_local_fs.py",
+    "tests/spark_audit/test_spark_jobs.py",
     "tests/spark_audit/test_job.py",
+    "tests/spark_audit/test_local_fs.py",
+    "tests/spark_audit/test_acl_hygiene.py",
+    "tests/spark_audit/test_chain_integrity.py",
+    "tests/spark_audit/test_reports.py",
+    "tests/spark_audit/test_probes.py",
+    "tests/spark_audit/test_report_page.py",
+    "tests/spark_audit/test_staged_parse.py",
     "tests/interop/test_spark_kafka_source.py",
     "tests/interop/test_delegation_token_login.py",
     "tests/interop/test_kafka_tools.py",
