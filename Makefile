@@ -61,10 +61,11 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-# The images, the class archive and the client matrix's clients are made side by side (none uses apt or another's
-# output), then the tiers run.
-test: $(STAMP) tools browser lint typecheck layers
-	$(MAKE) --no-print-directory -j3 -Otarget image-when-possible class-archive client-matrix-tools
+# The checks, the images, the class archive and the client matrix's clients are made side by side (none uses apt or
+# another's output; a failed check still fails the target), then the tiers run: the pip install and the checks each
+# keep one core busy, and the other was idle while they ran one after the other.
+test: $(STAMP) tools browser
+	$(MAKE) --no-print-directory -j4 -Otarget lint typecheck layers image-when-possible class-archive client-matrix-tools
 	$(PY) -m devkit.test_tiers
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
