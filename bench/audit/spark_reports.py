@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pyspark.sql import functions as F
 
-from spark_audit import denial_reports, request_reports
+from spark_audit import denial_reports, request_reports, run_size
 from spark_audit.read import deduplicate, parse, read_files, records_of
-from spark_audit.session import build_session
+from spark_audit.session import Resources, build_session
 from spark_audit.view import flatten
 
 
@@ -25,7 +25,11 @@ def main() -> None:
     parser.add_argument("input")
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args()
-    spark = build_session(args.master)
+    # the compilers and local shuffle partitions the job chooses for the same input (spark_audit/run_size.py), as the
+    # floors do: over 1,000 lines C1 alone and one partition per core, 10 CPU-s against 19 with both compilers and 8
+    size = run_size.RunSize.of(args.input, args.input, incremental=False)
+    partitions = size.local_shuffle_partitions(args.master) if args.master.startswith("local") else None
+    spark = build_session(args.master, shuffle_partitions=partitions, resources=Resources(short_run=size.short))
     try:
         flat = flatten(deduplicate(records_of(parse(read_files(spark, args.input))))).cache()
         latency = {
