@@ -314,9 +314,7 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
     succeeded = False
     archive = None
     try:
-        partitions = args.shuffle_partitions
-        if partitions is None and master is not None and master.startswith("local"):
-            partitions = size.local_shuffle_partitions(master)
+        partitions = args.shuffle_partitions if args.shuffle_partitions is not None else size.local_shuffle_partitions(master)
         spark = build_session(master, jars=jars, shuffle_partitions=partitions, resources=resources)
         if resources.create_class_archive:
             archive = class_archive.writing(spark)

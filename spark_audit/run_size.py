@@ -86,10 +86,12 @@ class RunSize:
         """Little to parse and a store the reports read quickly: the driver JVM compiles with C1 alone."""
         return self.sizes is not None and self.sizes[0] <= SHORT_RUN_BYTES and self.sizes[1] <= SHORT_RUN_STORE_BYTES
 
-    def local_shuffle_partitions(self, master: str) -> int:
+    def local_shuffle_partitions(self, master: str | None) -> int | None:
         """spark.sql.shuffle.partitions for a run on this machine: one per core of ``master`` (at least
         SMALL_RUN_PARTITIONS) for an input of at most SMALL_RUN_BYTES, else LOCAL_PARTITIONS (also when the size cannot
-        be told)."""
+        be told). None for a cluster's master, or none given (spark-submit's): Spark's own setting stands."""
+        if master is None or not master.startswith("local"):
+            return None
         small = self.sizes is not None and sum(self.sizes) <= SMALL_RUN_BYTES
         return max(SMALL_RUN_PARTITIONS, local_threads(master)) if small else LOCAL_PARTITIONS
 

@@ -25,11 +25,12 @@ def main() -> None:
     parser.add_argument("input")
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args()
-    # the compilers and local shuffle partitions the job chooses for the same input (spark_audit/run_size.py), as the
-    # floors do: over 1,000 lines C1 alone and one partition per core, 10 CPU-s against 19 with both compilers and 8
+    # the compilers and local shuffle partitions the job chooses for the same input (spark_audit/run_size.py; the floors
+    # choose the compilers the same way): over 1,000 lines C1 alone and one partition per core, 10 CPU-s against 19 with
+    # both compilers and 8. A batch run's size is its input's (the second argument, the output, counts only in an
+    # incremental run).
     size = run_size.RunSize.of(args.input, args.input, incremental=False)
-    partitions = size.local_shuffle_partitions(args.master) if args.master.startswith("local") else None
-    spark = build_session(args.master, shuffle_partitions=partitions, resources=Resources(short_run=size.short))
+    spark = build_session(args.master, shuffle_partitions=size.local_shuffle_partitions(args.master), resources=Resources(short_run=size.short))
     try:
         flat = flatten(deduplicate(records_of(parse(read_files(spark, args.input))))).cache()
         latency = {

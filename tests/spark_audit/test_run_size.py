@@ -106,6 +106,9 @@ def test_a_small_local_run_shuffles_into_few_partitions(monkeypatch: pytest.Monk
             cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", master, *extra])
     assert chosen == [2, 2, 6, run_size.LOCAL_PARTITIONS, 5]  # the operator's number wins
     assert run_size.RunSize.of(None, str(tmp_path), incremental=False).local_shuffle_partitions("local[2]") == run_size.LOCAL_PARTITIONS  # Kafka
+    # a cluster's master, or spark-submit's (none given): Spark's own setting stands
+    small = run_size.RunSize.of(str(audit), str(tmp_path), incremental=False)
+    assert [small.local_shuffle_partitions(master) for master in ("spark://127.0.0.1:7077", "yarn", None)] == [None, None, None]
 
 
 @pytest.mark.parametrize(
