@@ -76,11 +76,11 @@ def rewrite(
 ) -> None:
     """The report's partitions of ``rewritten`` (widened while an episode crosses their edge) found again from
     ``alarms``; ``span`` is the store's first and last record's time (microseconds), which bounds the rounds."""
-    window = timedelta(seconds=options.burst_window_seconds)
-    staging, target = layout.work(f"{BURSTS}-update"), layout.report(BURSTS)
     if not rewritten:
         return
-    dates = frozenset(rewritten | _kept_running_in(spark, target, frozenset(rewritten)))
+    window = timedelta(seconds=options.burst_window_seconds)
+    staging, target = layout.work(f"{BURSTS}-update"), layout.report(BURSTS)
+    dates = rewritten | _kept_running_in(spark, target, rewritten)
     first_us, last_us = span
     # each round adds a date that holds an event: at most one round per date of the store, and one to find none crossing
     rounds = (tables.date_of(last_us) - tables.date_of(first_us)).days + 2 if first_us is not None and last_us is not None else 1
