@@ -44,6 +44,13 @@ DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 #: (four pairs over 1,000 lines: 24.7 against 24.6 CPU-s): few of its sources repeat within the run.
 CODEGEN_CACHE_ENTRIES = 2000
 
+#: PySpark's DataFrame debugging (a static setting, on by default): every call of its API captures the Python stack
+#: and makes about five more py4j round trips, some of which look a class up in each of Spark's 280 jars before they
+#: find it. What it gives is the Python line of a failing call in an analysis error's message; the job builds its
+#: queries in a few places, and the error still names the plan and the JVM's stack. Off, a warm run of the burst
+#: rewrite tests took 23% less CPU (docs/performance.md).
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+
 
 @dataclass(frozen=True)
 class Resources:
@@ -149,6 +156,7 @@ def build_session(
         # Audit times are UTC: dates, buckets and printed times are derived in UTC.
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
+        .config(DATAFRAME_DEBUGGING, "false")
     )
     # Under spark-submit (master None) the JVM already runs with spark-submit's memory settings.
     resources = resources or Resources()
