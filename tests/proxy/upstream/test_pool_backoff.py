@@ -51,7 +51,10 @@ async def test_a_request_that_drops_every_connection_is_re_sent_no_faster_than_t
     await nursery.start(pool.run)
     await connected(pool)
     started = trio.current_time()
-    with trio.fail_after(WAIT), pytest.raises(UpstreamUnavailable, match="the next would come after the deadline"):
+    # Given up at the deadline: mostly because the next attempt would come after it; on a loaded machine the
+    # last lost connection's rediscovery can outlast the deadline instead, which ends the request just the same.
+    gave_up_at_deadline = "the next would come after the deadline|no active controller known"
+    with trio.fail_after(WAIT), pytest.raises(UpstreamUnavailable, match=gave_up_at_deadline) as gave_up:
         await pool.send(with_correlation_id(create_topic(POISON)), deadline=started + DEADLINE)
     elapsed = trio.current_time() - started
     # 50, 100, 200, 400, 800, 1000 ms (+/-20%) between attempts: at most 8 fit in 3 s.
@@ -64,7 +67,9 @@ async def test_a_request_that_drops_every_connection_is_re_sent_no_faster_than_t
     assert elapsed >= DEADLINE - 1.0
     # Each attempt: one connection for the request, one for finding the controller again.
     assert fake.connections <= 2 * attempts + 2, (fake.connections, attempts)
-    assert pool.retries == attempts - 1 and pool.backing_off == 0 and pool.queue_length == 0
+    # every lost attempt but the last was re-sent; the last too when the request then waited for the controller
+    resent = attempts - 1 if "the next would come after the deadline" in str(gave_up.value) else attempts
+    assert pool.retries == resent and pool.backing_off == 0 and pool.queue_length == 0
 
 
 async def test_other_requests_are_answered_while_one_request_backs_off(nursery: trio.Nursery) -> None:
