@@ -4,8 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The setup targets run side by side (`make test`), and dpkg installs one package set at a time: every apt-get waits
+# its turn on one lock instead of failing on dpkg's.
+APT_GET := flock /tmp/kafka-envelope-proxy-apt.lock apt-get
 
-.PHONY: demo test class-archive lint typecheck layers tools browser krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
+.PHONY: demo test authorizer-tools class-archive lint typecheck layers tools browser krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,14 +19,14 @@ $(STAMP): pyproject.toml | krb5
 # MIT krb5: python-gssapi builds against libkrb5-dev, and the GSSAPI tests run a KDC of their own (krb5-kdc,
 # kdb5_util and kadmin.local). Installed when missing and we may (root), before the venv; otherwise those tests skip locally.
 krb5:
-	@command -v krb5-config >/dev/null && command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends krb5-kdc krb5-admin-server krb5-user libkrb5-dev) >/dev/null 2>&1; } || echo "MIT krb5 not installed (Debian packages krb5-kdc krb5-admin-server krb5-user libkrb5-dev): python-gssapi cannot build and the Kerberos tests will be skipped (fail when CI=true)"
+	@command -v krb5-config >/dev/null && command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends krb5-kdc krb5-admin-server krb5-user libkrb5-dev) >/dev/null 2>&1; } || echo "MIT krb5 not installed (Debian packages krb5-kdc krb5-admin-server krb5-user libkrb5-dev): python-gssapi cannot build and the Kerberos tests will be skipped (fail when CI=true)"
 
 # kcat and haproxy are Debian packages; installed when missing and we may (root), otherwise their tests skip locally.
 tools:
-	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
-	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy) >/dev/null 2>&1; } || echo "haproxy not installed (Debian package haproxy): the tests behind a load balancer will be skipped (fail when CI=true)"
-	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1; } || echo "promtool not installed (Debian package prometheus): the deploy/prometheus checks will be skipped (fail when CI=true)"
-	@command -v systemd-analyze >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd) >/dev/null 2>&1; } || echo "systemd-analyze not installed (Debian package systemd): the deploy/systemd checks will be skipped (fail when CI=true)"
+	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && $(APT_GET) install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its test will be skipped (fails when CI=true)"
+	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends haproxy) >/dev/null 2>&1; } || echo "haproxy not installed (Debian package haproxy): the tests behind a load balancer will be skipped (fail when CI=true)"
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1; } || echo "promtool not installed (Debian package prometheus): the deploy/prometheus checks will be skipped (fail when CI=true)"
+	@command -v systemd-analyze >/dev/null || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends systemd) >/dev/null 2>&1; } || echo "systemd-analyze not installed (Debian package systemd): the deploy/systemd checks will be skipped (fail when CI=true)"
 	@command -v java >/dev/null || { echo "java not found: the Spark and interop tests need Java 17+"; [ "$$CI" != true ]; }
 	@command -v javac >/dev/null || { echo "javac not found: the Java AdminClient interop test compiles a program"; [ "$$CI" != true ]; }
 	@command -v mvn >/dev/null || { echo "mvn not found: needed once to download the Kafka jars for the interop tests"; [ "$$CI" != true ]; }
@@ -31,7 +34,7 @@ tools:
 # Headless Chromium (Debian's chromium, and a font) for the report page's browser test (tests/spark_audit/test_report_page.py);
 # installed when missing and we may (root), otherwise that test skips locally (and fails when CI=true).
 browser:
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core) >/dev/null 2>&1; } || echo "chromium not installed (Debian package chromium): the report page's browser test will be skipped (fails when CI=true)"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && ($(APT_GET) update -qq && DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends chromium fonts-dejavu-core) >/dev/null 2>&1; } || echo "chromium not installed (Debian package chromium): the report page's browser test will be skipped (fails when CI=true)"
 
 # Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
 kafka-jars: $(STAMP)
@@ -40,8 +43,14 @@ kafka-jars: $(STAMP)
 # The client matrix's Go (franz-go kadm) and Node (kafkajs) clients, built and installed once into
 # ~/.cache/kafka-envelope-proxy/client-matrix from the pinned tests/interop/client_matrix/{kadm,kafkajs} (Go module
 # proxy, npm registry; about a minute the first time, nothing after). Without go or node their matrix cells fail.
-client-matrix-tools: $(STAMP)
-	@$(PY) -m devkit.client_tools >/dev/null || { echo "the client matrix's Go and Node clients could not be made (see above)"; [ "$$CI" != true ]; }
+client-matrix-tools:
+	@$(PYTHON) -m devkit.client_tools >/dev/null || { echo "the client matrix's Go and Node clients could not be made (see above)"; [ "$$CI" != true ]; }
+
+# The OPA server (built from its Go module, about 160 CPU-s) and the OPA plug-in's jars (Maven Central) into
+# ~/.cache/kafka-envelope-proxy, once, for tests/interop/test_authz_probe_kafka.py; nothing after. Like the client tools,
+# this needs no venv (devkit's builders use the standard library alone), so `make test` makes both beside the pip install.
+authorizer-tools:
+	@$(PYTHON) -m devkit.authorizer_plugins >/dev/null || { echo "the OPA server or the OPA plug-in could not be made (see above)"; [ "$$CI" != true ]; }
 
 # A real KRaft node (broker+controller, SASL_PLAINTEXT, StandardAuthorizer) for manual use; prints the proxy settings.
 kafka: kafka-jars
@@ -61,11 +70,12 @@ layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # tests/images runs the images `image-when-possible` just built; without a container engine it skips (loudly).
-# The checks, the images, the class archive and the client matrix's clients are made side by side (none uses apt or
-# another's output; a failed check still fails the target), then the tiers run: the pip install and the checks each
-# keep one core busy, and the other was idle while they ran one after the other.
-test: $(STAMP) tools browser
-	$(MAKE) --no-print-directory -j4 -Otarget lint typecheck layers image-when-possible class-archive client-matrix-tools
+# Setup side by side, then the tiers. The pip install (PySpark's 400 MB sdist made into a wheel, gssapi compiled) keeps
+# one core busy for about two minutes on a fresh machine, and the apt installs, the Go and Node clients and the OPA
+# server need no venv: they run beside it (the apt installs one at a time, on APT_GET's lock). The checks, the images
+# and the class archive follow the venv, side by side; a failed check still fails the target.
+test:
+	$(MAKE) --no-print-directory -j6 -Otarget lint typecheck layers image-when-possible class-archive client-matrix-tools authorizer-tools tools browser
 	$(PY) -m devkit.test_tiers
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000
@@ -81,8 +91,8 @@ deploy-check: $(STAMP) tools
 # installed when no engine is there and we may (root with apt-get); otherwise tests/images skips (and fails when CI=true
 # on a machine where they could have been installed). A docker client without a reachable daemon is no engine.
 image-tools:
-	@tools/container/engine --version >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq podman runc mmdebstrap) >/dev/null 2>&1; } || echo "!!! no container engine (podman or docker) and none could be installed: tests/images will be SKIPPED"
-	@command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null && [ "$$(id -u)" = 0 ] && (apt-get install -y -qq mmdebstrap) >/dev/null 2>&1 || true
+	@tools/container/engine --version >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ($(APT_GET) update -qq && $(APT_GET) install -y -qq podman runc mmdebstrap) >/dev/null 2>&1; } || echo "!!! no container engine (podman or docker) and none could be installed: tests/images will be SKIPPED"
+	@command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null && [ "$$(id -u)" = 0 ] && ($(APT_GET) install -y -qq mmdebstrap) >/dev/null 2>&1 || true
 
 # The proxy image and the audit image (deploy/container), with podman or docker; the base from Docker Hub, or built
 # from Debian packages where no registry is reachable (tools/container/build_images.py, docs/deploy.md section 2).

@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Sequence
@@ -120,3 +121,20 @@ def node_lib_with(kafka_lib: Path, plugins: Sequence[Path], folder: Path) -> Pat
         if not link.exists():
             link.symlink_to(jar)
     return folder
+
+
+def main() -> int:
+    """`make authorizer-tools`: the OPA server built and the OPA plug-in's jars fetched into the cache before the tests,
+    beside the pip install rather than inside the interop tier."""
+    try:
+        print(opa_server())
+        for jar in opa_plugin_jars():
+            print(jar)
+    except PluginToolingMissing as exc:
+        print(f"authorizer tools: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -133,9 +133,3 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-
-
-if __name__ == "__main__":
-    sys.exit(main())
