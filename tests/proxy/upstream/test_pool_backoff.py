@@ -21,6 +21,8 @@ from tests.fake_controller import FakeController
 POISON = b"poison-topic"
 DEADLINE = 3.0  # controller.forward.timeout.ms in the proxy
 WAIT = 20.0  # bound on every wait; none is expected to come near it
+#: why the pool gives a lost request up before its deadline: the next attempt's backoff would pass it
+NEXT_AFTER_DEADLINE = "the next would come after the deadline"
 
 
 def kafka_defaults(port: int, **overrides: Any) -> UpstreamSettings:
@@ -53,7 +55,7 @@ async def test_a_request_that_drops_every_connection_is_re_sent_no_faster_than_t
     started = trio.current_time()
     # Given up at the deadline: mostly because the next attempt would come after it; on a loaded machine the
     # last lost connection's rediscovery can outlast the deadline instead, which ends the request just the same.
-    gave_up_at_deadline = "the next would come after the deadline|no active controller known"
+    gave_up_at_deadline = f"{NEXT_AFTER_DEADLINE}|no active controller known"
     with trio.fail_after(WAIT), pytest.raises(UpstreamUnavailable, match=gave_up_at_deadline) as gave_up:
         await pool.send(with_correlation_id(create_topic(POISON)), deadline=started + DEADLINE)
     elapsed = trio.current_time() - started
@@ -68,7 +70,7 @@ async def test_a_request_that_drops_every_connection_is_re_sent_no_faster_than_t
     # Each attempt: one connection for the request, one for finding the controller again.
     assert fake.connections <= 2 * attempts + 2, (fake.connections, attempts)
     # every lost attempt but the last was re-sent; the last too when the request then waited for the controller
-    resent = attempts - 1 if "the next would come after the deadline" in str(gave_up.value) else attempts
+    resent = attempts - 1 if NEXT_AFTER_DEADLINE in str(gave_up.value) else attempts
     assert pool.retries == resent and pool.backing_off == 0 and pool.queue_length == 0
 
 
