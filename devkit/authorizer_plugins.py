@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from devkit.maven_cache import maven_failure, pom_digest, run_maven
+from devkit.tooling import ToolingMissing, report_made
 from spark_audit.maven import cache_root, once, publish, read_marker
 
 OPA_POM = Path(__file__).resolve().parent / "opa" / "pom.xml"
@@ -28,10 +29,6 @@ GO_BUILD_TIMEOUT = 900.0
 JAVAC_TIMEOUT = 300.0
 JAVA_RELEASE = "17"
 """The bytecode level of compiled plug-ins: Kafka 4.x brokers run on Java 17+."""
-
-
-class PluginToolingMissing(RuntimeError):
-    """java, javac, mvn or go is missing, or a build failed: the message says which."""
 
 
 def _complete(folder: Path, about: dict[str, str]) -> list[Path] | None:
@@ -52,12 +49,12 @@ def opa_plugin_jars() -> list[Path]:
 
     def fetch(scratch: Path) -> list[Path]:
         if mvn is None:
-            raise PluginToolingMissing("mvn not found: Maven is needed once to fetch the OPA plug-in from Maven Central")
+            raise ToolingMissing("mvn not found: Maven is needed once to fetch the OPA plug-in from Maven Central")
         started = time.monotonic()
-        result = run_maven(mvn, OPA_POM, {}, "dependency:copy-dependencies", scratch, PluginToolingMissing)
+        result = run_maven(mvn, OPA_POM, {}, "dependency:copy-dependencies", scratch, ToolingMissing)
         jars = sorted(path.name for path in scratch.glob("*.jar"))
         if result.returncode != 0 or not any(name.startswith("opa-authorizer-") for name in jars):
-            raise PluginToolingMissing(maven_failure(result, "the OPA authorizer plug-in"))
+            raise ToolingMissing(maven_failure(result, "the OPA authorizer plug-in"))
         return publish(scratch, folder, jars, seconds=round(time.monotonic() - started, 1), **about)
 
     return once(folder, ".lock", lambda found: _complete(found, about), fetch)
@@ -71,16 +68,16 @@ def opa_server() -> Path:
 
     def build(scratch: Path) -> list[Path]:
         if go is None:
-            raise PluginToolingMissing(f"go not found: the OPA server is built from {OPA_MODULE}@{OPA_VERSION}")
+            raise ToolingMissing(f"go not found: the OPA server is built from {OPA_MODULE}@{OPA_VERSION}")
         env = {**os.environ, "GOBIN": str(scratch), "CGO_ENABLED": "0"}
         try:
             done = subprocess.run(
                 [go, "install", f"{OPA_MODULE}@{OPA_VERSION}"], env=env, capture_output=True, text=True, timeout=GO_BUILD_TIMEOUT, check=False
             )
         except subprocess.TimeoutExpired as exc:
-            raise PluginToolingMissing(f"go install {OPA_MODULE}@{OPA_VERSION} did not finish in {GO_BUILD_TIMEOUT:.0f} s") from exc
+            raise ToolingMissing(f"go install {OPA_MODULE}@{OPA_VERSION} did not finish in {GO_BUILD_TIMEOUT:.0f} s") from exc
         if done.returncode != 0 or not (scratch / "opa").is_file():
-            raise PluginToolingMissing(f"go install {OPA_MODULE}@{OPA_VERSION} failed: {done.stderr[-3000:]}")
+            raise ToolingMissing(f"go install {OPA_MODULE}@{OPA_VERSION} failed: {done.stderr[-3000:]}")
         return publish(scratch, folder, ["opa"], **about)
 
     (binary,) = once(folder, ".lock", lambda found: _complete(found, about), build)
@@ -97,12 +94,12 @@ def compiled_plugin(name: str, sources: Sequence[Path], kafka_lib: Path) -> Path
 
     def build(scratch: Path) -> list[Path]:
         if javac is None:
-            raise PluginToolingMissing(f"javac not found: the {name} plug-in is compiled from Java {JAVA_RELEASE} sources")
+            raise ToolingMissing(f"javac not found: the {name} plug-in is compiled from Java {JAVA_RELEASE} sources")
         classes = scratch / "classes"
         command = [javac, "--release", JAVA_RELEASE, "-nowarn", "-cp", f"{kafka_lib}/*", "-d", str(classes), *map(str, sources)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT, check=False)
         if done.returncode != 0:
-            raise PluginToolingMissing(f"javac failed for {name}: {done.stderr[-3000:]}")
+            raise ToolingMissing(f"javac failed for {name}: {done.stderr[-3000:]}")
         with zipfile.ZipFile(scratch / jar, "w") as archive:
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
@@ -126,14 +123,7 @@ def node_lib_with(kafka_lib: Path, plugins: Sequence[Path], folder: Path) -> Pat
 def main() -> int:
     """`make authorizer-tools`: the OPA server built and the OPA plug-in's jars fetched into the cache before the tests,
     beside the pip install rather than inside the interop tier."""
-    try:
-        print(opa_server())
-        for jar in opa_plugin_jars():
-            print(jar)
-    except PluginToolingMissing as exc:
-        print(f"authorizer tools: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return report_made("authorizer tools", opa_server, opa_plugin_jars)
 
 
 if __name__ == "__main__":

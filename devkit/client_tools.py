@@ -23,6 +23,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from devkit.tooling import ToolingMissing, report_made
 from spark_audit.maven import cache_root
 
 SOURCES = Path(__file__).resolve().parents[1] / "tests" / "interop" / "client_matrix"
@@ -31,10 +32,6 @@ KADM_INPUTS = ("go.mod", "go.sum", "main.go")
 KAFKAJS = SOURCES / "kafkajs"
 KAFKAJS_INPUTS = ("package.json", "package-lock.json")
 BUILD_TIMEOUT = 900.0
-
-
-class ToolingMissing(RuntimeError):
-    """go, node or npm is not installed, or the build or install failed; the message says which and how."""
 
 
 def _go() -> str:
@@ -122,13 +119,7 @@ def kafkajs_modules() -> Path:
 
 
 def main() -> int:
-    try:
-        print(kadm_program())
-        print(kafkajs_modules())
-    except ToolingMissing as exc:
-        print(f"client matrix tools: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return report_made("client matrix tools", kadm_program, kafkajs_modules)
 
 
 if __name__ == "__main__":

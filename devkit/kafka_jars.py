@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from devkit.maven_cache import maven_failure, pom_digest, run_maven
+from devkit.tooling import ToolingMissing
 from spark_audit.maven import cache_root, once, publish, read_marker
 
 KAFKA_VERSION = os.environ.get("KAFKA_NODE_VERSION", "4.3.1")
@@ -23,10 +24,6 @@ KAFKA_VERSION = os.environ.get("KAFKA_NODE_VERSION", "4.3.1")
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
-
-
-class KafkaToolingMissing(RuntimeError):
-    """java or mvn is not installed, so no real Kafka node can be built or run."""
 
 
 class KafkaNodeError(RuntimeError):
@@ -56,7 +53,7 @@ def find_java() -> str | None:
 def _require_java() -> str:
     java = find_java()
     if java is None:
-        raise KafkaToolingMissing("java not found (set JAVA_HOME or put java on PATH): a Kafka 4.x node needs Java 17+")
+        raise ToolingMissing("java not found (set JAVA_HOME or put java on PATH): a Kafka 4.x node needs Java 17+")
     return java
 
 
@@ -85,7 +82,7 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
     _require_java()
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise KafkaToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch the Kafka jars from Maven Central")
+        raise ToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch the Kafka jars from Maven Central")
 
     def fetch(scratch: Path) -> Path:
         started = time.monotonic()

@@ -15,10 +15,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from devkit.kafka_jars import KAFKA_VERSION, KafkaNodeError, KafkaToolingMissing, ensure_kafka_jars
+from devkit.kafka_jars import KAFKA_VERSION, KafkaNodeError, ensure_kafka_jars
 from devkit.kafka_node import KafkaNode
 from devkit.kafka_node_config import render_properties
 from devkit.processes import free_port
+from devkit.tooling import ToolingMissing
 from proxy.net.sasl.login_modules import plain_jaas
 
 
@@ -97,6 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped", flush=True)
         return 0
-    except (KafkaToolingMissing, KafkaNodeError) as exc:
+    except (ToolingMissing, KafkaNodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

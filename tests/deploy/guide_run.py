@@ -37,8 +37,9 @@ from typing import Any
 
 import pytest
 
-from devkit.kafka_jars import QUICK_COMPILER, KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.kafka_jars import QUICK_COMPILER, ensure_kafka_jars, missing_tools
 from devkit.processes import free_port, skip_or_fail
+from devkit.tooling import ToolingMissing
 from tests.audit_records import assert_valid, records_under
 from tests.deploy.deploy_files import ROOT
 from tests.deploy.guide_blocks import host_path_script
@@ -58,7 +59,7 @@ def kafka_lib() -> Path:
         skip_or_fail(f"no envelope-proxy in {sys.prefix}: run the tests from the environment `make test` makes")
     try:
         return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise
 

@@ -27,8 +27,9 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, kafka_jvm, missing_tools
+from devkit.kafka_jars import ensure_kafka_jars, kafka_jvm, missing_tools
 from devkit.processes import free_port, skip_or_fail, stop_process, wait_for_port
+from devkit.tooling import ToolingMissing
 from envelope_proxy.dev_pki import DevPki
 from tests.deploy.deploy_files import dev_pki, localize, render_sidecar, scram_file, sidecar_cluster_id
 
@@ -43,7 +44,7 @@ def kafka_lib() -> Path:
         skip_or_fail("java not installed: a real Kafka controller needs Java 17+")
     try:
         return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.kafka_jars import ensure_kafka_jars, missing_tools
 from devkit.kafka_node import KafkaNode
 from devkit.processes import skip_or_fail
+from devkit.tooling import ToolingMissing
 from tests.audit_records import assert_valid, records_under
 from tests.interop.envelope_client import Controller, run_embedded_controller
 from tests.interop.kafka_quorum import KafkaQuorum
-from tests.interop.keycloak import Keycloak, KeycloakToolingMissing, ensure_keycloak
+from tests.interop.keycloak import Keycloak, ensure_keycloak
 
 NODE_FIXTURES = ("kafka_node", "kafka_node_acl", "own_kafka_node")
 
@@ -31,7 +32,7 @@ def _kafka_lib(what: str) -> Path:
         skip_or_fail(f"java not installed: {what} needs Java 17+")
     try:
         return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
 
@@ -74,7 +75,7 @@ def keycloak_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyclo
         skip_or_fail("java not installed: Keycloak needs Java 17+")
     try:
         home = ensure_keycloak()
-    except KeycloakToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise  # unreachable: skip/fail raise
     # under pytest's basetemp, so keycloak.log outlives the session for post-mortems

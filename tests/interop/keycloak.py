@@ -50,6 +50,7 @@ from typing import Any, Literal
 from devkit.kafka_jars import find_java, missing_tools
 from devkit.maven_cache import maven_failure, pom_digest, run_maven
 from devkit.processes import free_port
+from devkit.tooling import ToolingMissing
 from spark_audit.maven import cache_root, once, publish, read_marker
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "KeycloakAdmin",
     "KeycloakClient",
     "KeycloakError",
-    "KeycloakToolingMissing",
     "ensure_keycloak",
     "keycloak_home",
     "main",
@@ -77,10 +77,6 @@ _BUILD_TIMEOUT = 600.0
 _HTTP_TIMEOUT = 30.0
 _LINKED = ("lib", "providers", "themes")
 _COPIED = ("bin/kc.sh", "conf")
-
-
-class KeycloakToolingMissing(RuntimeError):
-    """java or mvn is not installed, so Keycloak can be neither fetched nor run."""
 
 
 class KeycloakError(RuntimeError):
@@ -149,10 +145,10 @@ def ensure_keycloak(version: str = KEYCLOAK_VERSION) -> Path:
     if _is_complete(home, version):
         return home
     if find_java() is None:
-        raise KeycloakToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
+        raise ToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise KeycloakToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch Keycloak from Maven Central")
+        raise ToolingMissing("mvn not found: Maven 3.8+ is needed once to fetch Keycloak from Maven Central")
 
     def fetch_and_build(scratch: Path) -> Path:
         started = time.monotonic()
@@ -488,7 +484,7 @@ class Keycloak(KeycloakAdmin):
         dist = self._home or ensure_keycloak(self.version)
         java = find_java()
         if java is None:
-            raise KeycloakToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
+            raise ToolingMissing("java not found (set JAVA_HOME or put java on PATH): Keycloak 25 needs Java 17+")
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="keycloak-"))
         self.workdir.mkdir(parents=True, exist_ok=True)

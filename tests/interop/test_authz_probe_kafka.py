@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
-from devkit.authorizer_plugins import PluginToolingMissing, compiled_plugin, node_lib_with, opa_plugin_jars, opa_server
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, missing_tools
+from devkit.authorizer_plugins import compiled_plugin, node_lib_with, opa_plugin_jars, opa_server
+from devkit.kafka_jars import ensure_kafka_jars, missing_tools
 from devkit.kafka_node import KafkaNode
 from devkit.processes import free_port, skip_or_fail, stop_process, wait_for_port
+from devkit.tooling import ToolingMissing
 from envelope.principal import Principal
 from tests.interop.authz_probing import CASES, POLICY, cases, grant_policy, metadata, probe_config, real_client_decision, run_probe
 from tests.interop.envelope_client import Controller, EnvelopeClient
@@ -44,7 +45,7 @@ def _kafka_lib() -> Path:
         skip_or_fail("java not installed: a Kafka node needs Java 17+")
     try:
         return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise
 
@@ -52,7 +53,7 @@ def _kafka_lib() -> Path:
 def _plugin(build: Any, *args: Any) -> Any:
     try:
         return build(*args)
-    except PluginToolingMissing as exc:
+    except ToolingMissing as exc:
         skip_or_fail(str(exc))
         raise
 

@@ -29,10 +29,11 @@ import trio
 
 from devkit.kafka_jars import ensure_kafka_jars
 from devkit.kafka_node import KafkaNode
+from devkit.tooling import ToolingMissing
 from envelope_proxy.embedded import proxy_properties, start_stack
 from proxy.app import run_proxy
 from proxy.config import parse_proxy_config
-from tests.interop.client_matrix.go_and_node import ClientRunFailed, ToolingMissing, kadm_workflow, kafkajs_workflow
+from tests.interop.client_matrix.go_and_node import ClientRunFailed, kadm_workflow, kafkajs_workflow
 from tests.interop.client_matrix.jvm_and_kcat import (
     ClientFailed,
     cli_tools_workflow,

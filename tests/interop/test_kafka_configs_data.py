@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars
+from devkit.kafka_jars import ensure_kafka_jars
+from devkit.tooling import ToolingMissing
 
 pytestmark = pytest.mark.interop
 
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_committed_definitions_are_what_the_kafka_jars_give() -> None:
     try:
         ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(str(exc))
         pytest.skip(str(exc))

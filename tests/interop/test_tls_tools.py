@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from devkit.kafka_jars import KafkaToolingMissing, ensure_kafka_jars, java_command
+from devkit.kafka_jars import ensure_kafka_jars, java_command
+from devkit.tooling import ToolingMissing
 from envelope_proxy.dev_pki import DevPki
 from envelope_proxy.embedded import EmbeddedStack
 from proxy.net.sasl.jaas import SCRAM_LOGIN_MODULE
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.interop
 def _jars() -> Path:
     try:
         return ensure_kafka_jars()
-    except KafkaToolingMissing as exc:
+    except ToolingMissing as exc:
         pytest.skip(str(exc))
 
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 from typing import Any
 
-from devkit.client_tools import KAFKAJS, ToolingMissing, kadm_program, kafkajs_modules, tool
+from devkit.client_tools import KAFKAJS, kadm_program, kafkajs_modules, tool
 from tests.interop.client_matrix.workflow import WorkflowSpec
 
 RUN_TIMEOUT = 300.0
@@ -46,4 +46,4 @@ def kafkajs_workflow(spec: WorkflowSpec) -> dict[str, Any]:
     return _workflow([node, str(KAFKAJS / "workflow.js")], spec, "kafkajs", env)
 
 
-__all__ = ["ClientRunFailed", "ToolingMissing", "kadm_program", "kadm_workflow", "kafkajs_modules", "kafkajs_workflow"]
+__all__ = ["ClientRunFailed", "kadm_program", "kadm_workflow", "kafkajs_modules", "kafkajs_workflow"]
