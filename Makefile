@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # its turn on one lock instead of failing on dpkg's.
 APT_GET := flock /tmp/kafka-envelope-proxy-apt.lock apt-get
 
-.PHONY: demo test authorizer-tools class-archive lint typecheck layers tools browser krb5 kafka kafka-jars client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
+.PHONY: demo test authorizer-tools class-archive lint typecheck layers tools browser krb5 kafka kafka-jars kafka-class-archive client-matrix-tools deploy-check image image-tools image-test image-when-possible bench-audit bench-forwarding bench-soak bench-idle fuzz clean
 
 $(STAMP): pyproject.toml | krb5
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ browser:
 # Kafka 4.x jars from Maven Central into ~/.cache/kafka-envelope-proxy (once).
 kafka-jars: $(STAMP)
 	$(PY) -c 'from devkit.kafka_node import ensure_kafka_jars; print(ensure_kafka_jars())'
+
+# The class-data-sharing archive of Kafka's JVMs (devkit/kafka_class_archive.py): made once on this machine from a node
+# and Kafka's tools (about 25 s, Kafka's jars fetched first), then mapped by every Kafka node, tool and compiled client
+# the tests start (a tool's JVM in about half the CPU). Never fails the build: without it those JVMs start as before.
+kafka-class-archive: $(STAMP)
+	@$(PY) -m devkit.kafka_class_archive >/dev/null || echo "no Kafka class archive: Kafka's JVMs start without one"
 
 # The client matrix's Go (franz-go kadm) and Node (kafkajs) clients, built and installed once into
 # ~/.cache/kafka-envelope-proxy/client-matrix from the pinned tests/interop/client_matrix/{kadm,kafkajs} (Go module
@@ -73,9 +79,10 @@ layers: $(STAMP)
 # Setup side by side, then the tiers. The pip install (PySpark's 400 MB sdist made into a wheel, gssapi compiled) keeps
 # one core busy for about two minutes on a fresh machine, and the apt installs, the Go and Node clients and the OPA
 # server need no venv: they run beside it (the apt installs one at a time, on APT_GET's lock). The checks, the images
-# and the class archive follow the venv, side by side; a failed check still fails the target.
+# and the class archives (the Spark driver's, Kafka's JVMs') follow the venv, side by side; a failed check still fails
+# the target.
 test:
-	$(MAKE) --no-print-directory -j6 -Otarget lint typecheck layers image-when-possible class-archive client-matrix-tools authorizer-tools tools browser
+	$(MAKE) --no-print-directory -j6 -Otarget lint typecheck layers image-when-possible class-archive kafka-class-archive client-matrix-tools authorizer-tools tools browser
 	$(PY) -m devkit.test_tiers
 
 # The Spark driver's class archive (spark_audit/class_archive.py): made once on this machine from a job over 20,000

@@ -10,9 +10,11 @@ Kafka's own tools.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
+from functools import cache
 from pathlib import Path
 
 from devkit.maven_cache import maven_failure, pom_digest, run_maven
@@ -102,11 +104,51 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION) -> Path:
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 
 
+#: The name of the class-data-sharing archive in its folder (devkit/kafka_class_archive.py makes it).
+CLASS_ARCHIVE = "kafka.jsa"
+#: The JVM's messages about class-data sharing: an archive that does not fit (another JDK, changed jars) is simply not
+#: used, and its warning would land in a tool's standard output, which tests read.
+CLASS_ARCHIVE_QUIET = "-Xlog:cds*=off"
+
+
+def _identity(path: Path) -> str:
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"{path.name}:missing"
+    return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def class_archive_folder(lib: Path, java: str) -> Path:
+    """Where the class archive of JVMs running `java` on the jars of `lib` (alone) lives: a folder named by the Java
+    runtime and every jar's name, size and modification time, so an upgraded JDK or a changed jar makes another."""
+    runtime = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "libjvm.so"
+    key = hashlib.sha256(os.path.realpath(java).encode() + b"\0" + _identity(runtime).encode())
+    for jar in sorted(lib.glob("*.jar")):
+        key.update(b"\0" + _identity(jar).encode())
+    return cache_root() / f"kafka-class-archive-{key.hexdigest()[:20]}"
+
+
+@cache
+def _class_archive_options(classpath: str, java: str) -> tuple[str, ...]:
+    """The options that map the class archive made for this class path, where there is one: a class path that starts
+    with Kafka's jars (`<lib>/*`, the one the archive was dumped with; Java maps an archive only where its class path
+    is a prefix of the JVM's, so a compiled client puts its own classes after them)."""
+    first = classpath.split(os.pathsep, 1)[0]
+    if not first.endswith("/*"):
+        return ()
+    archive = class_archive_folder(Path(first[:-2]), java) / CLASS_ARCHIVE
+    return (f"-XX:SharedArchiveFile={archive}", CLASS_ARCHIVE_QUIET) if archive.is_file() else ()
+
+
 def java_command(classpath: str, *, heap: str = "256m", options: tuple[str, ...] = (), quick: bool = True) -> list[str]:
     """The java command line of a JVM started here (a Kafka tool, a compiled client, a node through `kafka_jvm`): a
-    small serial-GC heap, C1 alone unless `quick` is False, `options`, then `classpath`; a main class and its
-    arguments follow."""
-    return [_require_java(), f"-Xmx{heap}", "-XX:+UseSerialGC", *((QUICK_COMPILER,) if quick else ()), *options, "-cp", classpath]
+    small serial-GC heap, C1 alone unless `quick` is False, the class archive of Kafka's jars where the class path is
+    theirs and `make test` made one (devkit/kafka_class_archive.py), `options`, then `classpath`; a main class and
+    its arguments follow."""
+    java = _require_java()
+    sharing = _class_archive_options(classpath, java)
+    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", *((QUICK_COMPILER,) if quick else ()), *sharing, *options, "-cp", classpath]
 
 
 def kafka_jvm(

@@ -153,7 +153,7 @@ async def test_java_clients_log_in_with_kerberos_and_get_kafkas_decisions(
 
     def run(who: str, bootstrap: str, *topics: str) -> list[str]:
         config = _client_properties(tmp_path / bootstrap.replace(":", "-"), realm, who, bootstrap)
-        done = _java(realm, f"{classes}:{lib}", "ConfiguredAdmin", str(config), *topics, cwd=tmp_path)
+        done = _java(realm, f"{lib}:{classes}", "ConfiguredAdmin", str(config), *topics, cwd=tmp_path)
         outcomes = [line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.split(" ", 1)[0] in topics]
         return outcomes or [done.stderr[-2000:]]
 

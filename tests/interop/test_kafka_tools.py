@@ -144,7 +144,7 @@ async def test_a_compiled_java_admin_client(target: Target, tmp_path: Path) -> N
         for user in ("admin", "alice"):
             done = _run(
                 [
-                    *java_command(f"{classes}:{_classpath()}"),
+                    *java_command(f"{_classpath()}:{classes}"),
                     "AdminProbe",
                     target.address,
                     user,

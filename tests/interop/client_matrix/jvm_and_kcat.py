@@ -53,7 +53,7 @@ def compile_programs(lib: Path, classes: Path) -> Path:
 
 
 def _java(lib: Path, classes: Path, main: str, *args: str, name: str) -> str:
-    command = [*java_command(f"{classes}:{lib}/*"), main, *args]
+    command = [*java_command(f"{lib}/*:{classes}"), main, *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
     except subprocess.TimeoutExpired as exc:
