@@ -141,6 +141,12 @@ def _class_archive_options(classpath: str, java: str) -> tuple[str, ...]:
     return (f"-XX:SharedArchiveFile={archive}", CLASS_ARCHIVE_QUIET) if archive.is_file() else ()
 
 
+def class_archive_options(lib: Path) -> tuple[str, ...]:
+    """The JVM options that map the class archive of Kafka's jars in `lib` where one was made, else none: for JVMs
+    started by other means than `java_command` (the deploy guide's own command lines, through `JDK_JAVA_OPTIONS`)."""
+    return _class_archive_options(f"{lib}/*", _require_java())
+
+
 def java_command(classpath: str, *, heap: str = "256m", options: tuple[str, ...] = (), quick: bool = True) -> list[str]:
     """The java command line of a JVM started here (a Kafka tool, a compiled client, a node through `kafka_jvm`): a
     small serial-GC heap, C1 alone unless `quick` is False, the class archive of Kafka's jars where the class path is

@@ -14,7 +14,8 @@ Nothing of the commands is changed: only the variables the guide defines at its 
 the cached Kafka jars and free loopback ports. Beside them the `java` launcher's own variable `JDK_JAVA_OPTIONS` puts
 every JVM the guide starts (Kafka's node and tools, the Spark job's driver) on C1 alone, as the suite's other Kafka
 JVMs are (devkit/kafka_jars.py `QUICK_COMPILER`): each lives for seconds, and a walkthrough took 49 to 52 CPU-s
-against 62 to 65 with both compilers, run for run. Every wait in the guide is bounded, the whole run too, and
+against 62 to 65 with both compilers, run for run. It also maps the class archive of Kafka's jars where `make test`
+made one (devkit/kafka_class_archive.py), in the JVMs whose class path is Kafka's jars; the others skip it silently. Every wait in the guide is bounded, the whole run too, and
 every process it started is killed at the end. Marker `interop`: needs Java 17+ (and Maven until the Kafka
 jars are cached) and curl; skipped without them, failed when CI=true.
 """
@@ -37,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from devkit.kafka_jars import QUICK_COMPILER, ensure_kafka_jars, missing_tools
+from devkit.kafka_jars import QUICK_COMPILER, class_archive_options, ensure_kafka_jars, missing_tools
 from devkit.processes import free_port, skip_or_fail
 from devkit.tooling import ToolingMissing
 from tests.audit_records import assert_valid, records_under
@@ -106,7 +107,7 @@ def run_guide(variant: str, tmp_path: Path, kafka_lib: Path, **extra: str) -> It
         "VENV": sys.prefix,  # the environment running this test has envelope-proxy (and PySpark): the guide skips pip
         "KAFKA_LIB": str(kafka_lib),
         # read by the java launcher, not by the guide: it prints a NOTE naming it on each JVM's stderr
-        "JDK_JAVA_OPTIONS": QUICK_COMPILER,
+        "JDK_JAVA_OPTIONS": " ".join([QUICK_COMPILER, *class_archive_options(kafka_lib)]),
         **_distinct_ports(),
         **extra,
     }
