@@ -120,10 +120,11 @@ def _identity(path: Path) -> str:
 
 
 def class_archive_folder(lib: Path, java: str) -> Path:
-    """Where the class archive of JVMs running `java` on the jars of `lib` (alone) lives: a folder named by the Java
-    runtime and every jar's name, size and modification time, so an upgraded JDK or a changed jar makes another."""
+    """Where the class archive of JVMs running `java` on the jars of `lib` lives: a folder named by the Java runtime,
+    the folder's path (the archive holds the class path it was dumped with) and every jar's name, size and modification
+    time, so an upgraded JDK or a changed jar makes another."""
     runtime = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "libjvm.so"
-    key = hashlib.sha256(os.path.realpath(java).encode() + b"\0" + _identity(runtime).encode())
+    key = hashlib.sha256("\0".join((os.path.realpath(java), _identity(runtime), str(lib.absolute()))).encode())
     for jar in sorted(lib.glob("*.jar")):
         key.update(b"\0" + _identity(jar).encode())
     return cache_root() / f"kafka-class-archive-{key.hexdigest()[:20]}"

@@ -51,3 +51,19 @@ def test_classes_after_kafkas_jars_keep_the_archive_and_classes_before_them_do_n
     assert _loaded_from(f"{lib}/*:{tmp_path}")[TOOL] == SHARED
     assert "-XX:SharedArchiveFile" not in " ".join(java_command(f"{tmp_path}:{lib}/*"))
     assert SHARED not in _loaded_from(f"{tmp_path}:{lib}/*")[TOOL]
+
+
+def test_the_archive_is_named_by_the_jars_their_folder_and_the_jdk(tmp_path: Path) -> None:
+    java = find_java()
+    assert java is not None
+    first, second = tmp_path / "first" / "lib", tmp_path / "second" / "lib"
+    for lib in (first, second):
+        lib.mkdir(parents=True)
+        (lib / "kafka-clients.jar").write_bytes(b"jar")
+    named = class_archive_folder(first, java)
+    assert class_archive_folder(first, java) == named
+    # the same jars elsewhere: the archive holds the class path it was dumped with
+    assert class_archive_folder(second, java) != named
+    # a jar replaced in place
+    (first / "kafka-clients.jar").write_bytes(b"another jar")
+    assert class_archive_folder(first, java) != named
