@@ -22,9 +22,8 @@ from pathlib import Path
 
 from devkit.kafka_jars import CLASS_ARCHIVE, KafkaNodeError, class_archive_folder, ensure_kafka_jars, find_java, java_command
 from devkit.kafka_node import KafkaNode
-from devkit.kafka_node_config import NODE_USER
+from devkit.kafka_node_config import NODE_USER, plain_client_properties
 from devkit.tooling import ToolingMissing, report_made
-from proxy.net.sasl.login_modules import plain_jaas
 from spark_audit.maven import once, publish
 
 TOOL_TIMEOUT = 120.0
@@ -54,15 +53,13 @@ def _listed(classpath: str, name: str, lists: Path, main_and_arguments: list[str
         raise KafkaNodeError(f"{name} failed while listing classes (exit {done.returncode}): {done.stderr[-2000:]}")
 
 
-def _make(lib: Path, scratch: Path) -> list[Path]:
+def _make(java: str, lib: Path, folder: Path, scratch: Path) -> list[Path]:
     classpath = f"{lib}/*"
     lists = scratch / "lists"
     lists.mkdir()
     node = KafkaNode(lib_dir=lib, workdir=scratch / "node", jvm_options=(f"-XX:DumpLoadedClassList={lists / 'node'}{LIST_SUFFIX}",))
     with node:
-        config = scratch / "admin.properties"
-        jaas = plain_jaas(username=NODE_USER, password=node.users[NODE_USER])
-        config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n")
+        config = plain_client_properties(scratch / "admin.properties", NODE_USER, node.users[NODE_USER])
         for name, main_and_arguments in _tool_runs(node, config):
             _listed(classpath, name, lists, main_and_arguments)
     # the storage format every node's start runs first (on the stopped node's folder, which it leaves as it is)
@@ -71,7 +68,6 @@ def _make(lib: Path, scratch: Path) -> list[Path]:
     names = sorted({line for listed in lists.glob(f"*{LIST_SUFFIX}") for line in listed.read_text().splitlines() if line and not line.startswith("#")})
     merged.write_text("\n".join(names) + "\n")
     archive = scratch / CLASS_ARCHIVE
-    java = find_java() or "java"
     steps = (
         [java, "-Xshare:dump", f"-XX:SharedClassListFile={merged}", f"-XX:SharedArchiveFile={archive}", "-cp", classpath],
         [java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", classpath, "-version"],
@@ -85,7 +81,7 @@ def _make(lib: Path, scratch: Path) -> list[Path]:
     for made in (config, merged):
         made.unlink()
     scratch.chmod(0o755)  # a JVM of any user may map it
-    return publish(scratch, class_archive_folder(lib, java), [CLASS_ARCHIVE], classes=len(names))
+    return publish(scratch, folder, [CLASS_ARCHIVE], classes=len(names))
 
 
 def ensure_class_archive(lib: Path) -> Path:
@@ -95,7 +91,7 @@ def ensure_class_archive(lib: Path) -> Path:
     if java is None:
         raise ToolingMissing("java not found (set JAVA_HOME or put java on PATH): the class archive is dumped by Java 17+")
     folder = class_archive_folder(lib, java)
-    (archive,) = once(folder, ".lock", lambda found: [found / CLASS_ARCHIVE] if (found / CLASS_ARCHIVE).is_file() else None, lambda scratch: _make(lib, scratch))
+    (archive,) = once(folder, ".lock", lambda found: [found / CLASS_ARCHIVE] if (found / CLASS_ARCHIVE).is_file() else None, lambda scratch: _make(java, lib, folder, scratch))
     return archive
 
 

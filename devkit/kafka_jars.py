@@ -19,7 +19,7 @@ from pathlib import Path
 
 from devkit.maven_cache import maven_failure, pom_digest, run_maven
 from devkit.tooling import ToolingMissing
-from spark_audit.maven import cache_root, once, publish, read_marker
+from spark_audit.maven import cache_root, file_identity, once, publish, read_marker
 
 KAFKA_VERSION = os.environ.get("KAFKA_NODE_VERSION", "4.3.1")
 """Newest 4.x whose kafka_2.13 *and* kafka-tools artifacts are on Maven Central (4.4.0 lacks kafka-tools/kafka-tools-api)."""
@@ -111,23 +111,14 @@ CLASS_ARCHIVE = "kafka.jsa"
 CLASS_ARCHIVE_QUIET = "-Xlog:cds*=off"
 
 
-def _identity(path: Path) -> str:
-    try:
-        stat = path.stat()
-    except OSError:
-        return f"{path.name}:missing"
-    return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
-
-
 def class_archive_folder(lib: Path, java: str) -> Path:
-    """Where the class archive of JVMs running `java` on the jars of `lib` lives: a folder named by the Java runtime,
-    the folder's path (the archive holds the class path it was dumped with) and every jar's name, size and modification
-    time, so an upgraded JDK or a changed jar makes another."""
+    """Where the class archive of JVMs running `java` on the jars of `lib` lives: a folder named by the Java runtime and
+    every jar's path, size and modification time (the archive holds the class path it was dumped with), so an upgraded
+    JDK, a changed jar or the same jars elsewhere make another."""
     runtime = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "libjvm.so"
-    key = hashlib.sha256("\0".join((os.path.realpath(java), _identity(runtime), str(lib.absolute()))).encode())
-    for jar in sorted(lib.glob("*.jar")):
-        key.update(b"\0" + _identity(jar).encode())
-    return cache_root() / f"kafka-class-archive-{key.hexdigest()[:20]}"
+    parts = [os.path.realpath(java), file_identity(runtime), *map(file_identity, sorted(lib.absolute().glob("*.jar")))]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+    return cache_root() / f"kafka-class-archive-{key}"
 
 
 @cache

@@ -35,7 +35,7 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from spark_audit.maven import cache_root
+from spark_audit.maven import cache_root, file_identity
 
 ENV = "SPARK_AUDIT_CLASS_ARCHIVE"
 OFF = "none"
@@ -73,14 +73,6 @@ def spark_jars() -> Path:
     return Path(home) / "jars"
 
 
-def _identity(path: Path | str) -> str:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return f"{path}:missing"
-    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-
-
 def archive_path(class_path: str) -> Path | None:
     """Where the archive for this runtime, Spark's jars and this extra class path lives (None: off).
 
@@ -97,7 +89,7 @@ def archive_path(class_path: str) -> Path | None:
     except OSError:
         jars = []
     key = hashlib.sha256()
-    for part in [_identity(java), *map(_identity, entries), *map(_identity, jars)]:
+    for part in [file_identity(java), *map(file_identity, entries), *map(file_identity, jars)]:
         key.update(part.encode() + b"\0")
     return where / f"{PREFIX}{key.hexdigest()[:20]}{SUFFIX}"
 

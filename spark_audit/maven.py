@@ -46,6 +46,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-envelope-proxy"
 
 
+def file_identity(path: Path | str) -> str:
+    """A file as a cache key sees it: its path, size and modification time (a file replaced in place is another)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _mvn(needed_for: str) -> str:
     mvn = shutil.which("mvn")
     if mvn is None:

@@ -15,8 +15,8 @@ the cached Kafka jars and free loopback ports. Beside them the `java` launcher's
 every JVM the guide starts (Kafka's node and tools, the Spark job's driver) on C1 alone, as the suite's other Kafka
 JVMs are (devkit/kafka_jars.py `QUICK_COMPILER`): each lives for seconds, and a walkthrough took 49 to 52 CPU-s
 against 62 to 65 with both compilers, run for run. It also maps the class archive of Kafka's jars where `make test`
-made one (devkit/kafka_class_archive.py), in the JVMs whose class path is Kafka's jars; the others skip it silently. Every wait in the guide is bounded, the whole run too, and
-every process it started is killed at the end. Marker `interop`: needs Java 17+ (and Maven until the Kafka
+made one (devkit/kafka_class_archive.py), in the JVMs whose class path is Kafka's jars; the others skip it silently.
+Every wait in the guide is bounded, the whole run too, and every process it started is killed at the end. Marker `interop`: needs Java 17+ (and Maven until the Kafka
 jars are cached) and curl; skipped without them, failed when CI=true.
 """
 
