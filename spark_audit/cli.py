@@ -308,6 +308,8 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
         local_dir=args.local_dir,
         log_file=log,
         short_run=size.short,
+        # the archive's run loads the compiler's classes too, for the runs that compile
+        interpreted=size.interpreted and not make_class_archive,
         create_class_archive=make_class_archive and owns_session,
     )
     spark = None

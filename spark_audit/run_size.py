@@ -7,6 +7,10 @@ batch job, about 1 GB of JSON, takes 1.2 x its time with C1 alone), not in the r
 small tables: a batch job over 300,000 lines (318 MB) takes 0.92 x its time with C1 alone, and an
 incremental rerun that parses one more day (350 MB) over a store of 1M records 0.94 x
 (docs/performance.md). So a run that parses little JSON uses C1 alone.
+
+Spark also compiles its expressions: a run generates some 400 Java sources and compiles each with Janino, which in a
+fresh JVM costs more than the rows they then process when there are a few thousand of them. A run that parses and reads
+at most INTERPRETED_RUN_BYTES of JSON interprets them instead.
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ SHORT_RUN_BYTES = 384 * 1024 * 1024
 #: ... as long as an incremental run's reports read a store no larger than this much JSON held
 #: (about 1.5M records): measured up to 1M records, beyond that both compilers as before
 SHORT_RUN_STORE_BYTES = 1536 * 1024 * 1024
+#: at most this much JSON parsed and stored together makes a run whose expressions Spark interprets rather than compiles
+#: (spark.sql.codegen.factoryMode NO_CODEGEN): cold batch runs, local[2], side by side, 1,000 lines 0.86 to 0.93 x
+#: the CPU, 5,000 lines (5.6 MB) 0.86, 10,000 lines 0.82 to 0.94, 20,000 lines 1.02 to 1.07, 100,000 lines 1.09 to
+#: 1.13; a small incremental rerun 0.81 to 0.92 (docs/performance.md)
+INTERPRETED_RUN_BYTES = 8 * 1024 * 1024
 #: the store's Parquet holds about a tenth of the JSON lines it came from
 PARQUET_TO_JSON = 10
 #: A local run over at most this much JSON (parsed and stored together) shuffles into one partition per core of its
@@ -85,6 +94,11 @@ class RunSize:
     def short(self) -> bool:
         """Little to parse and a store the reports read quickly: the driver JVM compiles with C1 alone."""
         return self.sizes is not None and self.sizes[0] <= SHORT_RUN_BYTES and self.sizes[1] <= SHORT_RUN_STORE_BYTES
+
+    @property
+    def interpreted(self) -> bool:
+        """So little to parse and read that compiling Spark's expressions costs more than interpreting them."""
+        return self.sizes is not None and sum(self.sizes) <= INTERPRETED_RUN_BYTES
 
     def local_shuffle_partitions(self, master: str | None) -> int | None:
         """spark.sql.shuffle.partitions for a run on this machine: one per core of ``master`` (at least

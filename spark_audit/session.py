@@ -35,6 +35,9 @@ JVM_OPTIONS = (
 #: the quick compiler alone (spark_audit/run_size.py: short runs)
 QUICK_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+#: Spark's choice between compiling an expression (Janino) and interpreting it; NO_CODEGEN interprets (short runs of
+#: little input: spark_audit/run_size.py INTERPRETED_RUN_BYTES)
+EXPRESSION_FACTORY = "spark.sql.codegen.factoryMode"
 
 #: Generated classes a session keeps compiled (spark.sql.codegen.cache.maxEntries; Spark's default is 100). One run
 #: of the job generates about 450 sources, so with Spark's 100 a session that runs the job again (a notebook, a
@@ -64,6 +67,8 @@ class Resources:
     log_file: str | None = None
     #: little input (spark_audit/run_size.py): the driver JVM compiles with C1 alone
     short_run: bool = False
+    #: very little input (spark_audit/run_size.py): Spark interprets expressions instead of compiling them
+    interpreted: bool = False
     #: the driver JVM writes a class archive as it exits where there is none (spark_audit/class_archive.py);
     #: only for a caller that then ends the JVM with class_archive.finish (spark_audit/make_class_archive.py)
     create_class_archive: bool = False
@@ -83,6 +88,8 @@ class Resources:
         }
         if self.local_dir is not None:
             conf["spark.local.dir"] = self.local_dir
+        if self.interpreted:
+            conf[EXPRESSION_FACTORY] = "NO_CODEGEN"
         return conf
 
 

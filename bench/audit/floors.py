@@ -43,9 +43,9 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--floor", choices=("session", "ingest", "parquet"), required=True)
     args = parser.parse_args()
-    # the compilers the job chooses for the same input (spark_audit/run_size.py), so that the two compare like with like
-    short = run_size.RunSize.of(args.input, args.output, incremental=False).short
-    spark = build_session(args.master, resources=Resources(short_run=short))
+    # the compilers (and interpreted expressions) the job chooses for the same input (spark_audit/run_size.py), so that the two compare like with like
+    size = run_size.RunSize.of(args.input, args.output, incremental=False)
+    spark = build_session(args.master, resources=Resources(short_run=size.short, interpreted=size.interpreted))
     seconds = {"session": time.monotonic() - STARTED}
     cpu = {"session": _cpu()}
     try:

@@ -44,7 +44,7 @@ import json, sys
 from spark_audit.cli import main
 from spark_audit.kafka_connector import connector_jars
 from spark_audit.session import Resources, build_session
-build_session("local[2]", jars=connector_jars(None), shuffle_partitions=2, resources=Resources(short_run=True))  # a few records: see run_size.SMALL_RUN_PARTITIONS
+build_session("local[2]", jars=connector_jars(None), shuffle_partitions=2, resources=Resources(short_run=True, interpreted=True))  # a few records: see run_size.SMALL_RUN_PARTITIONS
 for line in sys.stdin:
     status = main(json.loads(line))
     print(f"EXIT {status}", flush=True)

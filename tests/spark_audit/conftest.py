@@ -15,6 +15,8 @@ def spark() -> Iterator[SparkSession]:
     # second thread made a warm run take 11% more CPU for 3% less wall time; on the suite's two busy cores the CPU is
     # what counts (docs/performance.md, "The test suite's time"). The job's own runs (the CLI, the bench, the cluster)
     # keep two. Two shuffle partitions still, so that every shuffle has more than one.
-    session = build_session("local[1]", shuffle_partitions=2, resources=Resources(short_run=True))
+    # Expressions interpreted, as the job chooses for a few thousand lines (run_size.INTERPRETED_RUN_BYTES);
+    # test_standalone.py runs its local reference with them compiled.
+    session = build_session("local[1]", shuffle_partitions=2, resources=Resources(short_run=True, interpreted=True))
     yield session
     session.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spark_audit import cli, run_size
-from spark_audit.session import QUICK_COMPILER_ONLY, Resources
+from spark_audit.session import EXPRESSION_FACTORY, QUICK_COMPILER_ONLY, Resources
 
 
 def _sized(path: Path, size: int) -> None:
@@ -71,13 +71,29 @@ def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest
     monkeypatch.setattr(cli, "build_session", build_session)
     audit = tmp_path / "audit"
     _sized(audit / "a.jsonl", 1000)
-    for size in (1000, 2 * run_size.SHORT_RUN_BYTES):
+    for size in (1000, run_size.INTERPRETED_RUN_BYTES + 1, 2 * run_size.SHORT_RUN_BYTES):
         _sized(audit / "a.jsonl", size)
         with pytest.raises(Stop):
             cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]"])
-    assert [resources.short_run for resources in chosen] == [True, False]
-    assert [QUICK_COMPILER_ONLY in resources.conf()["spark.driver.extraJavaOptions"] for resources in chosen] == [True, False]
+    assert [resources.short_run for resources in chosen] == [True, True, False]
+    assert [QUICK_COMPILER_ONLY in resources.conf()["spark.driver.extraJavaOptions"] for resources in chosen] == [True, True, False]
+    # only the smallest interprets Spark's expressions rather than compiling them
+    assert [resources.conf().get(EXPRESSION_FACTORY) for resources in chosen] == ["NO_CODEGEN", None, None]
     assert not any(resources.create_class_archive for resources in chosen)  # only make_class_archive writes one
+    _sized(audit / "a.jsonl", 1000)
+    with pytest.raises(Stop):
+        cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]"], make_class_archive=True)
+    # the archive's run compiles, so that the archive holds the compiler's classes for the runs that compile
+    assert chosen[-1].create_class_archive and not chosen[-1].interpreted
+
+
+def test_an_incremental_run_interprets_while_its_new_lines_and_its_store_are_small(tmp_path: Path) -> None:
+    audit, out = tmp_path / "audit", tmp_path / "out"
+    _sized(audit / "day-1.jsonl", run_size.INTERPRETED_RUN_BYTES // 2)
+    assert run_size.RunSize.of(str(audit), str(out), incremental=True).interpreted
+    _store(out, 2 * run_size.INTERPRETED_RUN_BYTES)  # the reports read the store too
+    assert not run_size.RunSize.of(str(audit), str(out), incremental=True).interpreted
+    assert not run_size.RunSize.of(None, str(out), incremental=False).interpreted  # a Kafka topic: size unknown
 
 
 def test_a_small_local_run_shuffles_into_few_partitions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

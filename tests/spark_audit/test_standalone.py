@@ -3,6 +3,8 @@
 Both runs get the same realistic input (bench/audit's generator, edge cases included) and the same
 options (the what-if replay included, so Python runs on the executors); every output must be the
 same: the store, the quarantine, each report and what-if table row for row, and summary.json.
+The cluster's run interprets Spark's expressions, as the job chooses for so little input
+(spark_audit/run_size.py); the local run compiles them, so the two ways agree as well.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from spark_audit import run_size
 from spark_audit.cli import options_from, parser
 from spark_audit.layout import REPORT_NAMES
 from spark_audit.pipeline import run
+from spark_audit.session import EXPRESSION_FACTORY
 from tests.spark_audit.harness import REPO_ROOT, bench_generator, edge_case_traffic
 from tests.spark_audit.records import write_jsonl
 from tests.spark_audit.standalone import SHORT_LIVED_JVM, SPARK_HOME, standalone_cluster, tasks_started
@@ -76,7 +80,13 @@ def test_spark_submit_to_two_workers_gives_local_modes_results(spark: SparkSessi
     # Spark's 200 shuffle partitions on a cluster are 200 tasks a shuffle for a few thousand lines: one per executor
     cluster_options = [*options, "--shuffle-partitions", "2"]
     local_out, cluster_out = tmp_path / "local", tmp_path / "cluster-out"
-    run(None, str(local_out), spark=spark, options=options_from(parser().parse_args([*options, "--output", str(local_out)])))
+    assert run_size.RunSize.of(str(source), str(cluster_out), incremental=False).interpreted
+    interpreted = spark.conf.get(EXPRESSION_FACTORY)
+    spark.conf.set(EXPRESSION_FACTORY, "FALLBACK")  # Spark's default: compiled, interpreted only where that fails
+    try:
+        run(None, str(local_out), spark=spark, options=options_from(parser().parse_args([*options, "--output", str(local_out)])))
+    finally:
+        spark.conf.set(EXPRESSION_FACTORY, interpreted)
 
     with standalone_cluster(tmp_path / "cluster", workers=2, cores=1, memory="512m") as cluster:
         command = [
