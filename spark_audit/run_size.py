@@ -27,9 +27,9 @@ SHORT_RUN_BYTES = 384 * 1024 * 1024
 #: (about 1.5M records): measured up to 1M records, beyond that both compilers as before
 SHORT_RUN_STORE_BYTES = 1536 * 1024 * 1024
 #: at most this much JSON parsed and stored together makes a run whose expressions Spark interprets rather than compiles
-#: (spark.sql.codegen.factoryMode NO_CODEGEN): cold batch runs, local[2], side by side, 1,000 lines 0.86 to 0.93 x
+#: (spark.sql.codegen.factoryMode NO_CODEGEN): cold batch runs, local[2], side by side, 1,000 lines 0.84 to 0.89 x
 #: the CPU, 5,000 lines (5.6 MB) 0.86, 10,000 lines 0.82 to 0.94, 20,000 lines 1.02 to 1.07, 100,000 lines 1.09 to
-#: 1.13; a small incremental rerun 0.81 to 0.92 (docs/performance.md)
+#: 1.13; a small incremental rerun 0.81 in two pairs (docs/performance.md)
 INTERPRETED_RUN_BYTES = 8 * 1024 * 1024
 #: the store's Parquet holds about a tenth of the JSON lines it came from
 PARQUET_TO_JSON = 10
