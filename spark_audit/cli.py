@@ -308,8 +308,7 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
         local_dir=args.local_dir,
         log_file=log,
         short_run=size.short,
-        # the archive's run loads the compiler's classes too, for the runs that compile
-        interpreted=size.interpreted and not make_class_archive,
+        interpreted=size.interpreted,
         create_class_archive=make_class_archive and owns_session,
     )
     spark = None

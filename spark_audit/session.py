@@ -67,7 +67,8 @@ class Resources:
     log_file: str | None = None
     #: little input (spark_audit/run_size.py): the driver JVM compiles with C1 alone
     short_run: bool = False
-    #: very little input (spark_audit/run_size.py): Spark interprets expressions instead of compiling them
+    #: very little input (spark_audit/run_size.py): Spark interprets expressions instead of compiling them, unless
+    #: the run writes the class archive
     interpreted: bool = False
     #: the driver JVM writes a class archive as it exits where there is none (spark_audit/class_archive.py);
     #: only for a caller that then ends the JVM with class_archive.finish (spark_audit/make_class_archive.py)
@@ -88,7 +89,7 @@ class Resources:
         }
         if self.local_dir is not None:
             conf["spark.local.dir"] = self.local_dir
-        if self.interpreted:
+        if self.interpreted and not self.create_class_archive:
             conf[EXPRESSION_FACTORY] = "NO_CODEGEN"
         return conf
 

@@ -84,7 +84,7 @@ def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest
     with pytest.raises(Stop):
         cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]"], make_class_archive=True)
     # the archive's run compiles, so that the archive holds the compiler's classes for the runs that compile
-    assert chosen[-1].create_class_archive and not chosen[-1].interpreted
+    assert chosen[-1].create_class_archive and EXPRESSION_FACTORY not in chosen[-1].conf()
 
 
 def test_an_incremental_run_interprets_while_its_new_lines_and_its_store_are_small(tmp_path: Path) -> None:
