@@ -82,6 +82,9 @@ STARTS_FIRST = (
 SHARED_FIXTURE_FILES = {
     "keycloak_server": ("tests/interop/test_keycloak_harness.py", "tests/interop/test_oauthbearer_keycloak.py"),
     "kafka_quorum": ("tests/interop/test_client_matrix.py", "tests/interop/test_quorum.py"),
+    # the suite's one large run of the audit job (about 160 CPU-s), which the memory wall and the local file system's
+    # test check for different things
+    "realistic_cli_run": ("tests/spark_audit/test_memory_wall.py", "tests/spark_audit/test_local_fs.py"),
 }
 _UNIT_OF_FILE = {path: fixture for fixture, paths in SHARED_FIXTURE_FILES.items() for path in paths}
 

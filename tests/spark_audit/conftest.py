@@ -1,4 +1,5 @@
-"""One local Spark session for all of tests/spark_audit (starting a JVM is the slow part)."""
+"""What tests/spark_audit shares: one local Spark session (starting a JVM is the slow part), and one large run of the job
+as a user runs it, which two files check for different things."""
 
 from collections.abc import Iterator
 
@@ -6,6 +7,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_audit.session import Resources, build_session
+from tests.spark_audit.harness import RealisticRun, realistic_run
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +22,10 @@ def spark() -> Iterator[SparkSession]:
     session = build_session("local[1]", shuffle_partitions=2, resources=Resources(short_run=True, interpreted=True))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def realistic_cli_run(tmp_path_factory: pytest.TempPathFactory) -> RealisticRun:
+    """The one large job run of the suite, shared by test_memory_wall.py and test_local_fs.py (one worker runs both:
+    devkit/test_tiers.py SHARED_FIXTURE_FILES): a cold run of this size costs some 160 CPU-s."""
+    return realistic_run(tmp_path_factory.mktemp("realistic-run"))

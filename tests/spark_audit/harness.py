@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +88,40 @@ def run_bench(tmp_path: Path, *options: str) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(proc.stdout)
     assert [run["records"] for run in result["runs"]] == [1000]
     return result
+
+
+def recording_chmod(bin_dir: Path, log: Path) -> dict[str, str]:
+    """An environment whose `chmod` (found on PATH, as Hadoop's shell finds it) logs each call, then runs the real one."""
+    real = shutil.which("chmod")
+    assert real is not None
+    bin_dir.mkdir()
+    shim = bin_dir / "chmod"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+#: The large run's input and heap: why these two, in test_memory_wall.py.
+REALISTIC_LINES = 500_000
+SMALL_HEAP = "512m"
+
+
+@dataclass(frozen=True)
+class RealisticRun:
+    """`python -m spark_audit` over REALISTIC_LINES generated lines on a heap of SMALL_HEAP, every `chmod` it started logged."""
+
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+    #: what the generator wrote (bench/audit/generate.py's counts: records, malformed, duplicates, ...)
+    counts: Any
+    #: one line per `chmod` process the run started; no file when it started none
+    chmod_log: Path
+
+
+def realistic_run(root: Path) -> RealisticRun:
+    """The job over REALISTIC_LINES lines of bench/audit's generator in ``root``, as a user runs it, on SMALL_HEAP."""
+    source, out, chmod_log = root / "audit", root / "out", root / "chmod.log"
+    counts = bench_generator().write(source, REALISTIC_LINES, seed=13)
+    env = recording_chmod(root / "bin", chmod_log)
+    proc = run_job(source, out, "--master", "local[2]", "--driver-memory", SMALL_HEAP, "--quiet", timeout=1200, env=env)
+    return RealisticRun(proc, out, counts, chmod_log)

@@ -7,7 +7,6 @@ resident memory of the job's process tree counts the JVM twice whenever it sampl
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,21 +15,7 @@ from pathlib import Path
 import pytest
 
 from spark_audit import local_fs, maven
-from tests.spark_audit.harness import REPO_ROOT, run_job
-from tests.spark_audit.records import write_jsonl
-from tests.spark_audit.scenario import RECORDS
-
-
-def _recording_chmod(bin_dir: Path, log: Path) -> dict[str, str]:
-    """An environment whose `chmod` (found on PATH, as Hadoop's shell finds it) logs each call, then runs the real one."""
-    real = shutil.which("chmod")
-    assert real is not None
-    bin_dir.mkdir()
-    shim = bin_dir / "chmod"
-    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
-    shim.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-
+from tests.spark_audit.harness import REPO_ROOT, RealisticRun, recording_chmod
 
 # A session on Hadoop's own local file system writing a few rows: the recorder's control.
 _SMALL_WRITE = """
@@ -43,10 +28,10 @@ spark.stop()
 
 
 @pytest.mark.spark
-def test_local_job_runs_no_chmod_process(tmp_path: Path) -> None:
+def test_local_job_runs_no_chmod_process(realistic_cli_run: RealisticRun, tmp_path: Path) -> None:
     # The control first: Hadoop's own local file system runs chmod for each file and directory it creates.
     control_log = tmp_path / "chmod-hadoop.log"
-    env = _recording_chmod(tmp_path / "bin-hadoop", control_log)
+    env = recording_chmod(tmp_path / "bin-hadoop", control_log)
     env[local_fs.JAR_ENV] = local_fs.KEEP_HADOOPS
     proc = subprocess.run(
         [sys.executable, "-c", _SMALL_WRITE, str(tmp_path / "small")],
@@ -64,18 +49,10 @@ def test_local_job_runs_no_chmod_process(tmp_path: Path) -> None:
         local_fs.local_fs_jar()
     except maven.MavenError as exc:
         pytest.skip(f"the jar cannot be fetched here: {exc}")
-    source = tmp_path / "audit"
-    write_jsonl(source / "audit-1-20261121T100000Z-000001.jsonl", [*RECORDS, "not json {", RECORDS[2]])
-    log = tmp_path / "chmod-job.log"
-    env = _recording_chmod(tmp_path / "bin-job", log)
-    env.pop(local_fs.JAR_ENV, None)
-
-    proc = run_job(source, tmp_path / "out", "--master", "local[2]", "--quiet", "--no-html", timeout=600, env=env)
-
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert not log.exists(), log.read_text()[:2000]
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert (summary["records"], summary["malformed"], summary["duplicates_dropped"]) == (len(RECORDS), 1, 1)
+    # The job, as a user runs it over half a million lines (its hundreds of files and partitions), with the same recorder.
+    assert realistic_cli_run.proc.returncode == 0, realistic_cli_run.proc.stderr[-3000:]
+    assert not realistic_cli_run.chmod_log.exists(), realistic_cli_run.chmod_log.read_text()[:2000]
+    assert json.loads((realistic_cli_run.out / "summary.json").read_text())["records"] == realistic_cli_run.counts.records
 
 
 def test_only_a_local_master_gets_the_nio_file_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
