@@ -110,6 +110,9 @@ def server_properties(
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # No no-op records in the metadata log (KIP-835; one each 500 ms by default): a test's node sits idle between
+        # tests for minutes, and with them it took 2.8% of a core, without them 1.7%.
+        "metadata.max.idle.interval.ms": "0",
         "auto.create.topics.enable": "false",
         # delegation tokens on, as the differential suite compares them; nothing else changes with it
         "delegation.token.secret.key": DELEGATION_TOKEN_SECRET,
