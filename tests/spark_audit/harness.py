@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_audit import local_fs
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -127,5 +129,6 @@ def realistic_run(root: Path) -> RealisticRun:
     source, out, chmod_log = root / "audit", root / "out", root / "chmod.log"
     counts = bench_generator().write(source, REALISTIC_LINES, seed=13)
     env = recording_chmod(root / "bin", chmod_log)
+    env.pop(local_fs.JAR_ENV, None)  # the job chooses its file system itself, as in a user's environment
     proc = run_job(source, out, "--master", "local[2]", "--driver-memory", SMALL_HEAP, "--quiet", timeout=1200, env=env)
     return RealisticRun(proc, out, counts, chmod_log)
