@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from spark_audit import cli, run_size
 from spark_audit.session import EXPRESSION_FACTORY, QUICK_COMPILER_ONLY, Resources
@@ -81,6 +82,8 @@ def test_the_job_asks_for_the_quick_compiler_on_little_input(monkeypatch: pytest
     assert [resources.conf().get(EXPRESSION_FACTORY) for resources in chosen] == ["NO_CODEGEN", None, None]
     assert not any(resources.create_class_archive for resources in chosen)  # only make_class_archive writes one
     _sized(audit / "a.jsonl", 1000)
+    # make_class_archive's own process, which has no session yet (another test in this process may have left one active)
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
     with pytest.raises(Stop):
         cli.main(["--input", str(audit), "--output", str(tmp_path / "out"), "--master", "local[2]"], make_class_archive=True)
     # the archive's run compiles, so that the archive holds the compiler's classes for the runs that compile
