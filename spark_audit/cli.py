@@ -307,10 +307,8 @@ def main(argv: Sequence[str] | None = None, *, make_class_archive: bool = False)
         memory=args.driver_memory,
         local_dir=args.local_dir,
         log_file=log,
-        short_run=size.short,
-        interpreted=size.interpreted,
         create_class_archive=make_class_archive and owns_session,
-    )
+    ).for_size(size)
     spark = None
     succeeded = False
     archive = None

@@ -7,14 +7,14 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
 from spark_audit import class_archive
 from spark_audit.local_fs import CLASS_PATH, local_file_system_conf
-from spark_audit.run_size import LOCAL_PARTITIONS
+from spark_audit.run_size import LOCAL_PARTITIONS, RunSize
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -73,6 +73,10 @@ class Resources:
     #: the driver JVM writes a class archive as it exits where there is none (spark_audit/class_archive.py);
     #: only for a caller that then ends the JVM with class_archive.finish (spark_audit/make_class_archive.py)
     create_class_archive: bool = False
+
+    def for_size(self, size: RunSize) -> Resources:
+        """These resources with what the run's size decides: the compilers and interpreted expressions (spark_audit/run_size.py)."""
+        return replace(self, short_run=size.short, interpreted=size.interpreted)
 
     def conf(self) -> dict[str, str]:
         options = [*JVM_OPTIONS, *([QUICK_COMPILER_ONLY] if self.short_run else [])]

@@ -45,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     # the compilers (and interpreted expressions) the job chooses for the same input (spark_audit/run_size.py), so that the two compare like with like
     size = run_size.RunSize.of(args.input, args.output, incremental=False)
-    spark = build_session(args.master, resources=Resources(short_run=size.short, interpreted=size.interpreted))
+    spark = build_session(args.master, resources=Resources().for_size(size))
     seconds = {"session": time.monotonic() - STARTED}
     cpu = {"session": _cpu()}
     try:

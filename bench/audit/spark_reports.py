@@ -30,7 +30,7 @@ def main() -> None:
     # both compilers and 8. A batch run's size is its input's (the second argument, the output, counts only in an
     # incremental run).
     size = run_size.RunSize.of(args.input, args.input, incremental=False)
-    spark = build_session(args.master, shuffle_partitions=size.local_shuffle_partitions(args.master), resources=Resources(short_run=size.short, interpreted=size.interpreted))
+    spark = build_session(args.master, shuffle_partitions=size.local_shuffle_partitions(args.master), resources=Resources().for_size(size))
     try:
         flat = flatten(deduplicate(records_of(parse(read_files(spark, args.input))))).cache()
         latency = {
