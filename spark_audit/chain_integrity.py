@@ -142,14 +142,6 @@ CHAIN_FIELDS = StructType(
 )
 
 
-def _chained(fields: DataFrame) -> DataFrame:
-    """:func:`chain_fields`' rows shuffled once by writer: every part of :func:`chain_parts` groups or orders within a
-    writer. The optimizer prunes each part's columns below the exchange, so the parts do not share it: each reads
-    ``fields`` again, which is why the job reads narrow Parquet columns here (the kept chain table, or a batch run's
-    staged parse), never the text."""
-    return fields.repartition("writer")
-
-
 def _signature_holds(row: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey]) -> tuple[bool, dict[str, Any]]:
     try:
         data = json.loads(row["value"]).get("data") or {}
@@ -168,63 +160,99 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
 
 
 #: The parts of :func:`chain_parts`, gathered by the caller in one query (spark_audit/collect.py).
-CHAIN_PARTS = ("chain_counts", "chain_totals", "chain_gaps", "chain_modified", "chain_reordered", "chain_checkpoints")
+CHAIN_PARTS = ("chain_counts", "chain_findings")
+#: The kinds of :func:`chain_parts`' findings rows, each a list in :func:`conclude`'s input; the last three are
+#: limited to :data:`MAX_FINDINGS` each.
+TOTAL, CHECKPOINT, GAP, MODIFIED, REORDERED = "total", "checkpoint", "gap", "modified", "reordered"
+_LIMITED = (GAP, MODIFIED, REORDERED)
+#: A finding row's fields after its kind and writer: two numbers (a seq, or a range's ends, or a writer's records and
+#: last seq), two times, and a checkpoint's prev and text.
+_FINDING = (("a", "long"), ("b", "long"), ("first", "string"), ("last", "string"), ("prev", "string"), ("value", "string"))
+
+
+def _finding(kind: str, when: Column, **given: Column) -> Column:
+    fields = [F.lit(kind).alias("kind"), *[(given.get(name, F.lit(None))).cast(type_).alias(name) for name, type_ in _FINDING]]
+    return F.when(when, F.struct(*fields))
 
 
 def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
-    """What :func:`conclude` needs, as small frames: counts, per-writer totals, and the findings (at most
-    :data:`MAX_FINDINGS` of each kind), from :func:`chain_fields`' rows.
+    """What :func:`conclude` needs, as two small frames: counts, and every finding (each writer's totals and
+    checkpoints, and at most :data:`MAX_FINDINGS` gaps, modified and reordered lines), from :func:`chain_fields`' rows.
 
-    Each part reads ``fields`` again (:func:`_chained` says why): the job passes Parquet columns it wrote them to
-    (:func:`spark_audit.pipeline.chain_fields_of_run`). The counts are taken before the exchange and only chained
-    lines are shuffled: lines without a chain never reach it."""
+    The findings come from one shuffle of the chained lines by writer and two sorts: every window below is
+    partitioned by writer, and all of them sit in one branch of the plan, so they share the exchange. (As separate
+    parts, each pruned to its own columns, they had an exchange and a read of ``fields`` each: four shuffles of every
+    chained line, 13 to 16 s for a million lines in a warm session on two cores, against 5 to 8 s now:
+    docs/performance.md.)
+    The counts are taken before the exchange and only chained lines are shuffled: lines without a chain never reach
+    it."""
     counts = fields.agg(
         F.count(F.when(F.col("writer").isNull(), True)).alias("unreadable"),
         F.count(F.when(F.col("writer").isNotNull() & F.col("seq").isNull(), True)).alias("unchained"),
     )
-    chained = _chained(fields.filter(F.col("seq").isNotNull()))
-    # Kafka delivers at least once: the same line twice is one record. Two lines at one place: one was altered.
-    distinct = chained.dropDuplicates(["writer", "seq", "hash"])
-    conflicts = distinct.groupBy("writer", "seq").agg(F.count("*").alias("versions")).filter(F.col("versions") > 1)
-    first_read = SparkWindow.partitionBy("writer", "seq").orderBy("origin", "position")
-    one = distinct.withColumn("copy", F.row_number().over(first_read)).filter(F.col("copy") == 1).drop("copy")
+    chained = fields.filter(F.col("seq").isNotNull()).repartition("writer")
+    # Kafka delivers at least once: the same line twice is one record, its first copy read. Two lines at one place
+    # (different hashes): one was altered.
+    place = SparkWindow.partitionBy("writer", "seq").orderBy("origin", "position")
+    whole_place = place.rowsBetween(SparkWindow.unboundedPreceding, SparkWindow.unboundedFollowing)
+    copies = chained.select(
+        "*",
+        F.row_number().over(place).alias("copy"),
+        (F.min("hash").over(whole_place) != F.max("hash").over(whole_place)).alias("conflict"),
+    )
+    one = copies.filter(F.col("copy") == 1)
     by_seq = SparkWindow.partitionBy("writer").orderBy("seq")
-    linked = one.select(
-        "writer", "seq", "prev", "hash", F.lag("seq").over(by_seq).alias("before_seq"), F.lag("hash").over(by_seq).alias("before_hash")
-    )
-    gaps = linked.filter(F.col("seq") > F.coalesce(F.col("before_seq"), F.lit(0)) + 1).select(
-        "writer", (F.coalesce(F.col("before_seq"), F.lit(0)) + 1).alias("start"), (F.col("seq") - 1).alias("end")
-    )
-    links_broken = linked.filter((F.col("before_seq") == F.col("seq") - 1) & (F.col("prev") != F.col("before_hash")))
-    modified = links_broken.select("writer", (F.col("seq") - 1).alias("seq")).unionByName(conflicts.select("writer", "seq"))
+    whole_writer = by_seq.rowsBetween(SparkWindow.unboundedPreceding, SparkWindow.unboundedFollowing)
     read_order = SparkWindow.partitionBy("writer", "origin").orderBy("position").rowsBetween(SparkWindow.unboundedPreceding, -1)
-    reordered = one.withColumn("highest_before", F.max("seq").over(read_order)).filter(F.col("seq") < F.col("highest_before"))
-    totals = one.groupBy("writer").agg(
-        F.count("*").alias("records"), F.max("seq").alias("last_seq"), F.min("time").alias("first_time"), F.max("time").alias("last_time")
+    linked = one.select(
+        "writer",
+        "seq",
+        "prev",
+        "time",
+        "type",
+        "value",
+        "conflict",
+        F.lag("seq").over(by_seq).alias("before_seq"),
+        F.lag("hash").over(by_seq).alias("before_hash"),
+        F.count(F.lit(1)).over(whole_writer).alias("records"),
+        F.max("seq").over(whole_writer).alias("last_seq"),
+        F.min("time").over(whole_writer).alias("first_time"),
+        F.max("time").over(whole_writer).alias("last_time"),
+        F.max("seq").over(read_order).alias("highest_before"),
     )
-    return {
-        "chain_counts": counts,
-        "chain_totals": totals,
-        "chain_gaps": gaps.limit(MAX_FINDINGS),
-        "chain_modified": modified.distinct().limit(MAX_FINDINGS),
-        "chain_reordered": reordered.select("writer", "seq").limit(MAX_FINDINGS),
-        "chain_checkpoints": one.filter(F.col("type") == CHECKPOINT_EVENT_TYPE).select("writer", "seq", "prev", "time", "value"),
-    }
+    seq, before = F.col("seq"), F.coalesce(F.col("before_seq"), F.lit(0))
+    findings = [
+        _finding(TOTAL, F.col("before_seq").isNull(), a=F.col("records"), b=F.col("last_seq"), first=F.col("first_time"), last=F.col("last_time")),
+        _finding(CHECKPOINT, F.col("type") == F.lit(CHECKPOINT_EVENT_TYPE), a=seq, prev=F.col("prev"), first=F.col("time"), value=F.col("value")),
+        _finding(GAP, seq > before + 1, a=before + 1, b=seq - 1),
+        # a broken link: the line before was modified
+        _finding(MODIFIED, (F.col("before_seq") == seq - 1) & (F.col("prev") != F.col("before_hash")), a=seq - 1),
+        _finding(MODIFIED, F.col("conflict"), a=seq),
+        _finding(REORDERED, seq < F.col("highest_before"), a=seq),
+    ]
+    found = linked.select("writer", F.explode(F.array_compact(F.array(*findings))).alias("found")).select("writer", "found.*").distinct()
+    # at most MAX_FINDINGS of each limited kind (the first by writer and place); totals and checkpoints are few
+    rank = F.row_number().over(SparkWindow.partitionBy("kind").orderBy("writer", "a", "b"))
+    kept = found.withColumn("rank", rank).filter(~F.col("kind").isin(*_LIMITED) | (F.col("rank") <= MAX_FINDINGS)).drop("rank")
+    return {"chain_counts": counts, "chain_findings": kept.select("kind", "writer", *[name for name, _ in _FINDING])}
 
 
 def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     """The integrity section of summary.json: per writer, what is verified, missing, modified, reordered, signed.
 
-    Straight from the lines, each part reading them again: the tests' oracle for what the job finds from the
-    chain fields it wrote."""
+    Straight from the lines, which the counts and the findings each read again: the tests' oracle for what the job
+    finds from the chain fields it wrote."""
     return conclude(gather(chain_parts(chain_fields(lines))), keys)
 
 
 def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     """:func:`check_chains`'s result from the gathered rows of :func:`chain_parts`."""
     ((unreadable, unchained),) = found["chain_counts"]
+    of_kind: dict[str, list[Sequence[Any]]] = {kind: [] for kind in (TOTAL, CHECKPOINT, *_LIMITED)}
+    for row in found["chain_findings"]:
+        of_kind[row[0]].append(row[1:])
     writers: dict[str, dict[str, Any]] = {}
-    for name, records, last_seq, first_time, last_time in found["chain_totals"]:
+    for name, records, last_seq, first_time, last_time, _, _ in of_kind[TOTAL]:
         writers[name] = {
             "writer": name,
             "records": int(records),
@@ -237,13 +265,15 @@ def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed
             "checkpoints": 0,
             "last_checkpoint": None,
         }
-    for name, start, end in found["chain_gaps"]:
+    for name, start, end, *_ in of_kind[GAP]:
         writers[name]["missing"].append((int(start), int(end)))
-    for name, seq in found["chain_modified"]:
+    for name, seq, *_ in of_kind[MODIFIED]:
         writers[name]["modified"].append(int(seq))
-    for name, seq in found["chain_reordered"]:
+    for name, seq, *_ in of_kind[REORDERED]:
         writers[name]["reordered"].append(int(seq))
-    checkpoints = [dict(zip(("writer", "seq", "prev", "time", "value"), row, strict=True)) for row in found["chain_checkpoints"]]
+    checkpoints = [
+        {"writer": name, "seq": seq, "prev": prev, "time": time, "value": value} for name, seq, _, time, _, prev, value in of_kind[CHECKPOINT]
+    ]
     claimed_ends = _check_checkpoints(checkpoints, keys, writers)
     for name, writer in writers.items():
         end = max(writer["last_checkpoint"] or 0, claimed_ends.get(name, 0))

@@ -227,9 +227,9 @@ def _store_parts(store: DataFrame, flat: DataFrame, window: Window, kept: daily_
 def chain_fields_of_run(spark: SparkSession, options: JobOptions, layout: Layout, stats: IngestStats) -> DataFrame:
     """The narrow table the hash chains' check reads: the chain fields of a batch run's staged parse (its columns of
     ``_work/staged``, spark_audit/staged_parse.py), those an incremental run over files kept for every file it
-    ingested, or for an incremental run over a topic those of its text, written here. The check's parts each read
-    the table again (spark_audit/chain_integrity.py): reading the text itself again for each was most of a large
-    run's report time."""
+    ingested, or for an incremental run over a topic those of its text, written here. The check's counts and its
+    findings each read the table again (spark_audit/chain_integrity.py): reading the text itself again for each part
+    was most of a large run's report time."""
     if stats.mode == "batch":
         return staged_parse.chain_fields(staged_parse.read(spark, layout.work(staged_parse.STAGED)))
     if options.kafka is None:
