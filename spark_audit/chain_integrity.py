@@ -161,17 +161,29 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
 
 #: The parts of :func:`chain_parts`, gathered by the caller in one query (spark_audit/collect.py).
 CHAIN_PARTS = ("chain_counts", "chain_findings")
-#: The kinds of :func:`chain_parts`' findings rows, each a list in :func:`conclude`'s input; the last three are
-#: limited to :data:`MAX_FINDINGS` each.
-TOTAL, CHECKPOINT, GAP, MODIFIED, REORDERED = "total", "checkpoint", "gap", "modified", "reordered"
-_LIMITED = (GAP, MODIFIED, REORDERED)
-#: A finding row's fields after its kind and writer: two numbers (a seq, or a range's ends, or a writer's records and
-#: last seq), two times, and a checkpoint's prev and text.
-_FINDING = (("a", "long"), ("b", "long"), ("first", "string"), ("last", "string"), ("prev", "string"), ("value", "string"))
+#: The kinds of :func:`chain_parts`' findings rows, each a list in :func:`conclude`'s input; the last three
+#: (LIMITED) are at most :data:`MAX_FINDINGS` each.
+TOTAL, CHECKPOINT, ORIGIN, GAP, MODIFIED, REORDERED = "total", "checkpoint", "origin", "gap", "modified", "reordered"
+LIMITED = (GAP, MODIFIED, REORDERED)
+KINDS = (TOTAL, CHECKPOINT, ORIGIN, *LIMITED)
+#: A finding row's fields after its kind and writer: three numbers (a seq, a range's ends, or a writer's records, last
+#: and first seq), two times (or an origin), two hashes (a line's prev; a writer's last line's hash) and a checkpoint's
+#: text. A writer's total carries its first line's prev and its last line's hash: spark_audit/chain_state.py joins a
+#: rerun's new lines to the kept ones with them.
+FINDING = (
+    ("a", "long"),
+    ("b", "long"),
+    ("c", "long"),
+    ("first", "string"),
+    ("last", "string"),
+    ("prev", "string"),
+    ("hash", "string"),
+    ("value", "string"),
+)
 
 
 def _finding(kind: str, when: Column, **given: Column) -> Column:
-    fields = [F.lit(kind).alias("kind"), *[(given.get(name, F.lit(None))).cast(type_).alias(name) for name, type_ in _FINDING]]
+    fields = [F.lit(kind).alias("kind"), *[(given.get(name, F.lit(None))).cast(type_).alias(name) for name, type_ in FINDING]]
     return F.when(when, F.struct(*fields))
 
 
@@ -218,11 +230,25 @@ def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
         F.max("seq").over(whole_writer).alias("last_seq"),
         F.min("time").over(whole_writer).alias("first_time"),
         F.max("time").over(whole_writer).alias("last_time"),
+        F.last("hash").over(whole_writer).alias("last_hash"),
+        F.col("origin"),
         F.max("seq").over(read_order).alias("highest_before"),
     )
     seq, before = F.col("seq"), F.coalesce(F.col("before_seq"), F.lit(0))
     findings = [
-        _finding(TOTAL, F.col("before_seq").isNull(), a=F.col("records"), b=F.col("last_seq"), first=F.col("first_time"), last=F.col("last_time")),
+        _finding(
+            TOTAL,
+            F.col("before_seq").isNull(),
+            a=F.col("records"),
+            b=F.col("last_seq"),
+            c=seq,
+            first=F.col("first_time"),
+            last=F.col("last_time"),
+            prev=F.col("prev"),
+            hash=F.col("last_hash"),
+        ),
+        # the first line of each writer read from each origin
+        _finding(ORIGIN, F.col("highest_before").isNull(), first=F.col("origin")),
         _finding(CHECKPOINT, F.col("type") == F.lit(CHECKPOINT_EVENT_TYPE), a=seq, prev=F.col("prev"), first=F.col("time"), value=F.col("value")),
         _finding(GAP, seq > before + 1, a=before + 1, b=seq - 1),
         # a broken link: the line before was modified
@@ -233,8 +259,8 @@ def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
     found = linked.select("writer", F.explode(F.array_compact(F.array(*findings))).alias("found")).select("writer", "found.*").distinct()
     # at most MAX_FINDINGS of each limited kind (the first by writer and place); totals and checkpoints are few
     rank = F.row_number().over(SparkWindow.partitionBy("kind").orderBy("writer", "a", "b"))
-    kept = found.withColumn("rank", rank).filter(~F.col("kind").isin(*_LIMITED) | (F.col("rank") <= MAX_FINDINGS)).drop("rank")
-    return {"chain_counts": counts, "chain_findings": kept.select("kind", "writer", *[name for name, _ in _FINDING])}
+    kept = found.withColumn("rank", rank).filter(~F.col("kind").isin(*LIMITED) | (F.col("rank") <= MAX_FINDINGS)).drop("rank")
+    return {"chain_counts": counts, "chain_findings": kept.select("kind", "writer", *[name for name, _ in FINDING])}
 
 
 def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
@@ -248,11 +274,11 @@ def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict
 def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     """:func:`check_chains`'s result from the gathered rows of :func:`chain_parts`."""
     ((unreadable, unchained),) = found["chain_counts"]
-    of_kind: dict[str, list[Sequence[Any]]] = {kind: [] for kind in (TOTAL, CHECKPOINT, *_LIMITED)}
+    of_kind: dict[str, list[Sequence[Any]]] = {kind: [] for kind in KINDS}
     for row in found["chain_findings"]:
         of_kind[row[0]].append(row[1:])
     writers: dict[str, dict[str, Any]] = {}
-    for name, records, last_seq, first_time, last_time, _, _ in of_kind[TOTAL]:
+    for name, records, last_seq, _, first_time, last_time, *_ in of_kind[TOTAL]:
         writers[name] = {
             "writer": name,
             "records": int(records),
@@ -272,7 +298,7 @@ def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed
     for name, seq, *_ in of_kind[REORDERED]:
         writers[name]["reordered"].append(int(seq))
     checkpoints = [
-        {"writer": name, "seq": seq, "prev": prev, "time": time, "value": value} for name, seq, _, time, _, prev, value in of_kind[CHECKPOINT]
+        {"writer": name, "seq": seq, "prev": prev, "time": time, "value": value} for name, seq, _, _, time, _, prev, _, value in of_kind[CHECKPOINT]
     ]
     claimed_ends = _check_checkpoints(checkpoints, keys, writers)
     for name, writer in writers.items():

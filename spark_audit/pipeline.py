@@ -16,6 +16,7 @@ from spark_audit import (
     acl_hygiene,
     acl_page,
     burst_rewrite,
+    chain_state,
     collect,
     daily_tables,
     denial_reports,
@@ -296,8 +297,10 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
             whatif_summary, whatif_tables = _whatif(spark, flat, options, layout, ro.top)
         if options.acls is not None:
             acls = acl_hygiene.run(spark, flat, options.acls, layout, window.last_us, ro.top)
-    # the page's rows, the summary's counts and the chains' findings: one Spark query
-    fields = chain_fields_of_run(spark, options, layout, stats)
+    # the page's rows, the summary's counts and the chains' findings: one Spark query (a rerun over files checks its
+    # new lines' chains and joins them to what the last run kept: spark_audit/chain_state.py)
+    chains = chain_state.Check.of(spark, layout.table(CHAIN), layout.table(chain_state.STATE_FILE)) if incremental and options.kafka is None else None
+    fields = chains.fields(spark) if chains is not None else chain_fields_of_run(spark, options, layout, stats)
     frames = _as_written(spark, frames, layout)
     page = page_parts.parts(frames, ro.top)
     # an incremental run's newest denials and changes looked for on the newest dates first (their partitions alone
@@ -315,6 +318,8 @@ def report(spark: SparkSession, options: JobOptions, layout: Layout, stats: Inge
         **{_rows_part(name): _read_report(spark, reports[name], path).agg(F.count(F.lit(1))) for name, path in partly.items()},
     }
     found = gather(wanted)
+    if chains is not None:
+        found.update(chains.finish(spark, found))
     if since is not None:
         found.update(gather({name: on_every_date[name] for name in page_parts.newest_found(found, ro.top)}))
     totals.update({name: int(found[_rows_part(name)][0][0]) for name in partly})
