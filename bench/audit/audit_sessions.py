@@ -55,6 +55,9 @@ class Generator:
         self.topics = [f"{rng.choice(['orders', 'payments', 'clicks', 'logs', 'metrics', 'audit'])}-{i:04d}" for i in range(t.topics)]
         self.nodes = list(range(100, 100 + t.nodes))
         self.clock = START + timedelta(days=t.start_day)
+        #: each node's proxy process, as the proxy names it in `source` (pid and a random part): a later day's files
+        #: (start_day) are a later process's, whose hash chain starts again
+        self.instance = f"{1000 + t.start_day}-{seed & 0xFFFFFFFF:08x}"
         self.connection_seq = 0
         self.lost_intents = 0
         self.lost_outcomes = 0
@@ -75,7 +78,7 @@ class Generator:
             "specversion": "1.0",
             "id": self._uuid(),
             "type": f"io.github.kafka-envelope-proxy.{kind}",
-            "source": f"envelope-proxy/{node}",
+            "source": f"envelope-proxy/{node}/{self.instance}",
             "time": _time(self.clock),
             "subject": subject,
             "datacontenttype": "application/json",

@@ -116,6 +116,8 @@ class Traffic:
     lost_outcome: float = 0.002
     #: audit.file.rotate.ms
     rotate_seconds: int = 3600
+    #: every line sealed into its writer's hash chain (chainseq, chainprev), as the proxy writes every line
+    chained: bool = True
     #: days after 2026-11-21 the traffic starts (a later day's files)
     start_day: int = 0
 

@@ -2,7 +2,8 @@
 
 Traffic as a deployment writes it, configurable with :class:`Traffic`:
 
-- several proxy nodes (``source`` envelope-proxy/<node>), each rotating its file every hour
+- several proxy nodes (``source`` envelope-proxy/<node>/<process>), each rotating its file every hour, every line
+  sealed into its writer's hash chain as the proxy seals it
   (``audit-<node>-<UTC hour>-<seq>.jsonl``), over several days;
 - several listeners (SASL_SSL/SCRAM, SASL_PLAINTEXT/PLAIN, SSL, PLAINTEXT as User:ANONYMOUS);
 - about 160 principals whose volumes follow a Zipf law (a few service accounts do most of the work),
@@ -24,6 +25,7 @@ is made of: ``audit_traffic.py``; the records of one connection: ``audit_session
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 from datetime import UTC, datetime
@@ -84,6 +86,21 @@ class _Files:
             handle.close()
 
 
+class _Chains:
+    """Each writer's hash chain, as the proxy seals its lines (proxy/audit/chain.py): ``chainseq`` and ``chainprev``
+    appended to the record's JSON, the chain's head the SHA-256 of the sealed line. A line written twice (a duplicate)
+    is the sealed line again; a malformed line is never sealed, as a record the proxy never wrote whole."""
+
+    def __init__(self) -> None:
+        self.heads: dict[str, tuple[int, str]] = {}
+
+    def seal(self, writer: str, line: str) -> str:
+        seq, head = self.heads.get(writer, (0, "0" * 64))
+        sealed = f'{line[:-1]},"chainseq":{seq + 1},"chainprev":"{head}"}}'
+        self.heads[writer] = (seq + 1, hashlib.sha256(sealed.encode("utf-8")).hexdigest())
+        return sealed
+
+
 def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None = None) -> Counts:
     """Write ``total`` lines into hourly files per node in ``directory``, edge cases included."""
     t = traffic or Traffic()
@@ -91,6 +108,7 @@ def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None
     generator = Generator(seed, t)
     rng = random.Random(seed + 1)
     files = _Files(directory, t.rotate_seconds)
+    chains = _Chains()
     malformed = duplicates = good = blank = 0
     written = 0
     records = generator.records(total)
@@ -100,7 +118,7 @@ def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None
             record = next(records, None)
             if record is None:
                 break
-            node = record["source"].rsplit("/", 1)[1]
+            node = record["source"].split("/")[1]
             handle = files.handle(node, record["time"])
             line = json.dumps(record, separators=(",", ":"))
             recent = files.recent.setdefault(node, [])
@@ -110,6 +128,8 @@ def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None
                 malformed += 1
                 written += 1
                 continue  # the record itself was never written whole: nothing may duplicate it
+            if t.chained:
+                line = chains.seal(record["source"], line)
             # A blank line or a duplicate comes before the record's own line.
             before: str | None = None
             if roll < t.malformed + t.blank:
