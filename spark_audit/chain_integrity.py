@@ -160,7 +160,7 @@ def _ranges(pairs: list[tuple[int, int]]) -> list[list[int]]:
 
 
 #: The parts of :func:`chain_parts`, gathered by the caller in one query (spark_audit/collect.py).
-CHAIN_PARTS = ("chain_counts", "chain_findings")
+COUNTS, FINDINGS = CHAIN_PARTS = ("chain_counts", "chain_findings")
 #: The kinds of :func:`chain_parts`' findings rows, each a list in :func:`conclude`'s input; the last three
 #: (LIMITED) are at most :data:`MAX_FINDINGS` each.
 TOTAL, CHECKPOINT, ORIGIN, GAP, MODIFIED, REORDERED = "total", "checkpoint", "origin", "gap", "modified", "reordered"
@@ -260,7 +260,7 @@ def chain_parts(fields: DataFrame) -> dict[str, DataFrame]:
     # at most MAX_FINDINGS of each limited kind (the first by writer and place); totals and checkpoints are few
     rank = F.row_number().over(SparkWindow.partitionBy("kind").orderBy("writer", "a", "b"))
     kept = found.withColumn("rank", rank).filter(~F.col("kind").isin(*LIMITED) | (F.col("rank") <= MAX_FINDINGS)).drop("rank")
-    return {"chain_counts": counts, "chain_findings": kept.select("kind", "writer", *[name for name, _ in FINDING])}
+    return {COUNTS: counts, FINDINGS: kept.select("kind", "writer", *[name for name, _ in FINDING])}
 
 
 def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
@@ -271,12 +271,18 @@ def check_chains(lines: DataFrame, keys: Mapping[str, Ed25519PublicKey]) -> dict
     return conclude(gather(chain_parts(chain_fields(lines))), keys)
 
 
+def findings_by_kind(found: Mapping[str, Sequence[Sequence[Any]]]) -> dict[str, list[list[Any]]]:
+    """:func:`chain_parts`' findings rows as gathered, by their kind (every kind present, maybe empty)."""
+    of_kind: dict[str, list[list[Any]]] = {kind: [] for kind in KINDS}
+    for row in found[FINDINGS]:
+        of_kind[row[0]].append(list(row))
+    return of_kind
+
+
 def conclude(found: Mapping[str, Sequence[Sequence[Any]]], keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     """:func:`check_chains`'s result from the gathered rows of :func:`chain_parts`."""
-    ((unreadable, unchained),) = found["chain_counts"]
-    of_kind: dict[str, list[Sequence[Any]]] = {kind: [] for kind in KINDS}
-    for row in found["chain_findings"]:
-        of_kind[row[0]].append(row[1:])
+    ((unreadable, unchained),) = found[COUNTS]
+    of_kind = {kind: [row[1:] for row in rows] for kind, rows in findings_by_kind(found).items()}
     writers: dict[str, dict[str, Any]] = {}
     for name, records, last_seq, _, first_time, last_time, *_ in of_kind[TOTAL]:
         writers[name] = {

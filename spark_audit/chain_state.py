@@ -21,14 +21,28 @@ again, as it did before there was a state.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_audit import hadoop_fs
-from spark_audit.chain_integrity import CHAIN_FIELDS, CHECKPOINT, FINDING, GAP, LIMITED, MAX_FINDINGS, MODIFIED, ORIGIN, TOTAL, chain_parts
+from spark_audit.chain_integrity import (
+    CHAIN_FIELDS,
+    CHECKPOINT,
+    COUNTS,
+    FINDING,
+    FINDINGS,
+    GAP,
+    LIMITED,
+    MAX_FINDINGS,
+    MODIFIED,
+    ORIGIN,
+    TOTAL,
+    chain_parts,
+    findings_by_kind,
+)
 from spark_audit.collect import gather
 from spark_audit.ingest import empty_frame
 from spark_audit.tables import read_table
@@ -38,7 +52,6 @@ STATE_FILE = "chain_state.json"
 FORMAT = 1
 #: a finding row's place of each field (spark_audit/chain_integrity.py FINDING, after its kind and writer)
 _AT = {name: 2 + n for n, (name, _) in enumerate(FINDING)}
-_COUNTS, _FINDINGS = "chain_counts", "chain_findings"
 
 
 @dataclass(frozen=True)
@@ -67,89 +80,72 @@ def load(spark: SparkSession, path: str) -> ChainState | None:
         kept = json.loads(text)
         if kept.get("format") != FORMAT:
             return None
-        return ChainState(frozenset(kept["batches"]), {_COUNTS: kept[_COUNTS], _FINDINGS: kept[_FINDINGS]})
+        return ChainState(frozenset(kept["batches"]), {COUNTS: kept[COUNTS], FINDINGS: kept[FINDINGS]})
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def save(spark: SparkSession, path: str, state: ChainState) -> None:
-    body = {"format": FORMAT, "batches": sorted(state.batches), _COUNTS: state.found[_COUNTS], _FINDINGS: state.found[_FINDINGS]}
+    body = {"format": FORMAT, "batches": sorted(state.batches), COUNTS: state.found[COUNTS], FINDINGS: state.found[FINDINGS]}
     hadoop_fs.write_text(spark, path, json.dumps(body, separators=(",", ":")))
 
 
-def _of_kind(found: Mapping[str, Sequence[Sequence[Any]]], kind: str) -> list[list[Any]]:
-    return [list(row) for row in found[_FINDINGS] if row[0] == kind]
-
-
-def _finding(kind: str, writer: str, **given: Any) -> list[Any]:
+def _row(kind: str, writer: str, **given: Any) -> list[Any]:
+    """A findings row as :func:`spark_audit.chain_integrity.chain_parts` gives it."""
     row: list[Any] = [kind, writer, *([None] * len(FINDING))]
     for name, value in given.items():
         row[_AT[name]] = value
     return row
 
 
-def _lowest(values: Iterable[Any]) -> Any:
-    present = [value for value in values if value is not None]
-    return min(present) if present else None
-
-
-def _highest(values: Iterable[Any]) -> Any:
-    present = [value for value in values if value is not None]
-    return max(present) if present else None
+def _present(*values: Any) -> list[Any]:
+    return [value for value in values if value is not None]
 
 
 def merge(kept: Mapping[str, Sequence[Sequence[Any]]], new: Mapping[str, Sequence[Sequence[Any]]]) -> dict[str, list[list[Any]]] | None:
     """The check's rows over the kept lines and the new ones together, from each part's rows; None where the new lines
     do not continue the kept chains (the module's docstring says what that means), and the whole check must run."""
-    if any(len(_of_kind(part, kind)) >= MAX_FINDINGS for part in (kept, new) for kind in LIMITED):
+    old_rows, new_rows = findings_by_kind(kept), findings_by_kind(new)
+    if any(len(part[kind]) >= MAX_FINDINGS for part in (old_rows, new_rows) for kind in LIMITED):
         return None
-    if {row[_AT["first"]] for row in _of_kind(kept, ORIGIN)} & {row[_AT["first"]] for row in _of_kind(new, ORIGIN)}:
+    first, a, b, c = _AT["first"], _AT["a"], _AT["b"], _AT["c"]
+    if {row[first] for row in old_rows[ORIGIN]} & {row[first] for row in new_rows[ORIGIN]}:
         return None
-    kept_totals = {row[1]: row for row in _of_kind(kept, TOTAL)}
-    new_totals = {row[1]: row for row in _of_kind(new, TOTAL)}
+    kept_totals = {row[1]: row for row in old_rows[TOTAL]}
+    new_totals = {row[1]: row for row in new_rows[TOTAL]}
     joined = kept_totals.keys() & new_totals.keys()
-    if any(new_totals[writer][_AT["c"]] <= kept_totals[writer][_AT["b"]] for writer in joined):
+    if any(new_totals[writer][c] <= kept_totals[writer][b] for writer in joined):
         return None
-    a, b, c = _AT["a"], _AT["b"], _AT["c"]
-    rows: list[list[Any]] = []
-    for writer in kept_totals.keys() | new_totals.keys():
-        if writer not in joined:
-            rows.append(kept_totals.get(writer) or new_totals[writer])
-            continue
+    totals = [row for writer, row in {**kept_totals, **new_totals}.items() if writer not in joined]
+    # where the two parts meet: the new part alone saw its first line as following nothing
+    edges: dict[str, list[list[Any]]] = {kind: [] for kind in LIMITED}
+    for writer in joined:
         old, more = kept_totals[writer], new_totals[writer]
-        first, last = _AT["first"], _AT["last"]
-        rows.append(
-            _finding(
+        last, prev, hash_ = _AT["last"], _AT["prev"], _AT["hash"]
+        totals.append(
+            _row(
                 TOTAL,
                 writer,
                 a=old[a] + more[a],
                 b=more[b],
                 c=old[c],
-                first=_lowest((old[first], more[first])),
-                last=_highest((old[last], more[last])),
-                prev=old[_AT["prev"]],
-                hash=more[_AT["hash"]],
+                first=min(_present(old[first], more[first]), default=None),
+                last=max(_present(old[last], more[last]), default=None),
+                prev=old[prev],
+                hash=more[hash_],
             )
         )
-        # where the two parts meet: the new part alone saw its first line as following nothing
         if more[c] > old[b] + 1:
-            rows.append(_finding(GAP, writer, a=old[b] + 1, b=more[c] - 1))
-        elif more[_AT["prev"]] is not None and old[_AT["hash"]] is not None and more[_AT["prev"]] != old[_AT["hash"]]:
-            rows.append(_finding(MODIFIED, writer, a=old[b]))
-    for kind in (CHECKPOINT, ORIGIN):
-        rows += _of_kind(kept, kind) + _of_kind(new, kind)
+            edges[GAP].append(_row(GAP, writer, a=old[b] + 1, b=more[c] - 1))
+        elif more[prev] is not None and old[hash_] is not None and more[prev] != old[hash_]:
+            edges[MODIFIED].append(_row(MODIFIED, writer, a=old[b]))
+    rows = totals + old_rows[CHECKPOINT] + new_rows[CHECKPOINT] + old_rows[ORIGIN] + new_rows[ORIGIN]
     for kind in LIMITED:
-        listed = _of_kind(kept, kind) + [
-            row
-            for row in _of_kind(new, kind)
-            # the new part's gap before its first line, which the kept lines fill or the edge's gap above replaces
-            if not (kind == GAP and row[1] in joined and row[a] == 1 and row[b] == new_totals[row[1]][c] - 1)
-        ]
-        listed += [row for row in rows if row[0] == kind]
-        rows = [row for row in rows if row[0] != kind]
-        unique = {tuple(row) for row in listed}
-        rows += [list(row) for row in sorted(unique, key=lambda row: (row[1], row[a], row[b] if row[b] is not None else -1))][:MAX_FINDINGS]
-    return {_COUNTS: [[sum(int(part[_COUNTS][0][n]) for part in (kept, new)) for n in range(2)]], _FINDINGS: rows}
+        # the new part's gap before its first line, which the kept lines fill or the edge's gap replaces
+        leading = [row for row in new_rows[kind] if kind == GAP and row[1] in joined and row[a] == 1 and row[b] == new_totals[row[1]][c] - 1]
+        listed = {tuple(row) for row in old_rows[kind] + new_rows[kind] + edges[kind] if row not in leading}
+        rows += [list(row) for row in sorted(listed, key=lambda row: (row[1], row[a], row[b] if row[b] is not None else -1))][:MAX_FINDINGS]
+    return {COUNTS: [[sum(int(part[COUNTS][0][n]) for part in (kept, new)) for n in range(2)]], FINDINGS: rows}
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ class Check:
     def finish(self, spark: SparkSession, found: Mapping[str, Sequence[Sequence[Any]]]) -> dict[str, list[tuple[Any, ...]]]:
         """The check over every batch, from the query's rows of :meth:`fields` (merged with the kept state, or the whole
         check run again where they cannot be), kept for the next run."""
-        ours = {_COUNTS: found[_COUNTS], _FINDINGS: found[_FINDINGS]}
+        ours = {COUNTS: found[COUNTS], FINDINGS: found[FINDINGS]}
         whole: Mapping[str, Sequence[Sequence[Any]]] | None = ours if self.kept is None else merge(self.kept.found, ours)
         if whole is None:
             whole = gather(chain_parts(read_table(spark, CHAIN_FIELDS, self.table)))
