@@ -17,7 +17,7 @@ from spark_audit.options import JobOptions
 from spark_audit.pipeline import run
 from spark_audit.read import read_paths
 from tests.proxy.audit.chain_trail import edit_line, published
-from tests.spark_audit.test_chain_integrity import trails
+from tests.spark_audit.chain_trails import trails
 
 pytestmark = pytest.mark.spark
 __all__ = ["trails"]  # a fixture
