@@ -25,7 +25,6 @@ is made of: ``audit_traffic.py``; the records of one connection: ``audit_session
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 from datetime import UTC, datetime
@@ -34,6 +33,9 @@ from typing import Any
 
 from audit_sessions import Generator
 from audit_traffic import Counts, Traffic
+
+from proxy.audit.chain import chain_suffix, line_hash
+from proxy.audit.chain_format import GENESIS
 
 __all__ = ["Counts", "Generator", "Traffic", "write"]
 
@@ -95,10 +97,10 @@ class _Chains:
         self.heads: dict[str, tuple[int, str]] = {}
 
     def seal(self, writer: str, line: str) -> str:
-        seq, head = self.heads.get(writer, (0, "0" * 64))
-        sealed = f'{line[:-1]},"chainseq":{seq + 1},"chainprev":"{head}"}}'
-        self.heads[writer] = (seq + 1, hashlib.sha256(sealed.encode("utf-8")).hexdigest())
-        return sealed
+        seq, head = self.heads.get(writer, (0, GENESIS))
+        sealed = line[:-1].encode("utf-8") + chain_suffix(seq + 1, head)
+        self.heads[writer] = (seq + 1, line_hash(sealed))
+        return sealed[:-1].decode("utf-8")  # without the `\n` chain_suffix ends it with: write() adds it
 
 
 def write(directory: Path, total: int, *, seed: int = 7, traffic: Traffic | None = None) -> Counts:
